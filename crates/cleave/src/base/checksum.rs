@@ -1,0 +1,39 @@
+//! CRC32C, masked as LevelDB does so that a checksum stored inside checksummed
+//! data does not make the outer checksum trivially predictable.
+
+const MASK_DELTA: u32 = 0xa282_ead8;
+
+pub(crate) fn crc32c(data: &[u8]) -> u32 {
+    crc32c::crc32c(data)
+}
+
+pub(crate) fn crc32c_extend(crc: u32, data: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc, data)
+}
+
+pub(crate) fn mask(crc: u32) -> u32 {
+    crc.rotate_right(15).wrapping_add(MASK_DELTA)
+}
+
+pub(crate) fn unmask(masked: u32) -> u32 {
+    masked.wrapping_sub(MASK_DELTA).rotate_left(15)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mask_round_trips_and_changes_value() {
+        for crc in [0u32, 1, 0xdead_beef, u32::MAX] {
+            assert_eq!(unmask(mask(crc)), crc);
+            assert_ne!(mask(crc), crc);
+        }
+    }
+
+    #[test]
+    fn extend_equals_whole() {
+        let whole = crc32c(b"hello world");
+        assert_eq!(crc32c_extend(crc32c(b"hello "), b"world"), whole);
+    }
+}

@@ -1,0 +1,95 @@
+//! The one place that knows how files in a database directory are named.
+
+use std::path::{Path, PathBuf};
+
+use super::key::FileNumber;
+
+/// The kinds of file cleave keeps in its directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileKind {
+    Wal,
+    Sstable,
+    Manifest,
+    Current,
+    Lock,
+    Temp,
+}
+
+pub(crate) const CURRENT: &str = "CURRENT";
+pub(crate) const LOCK: &str = "LOCK";
+
+pub(crate) fn wal(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(format!("{n}.wal"))
+}
+
+pub(crate) fn sstable(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(format!("{n}.sst"))
+}
+
+pub(crate) fn manifest(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(format!("MANIFEST-{n}"))
+}
+
+pub(crate) fn temp(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(format!("{n}.tmp"))
+}
+
+pub(crate) fn current(dir: &Path) -> PathBuf {
+    dir.join(CURRENT)
+}
+
+pub(crate) fn lock(dir: &Path) -> PathBuf {
+    dir.join(LOCK)
+}
+
+/// Recognises a file name written by cleave. Names that are not ours return
+/// `None` and are left alone.
+pub(crate) fn parse(name: &str) -> Option<(FileKind, FileNumber)> {
+    match name {
+        CURRENT => return Some((FileKind::Current, FileNumber(0))),
+        LOCK => return Some((FileKind::Lock, FileNumber(0))),
+        _ => {}
+    }
+    if let Some(num) = name.strip_prefix("MANIFEST-") {
+        return number(num).map(|n| (FileKind::Manifest, n));
+    }
+    let (stem, ext) = name.rsplit_once('.')?;
+    let kind = match ext {
+        "wal" => FileKind::Wal,
+        "sst" => FileKind::Sstable,
+        "tmp" => FileKind::Temp,
+        _ => return None,
+    };
+    number(stem).map(|n| (kind, n))
+}
+
+fn number(s: &str) -> Option<FileNumber> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok().map(FileNumber)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        let d = Path::new("/db");
+        let n = FileNumber(42);
+        for (p, kind) in [
+            (wal(d, n), FileKind::Wal),
+            (sstable(d, n), FileKind::Sstable),
+            (manifest(d, n), FileKind::Manifest),
+            (temp(d, n), FileKind::Temp),
+        ] {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            assert_eq!(parse(name), Some((kind, n)), "{name}");
+        }
+        assert_eq!(parse("CURRENT"), Some((FileKind::Current, FileNumber(0))));
+        assert_eq!(parse("notes.txt"), None);
+        assert_eq!(parse(".sst"), None);
+        assert_eq!(parse("12a.sst"), None);
+    }
+}

@@ -1,0 +1,10 @@
+//! Types and encodings every other layer builds on.
+
+pub(crate) mod checksum;
+pub(crate) mod coding;
+pub(crate) mod filename;
+pub(crate) mod key;
+pub(crate) mod limits;
+
+pub(crate) use coding::Decoder;
+pub(crate) use key::{FileNumber, InternalKey, SeqNo, ValueKind};

@@ -1,0 +1,176 @@
+//! Options for opening a database, reading and writing. Names and defaults
+//! follow RocksDB where RocksDB has the same knob.
+
+use std::sync::Arc;
+
+use crate::base::limits::NUM_LEVELS;
+use crate::error::{Error, Result};
+use crate::vfs::{Fs, OsFs};
+use crate::Snapshot;
+
+/// Per-block compression of sstables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    #[default]
+    None,
+    Lz4,
+    Zstd,
+}
+
+/// Options fixed when a database is opened.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub create_if_missing: bool,
+    pub error_if_exists: bool,
+    /// Verify more on open and on reads (sstable footers of every live file
+    /// on open); off by default, like RocksDB's paranoid_checks is cheap.
+    pub paranoid_checks: bool,
+    /// Bytes a memtable holds before it is switched out and flushed.
+    pub write_buffer_size: usize,
+    /// Memtables (active plus waiting for flush) before writes stop.
+    pub max_write_buffer_number: usize,
+    pub level0_file_num_compaction_trigger: usize,
+    pub level0_slowdown_writes_trigger: usize,
+    pub level0_stop_writes_trigger: usize,
+    pub target_file_size_base: u64,
+    pub max_bytes_for_level_base: u64,
+    pub max_bytes_for_level_multiplier: f64,
+    /// Size levels from the last level up (RocksDB's
+    /// level_compaction_dynamic_level_bytes).
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// Background threads shared by flushes and compactions.
+    pub max_background_jobs: usize,
+    /// Target uncompressed size of an sstable data block.
+    pub block_size: usize,
+    /// Entries between restart points in a data block.
+    pub block_restart_interval: usize,
+    /// Bytes of the shared block cache.
+    pub block_cache_capacity: usize,
+    /// Bloom filter bits per key; 0 disables filters.
+    pub bloom_bits_per_key: u32,
+    pub compression: Compression,
+    /// `O_DIRECT` for sstable reads.
+    pub use_direct_reads: bool,
+    /// `O_DIRECT` for flush and compaction writes.
+    pub use_direct_io_for_flush_and_compaction: bool,
+    /// Open sstables kept in the table cache.
+    pub max_open_files: usize,
+    /// Bytes of manifest after which it is rewritten as a snapshot.
+    pub max_manifest_file_size: u64,
+    /// The file system; tests pass an in-memory or fault-injecting one.
+    pub fs: Arc<dyn Fs>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: false,
+            error_if_exists: false,
+            paranoid_checks: false,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            target_file_size_base: 64 << 20,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            level_compaction_dynamic_level_bytes: true,
+            max_background_jobs: 2,
+            block_size: 4 << 10,
+            block_restart_interval: 16,
+            block_cache_capacity: 32 << 20,
+            bloom_bits_per_key: 10,
+            compression: Compression::None,
+            use_direct_reads: false,
+            use_direct_io_for_flush_and_compaction: false,
+            max_open_files: 1000,
+            max_manifest_file_size: 64 << 20,
+            fs: Arc::new(OsFs),
+        }
+    }
+}
+
+impl Options {
+    /// Rejects combinations that cannot work, naming the option.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let bad = |what: &str| Err(Error::InvalidArgument(what.to_string()));
+        if self.write_buffer_size < 4 << 10 {
+            return bad("write_buffer_size must be at least 4 KiB");
+        }
+        if self.max_write_buffer_number < 2 {
+            return bad("max_write_buffer_number must be at least 2");
+        }
+        if self.level0_file_num_compaction_trigger == 0 {
+            return bad("level0_file_num_compaction_trigger must be positive");
+        }
+        if self.level0_slowdown_writes_trigger < self.level0_file_num_compaction_trigger {
+            return bad("level0_slowdown_writes_trigger must be >= level0_file_num_compaction_trigger");
+        }
+        if self.level0_stop_writes_trigger < self.level0_slowdown_writes_trigger {
+            return bad("level0_stop_writes_trigger must be >= level0_slowdown_writes_trigger");
+        }
+        if self.target_file_size_base == 0 || self.max_bytes_for_level_base == 0 {
+            return bad("target_file_size_base and max_bytes_for_level_base must be positive");
+        }
+        if !(self.max_bytes_for_level_multiplier >= 2.0 && self.max_bytes_for_level_multiplier <= 100.0) {
+            return bad("max_bytes_for_level_multiplier must be in [2, 100]");
+        }
+        if self.max_background_jobs == 0 || self.max_background_jobs > 64 {
+            return bad("max_background_jobs must be in [1, 64]");
+        }
+        if self.block_size < 256 || self.block_size > 64 << 20 {
+            return bad("block_size must be in [256 B, 64 MiB]");
+        }
+        if self.block_restart_interval == 0 {
+            return bad("block_restart_interval must be positive");
+        }
+        if self.bloom_bits_per_key > 64 {
+            return bad("bloom_bits_per_key must be at most 64");
+        }
+        if self.max_open_files < 16 {
+            return bad("max_open_files must be at least 16");
+        }
+        if self.max_manifest_file_size < 64 << 10 {
+            return bad("max_manifest_file_size must be at least 64 KiB");
+        }
+        debug_assert!(NUM_LEVELS >= 3);
+        Ok(())
+    }
+}
+
+/// Options for one write.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// fsync the WAL before acknowledging.
+    pub sync: bool,
+    /// Skip the WAL: the write is lost by a crash before the next flush.
+    pub disable_wal: bool,
+}
+
+/// Options for one read or iterator.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot instead of the latest state.
+    pub snapshot: Option<&'a Snapshot>,
+    /// Iterators start at or after this user key.
+    pub lower_bound: Option<Vec<u8>>,
+    /// Iterators stop before this user key.
+    pub upper_bound: Option<Vec<u8>>,
+    /// Verify block checksums (always true today; kept for RocksDB parity).
+    pub verify_checksums: bool,
+    /// Put blocks read by this operation into the block cache.
+    pub fill_cache: bool,
+}
+
+impl<'a> ReadOptions<'a> {
+    pub fn new() -> Self {
+        ReadOptions {
+            snapshot: None,
+            lower_bound: None,
+            upper_bound: None,
+            verify_checksums: true,
+            fill_cache: true,
+        }
+    }
+}

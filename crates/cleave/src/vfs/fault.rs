@@ -1,0 +1,267 @@
+//! A wrapper that injects I/O errors into chosen operations, to test that
+//! every failure ends in a typed error and a recoverable state.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{FileLock, FileOptions, Fs, RandomAccessFile, WritableFile};
+use crate::error::{Error, Result};
+
+/// The operations a fault can be injected into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FaultOp {
+    Create,
+    Open,
+    Append,
+    Sync,
+    Read,
+    Rename,
+    Remove,
+    SyncDir,
+}
+
+const OPS: [FaultOp; 8] = [
+    FaultOp::Create,
+    FaultOp::Open,
+    FaultOp::Append,
+    FaultOp::Sync,
+    FaultOp::Read,
+    FaultOp::Rename,
+    FaultOp::Remove,
+    FaultOp::SyncDir,
+];
+
+#[derive(Debug)]
+struct Rule {
+    ops: Vec<FaultOp>,
+    path_contains: Option<String>,
+    /// Matching operations to let through before failing.
+    skip: u64,
+    kind: ErrorKind,
+    /// Keep failing after the first injected error.
+    sticky: bool,
+    fired: bool,
+}
+
+#[derive(Debug, Default)]
+struct Control {
+    counts: [AtomicU64; 8],
+    injected: AtomicU64,
+    rule: Mutex<Option<Rule>>,
+}
+
+impl Control {
+    fn check(&self, op: FaultOp, path: &Path) -> Result<()> {
+        let idx = OPS.iter().position(|&o| o == op).unwrap_or(0);
+        self.counts[idx].fetch_add(1, Ordering::Relaxed);
+        let mut guard = self.rule.lock();
+        let Some(rule) = guard.as_mut() else {
+            return Ok(());
+        };
+        let matches = rule.ops.contains(&op)
+            && rule
+                .path_contains
+                .as_deref()
+                .is_none_or(|s| path.to_string_lossy().contains(s));
+        if !matches || (rule.fired && !rule.sticky) {
+            return Ok(());
+        }
+        if rule.skip > 0 {
+            rule.skip -= 1;
+            return Ok(());
+        }
+        rule.fired = true;
+        self.injected.fetch_add(1, Ordering::Relaxed);
+        let kind = rule.kind;
+        Err(Error::io(
+            path,
+            op_name(op),
+            std::io::Error::new(kind, format!("injected fault in {op:?}")),
+        ))
+    }
+}
+
+fn op_name(op: FaultOp) -> &'static str {
+    match op {
+        FaultOp::Create => "create",
+        FaultOp::Open => "open",
+        FaultOp::Append => "write",
+        FaultOp::Sync => "fdatasync",
+        FaultOp::Read => "read",
+        FaultOp::Rename => "rename",
+        FaultOp::Remove => "remove",
+        FaultOp::SyncDir => "fsync_dir",
+    }
+}
+
+/// An [`Fs`] that forwards to another and fails operations on command.
+#[derive(Debug, Clone)]
+pub struct FaultFs {
+    inner: Arc<dyn Fs>,
+    control: Arc<Control>,
+}
+
+impl FaultFs {
+    pub fn new(inner: Arc<dyn Fs>) -> Self {
+        FaultFs {
+            inner,
+            control: Arc::default(),
+        }
+    }
+
+    /// Fails the `(skip + 1)`-th operation among `ops` (on paths containing
+    /// `path_contains`, if given) with an I/O error of `kind`; with `sticky`
+    /// every matching operation after it fails too.
+    pub fn fail(
+        &self,
+        ops: &[FaultOp],
+        path_contains: Option<&str>,
+        skip: u64,
+        kind: ErrorKind,
+        sticky: bool,
+    ) {
+        *self.control.rule.lock() = Some(Rule {
+            ops: ops.to_vec(),
+            path_contains: path_contains.map(str::to_string),
+            skip,
+            kind,
+            sticky,
+            fired: false,
+        });
+    }
+
+    /// Stops injecting faults.
+    pub fn heal(&self) {
+        *self.control.rule.lock() = None;
+    }
+
+    /// How many operations of `op` have been attempted.
+    pub fn count(&self, op: FaultOp) -> u64 {
+        let idx = OPS.iter().position(|&o| o == op).unwrap_or(0);
+        self.control.counts[idx].load(Ordering::Relaxed)
+    }
+
+    /// How many faults have been injected so far.
+    pub fn injected(&self) -> u64 {
+        self.control.injected.load(Ordering::Relaxed)
+    }
+}
+
+impl Fs for FaultFs {
+    fn create(&self, path: &Path, opts: FileOptions) -> Result<Box<dyn WritableFile>> {
+        self.control.check(FaultOp::Create, path)?;
+        Ok(Box::new(FaultWritable {
+            inner: self.inner.create(path, opts)?,
+            path: path.to_path_buf(),
+            control: self.control.clone(),
+        }))
+    }
+
+    fn open(&self, path: &Path, opts: FileOptions) -> Result<Arc<dyn RandomAccessFile>> {
+        self.control.check(FaultOp::Open, path)?;
+        Ok(Arc::new(FaultRandomAccess {
+            inner: self.inner.open(path, opts)?,
+            path: path.to_path_buf(),
+            control: self.control.clone(),
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.control.check(FaultOp::Rename, from)?;
+        self.inner.rename(from, to)
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        self.control.check(FaultOp::Remove, path)?;
+        self.inner.remove(path)
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        self.inner.exists(path)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.control.check(FaultOp::SyncDir, dir)?;
+        self.inner.sync_dir(dir)
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        self.inner.lock(path)
+    }
+}
+
+struct FaultWritable {
+    inner: Box<dyn WritableFile>,
+    path: PathBuf,
+    control: Arc<Control>,
+}
+
+impl WritableFile for FaultWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.control.check(FaultOp::Append, &self.path)?;
+        self.inner.append(data)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.control.check(FaultOp::Sync, &self.path)?;
+        self.inner.sync()
+    }
+
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+struct FaultRandomAccess {
+    inner: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    control: Arc<Control>,
+}
+
+impl RandomAccessFile for FaultRandomAccess {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        self.control.check(FaultOp::Read, &self.path)?;
+        self.inner.read_at(offset, len)
+    }
+
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfs::MemFs;
+
+    #[test]
+    fn fails_the_chosen_operation_once() {
+        let fs = FaultFs::new(Arc::new(MemFs::new()));
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        let mut f = fs.create(Path::new("/d/x.wal"), FileOptions::default()).unwrap();
+        fs.fail(&[FaultOp::Sync], Some(".wal"), 1, ErrorKind::Other, false);
+        f.append(b"a").unwrap();
+        f.sync().unwrap();
+        let err = f.sync().unwrap_err();
+        assert!(matches!(err, Error::Io { op: "fdatasync", .. }), "{err}");
+        f.sync().unwrap();
+        assert_eq!(fs.injected(), 1);
+        assert_eq!(fs.count(FaultOp::Sync), 3);
+    }
+}

@@ -1,0 +1,316 @@
+//! An in-memory file system that models what survives a crash: appended
+//! bytes are durable only after `sync`, and directory entries (creations,
+//! renames, removals) only after `sync_dir` of their directory.
+
+use std::collections::{HashMap, HashSet};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{FileLock, FileOptions, Fs, RandomAccessFile, WritableFile};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Default)]
+struct MemFile {
+    data: Vec<u8>,
+    synced: usize,
+}
+
+type FileRef = Arc<Mutex<MemFile>>;
+
+#[derive(Debug, Default)]
+struct State {
+    /// What a running process sees.
+    live: HashMap<PathBuf, FileRef>,
+    /// Directory entries as of each directory's last `sync_dir`.
+    durable: HashMap<PathBuf, FileRef>,
+    dirs: HashSet<PathBuf>,
+    locks: HashSet<PathBuf>,
+}
+
+/// In-memory [`Fs`] for tests, with crash simulation.
+#[derive(Debug, Default, Clone)]
+pub struct MemFs {
+    state: Arc<Mutex<State>>,
+}
+
+fn not_found(path: &Path, op: &'static str) -> Error {
+    Error::io(path, op, std::io::Error::new(ErrorKind::NotFound, "no such file"))
+}
+
+impl MemFs {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The state a disk could be in after a power loss now: only synced
+    /// bytes of files whose directory entries were synced.
+    pub fn crash_clone(&self) -> MemFs {
+        self.crash_clone_keeping(|_| 0)
+    }
+
+    /// Like [`crash_clone`](Self::crash_clone), but each file keeps the first
+    /// `keep(unsynced_len)` of its unsynced bytes, modelling a torn write.
+    pub fn crash_clone_keeping(&self, mut keep: impl FnMut(usize) -> usize) -> MemFs {
+        let st = self.state.lock();
+        let mut durable = HashMap::new();
+        for (path, f) in &st.durable {
+            let f = f.lock();
+            let unsynced = f.data.len() - f.synced;
+            let len = f.synced + keep(unsynced).min(unsynced);
+            let data = f.data[..len].to_vec();
+            durable.insert(
+                path.clone(),
+                Arc::new(Mutex::new(MemFile { synced: len, data })),
+            );
+        }
+        MemFs {
+            state: Arc::new(Mutex::new(State {
+                live: durable.clone(),
+                durable,
+                dirs: st.dirs.clone(),
+                locks: HashSet::new(),
+            })),
+        }
+    }
+
+    /// Test helper: overwrites one byte of a file (in both views).
+    pub fn corrupt_byte(&self, path: &Path, offset: usize) -> bool {
+        let st = self.state.lock();
+        match st.live.get(path) {
+            Some(f) => {
+                let mut f = f.lock();
+                match f.data.get_mut(offset) {
+                    Some(b) => {
+                        *b ^= 0x5a;
+                        true
+                    }
+                    None => false,
+                }
+            }
+            None => false,
+        }
+    }
+
+    /// Test helper: the size of a file, if it exists.
+    pub fn file_len(&self, path: &Path) -> Option<usize> {
+        self.state.lock().live.get(path).map(|f| f.lock().data.len())
+    }
+
+    /// Test helper: cuts a file to `len` bytes (in both views).
+    pub fn truncate(&self, path: &Path, len: usize) {
+        if let Some(f) = self.state.lock().live.get(path) {
+            let mut f = f.lock();
+            f.data.truncate(len);
+            f.synced = f.synced.min(len);
+        }
+    }
+}
+
+impl Fs for MemFs {
+    fn create(&self, path: &Path, _opts: FileOptions) -> Result<Box<dyn WritableFile>> {
+        let mut st = self.state.lock();
+        if let Some(parent) = path.parent() {
+            if !st.dirs.contains(parent) {
+                return Err(not_found(parent, "create"));
+            }
+        }
+        let f: FileRef = Arc::default();
+        st.live.insert(path.to_path_buf(), f.clone());
+        Ok(Box::new(MemWritable { file: f }))
+    }
+
+    fn open(&self, path: &Path, _opts: FileOptions) -> Result<Arc<dyn RandomAccessFile>> {
+        let st = self.state.lock();
+        let f = st.live.get(path).ok_or_else(|| not_found(path, "open"))?;
+        Ok(Arc::new(MemRandomAccess {
+            path: path.to_path_buf(),
+            file: f.clone(),
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        let f = st.live.remove(from).ok_or_else(|| not_found(from, "rename"))?;
+        st.live.insert(to.to_path_buf(), f);
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        st.live.remove(path).ok_or_else(|| not_found(path, "remove"))?;
+        Ok(())
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let st = self.state.lock();
+        if !st.dirs.contains(dir) {
+            return Err(not_found(dir, "list"));
+        }
+        Ok(st
+            .live
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .filter_map(|p| p.file_name()?.to_str().map(str::to_string))
+            .collect())
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        for d in dir.ancestors() {
+            st.dirs.insert(d.to_path_buf());
+        }
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        let st = self.state.lock();
+        Ok(st.live.contains_key(path) || st.dirs.contains(path))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        st.durable.retain(|p, _| p.parent() != Some(dir));
+        let entries: Vec<_> = st
+            .live
+            .iter()
+            .filter(|(p, _)| p.parent() == Some(dir))
+            .map(|(p, f)| (p.clone(), f.clone()))
+            .collect();
+        st.durable.extend(entries);
+        Ok(())
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let mut st = self.state.lock();
+        if !st.locks.insert(path.to_path_buf()) {
+            return Err(Error::Locked {
+                dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+                lock: path.to_path_buf(),
+            });
+        }
+        Ok(Box::new(MemLock {
+            state: self.state.clone(),
+            path: path.to_path_buf(),
+        }))
+    }
+}
+
+struct MemLock {
+    state: Arc<Mutex<State>>,
+    path: PathBuf,
+}
+
+impl FileLock for MemLock {}
+
+impl Drop for MemLock {
+    fn drop(&mut self) {
+        self.state.lock().locks.remove(&self.path);
+    }
+}
+
+struct MemWritable {
+    file: FileRef,
+}
+
+impl WritableFile for MemWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.file.lock().data.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        let mut f = self.file.lock();
+        f.synced = f.data.len();
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.file.lock().data.len() as u64
+    }
+}
+
+struct MemRandomAccess {
+    path: PathBuf,
+    file: FileRef,
+}
+
+impl RandomAccessFile for MemRandomAccess {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let f = self.file.lock();
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        match start.checked_add(len).and_then(|end| f.data.get(start..end)) {
+            Some(s) => Ok(s.to_vec()),
+            None => Err(Error::io(
+                &self.path,
+                "read",
+                std::io::Error::new(ErrorKind::UnexpectedEof, "read past end of file"),
+            )),
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.file.lock().data.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crash_keeps_only_synced_bytes_of_synced_entries() {
+        let fs = MemFs::new();
+        let d = Path::new("/db");
+        fs.create_dir_all(d).unwrap();
+        let mut a = fs.create(&d.join("a"), FileOptions::default()).unwrap();
+        a.append(b"hello").unwrap();
+        a.sync().unwrap();
+        a.append(b" world").unwrap();
+        let mut b = fs.create(&d.join("b"), FileOptions::default()).unwrap();
+        b.append(b"x").unwrap();
+        b.sync().unwrap();
+        fs.sync_dir(d).unwrap();
+        let mut c = fs.create(&d.join("c"), FileOptions::default()).unwrap();
+        c.append(b"y").unwrap();
+        c.sync().unwrap();
+
+        let crashed = fs.crash_clone();
+        assert_eq!(crashed.file_len(&d.join("a")), Some(5));
+        assert_eq!(crashed.file_len(&d.join("b")), Some(1));
+        assert_eq!(crashed.file_len(&d.join("c")), None, "entry never synced");
+
+        let torn = fs.crash_clone_keeping(|n| n / 2);
+        assert_eq!(torn.file_len(&d.join("a")), Some(8));
+    }
+
+    #[test]
+    fn rename_is_durable_only_after_sync_dir() {
+        let fs = MemFs::new();
+        let d = Path::new("/db");
+        fs.create_dir_all(d).unwrap();
+        let mut a = fs.create(&d.join("tmp"), FileOptions::default()).unwrap();
+        a.append(b"v").unwrap();
+        a.sync().unwrap();
+        fs.sync_dir(d).unwrap();
+        fs.rename(&d.join("tmp"), &d.join("CURRENT")).unwrap();
+        assert!(!fs.crash_clone().exists(&d.join("CURRENT")).unwrap());
+        fs.sync_dir(d).unwrap();
+        assert!(fs.crash_clone().exists(&d.join("CURRENT")).unwrap());
+    }
+
+    #[test]
+    fn lock_is_exclusive() {
+        let fs = MemFs::new();
+        let l = fs.lock(Path::new("/LOCK")).unwrap();
+        assert!(fs.lock(Path::new("/LOCK")).is_err());
+        drop(l);
+        assert!(fs.lock(Path::new("/LOCK")).is_ok());
+    }
+}
