@@ -7,6 +7,7 @@
 mod base;
 mod error;
 mod iter;
+mod manifest;
 mod options;
 mod record;
 pub mod vfs;
