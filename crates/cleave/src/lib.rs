@@ -5,14 +5,17 @@
 #![allow(dead_code, unused_imports)]
 
 mod base;
+mod batch;
 mod error;
 mod iter;
 mod manifest;
 mod options;
 mod record;
+mod wal;
 pub mod vfs;
 
 pub use error::{Error, Result};
+pub use batch::WriteBatch;
 pub use options::{Compression, Options, ReadOptions, WriteOptions};
 
 /// Placeholder until the db module lands.

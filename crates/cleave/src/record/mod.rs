@@ -47,6 +47,11 @@ impl RecordWriter {
         self.file.append(&self.scratch)
     }
 
+    /// Appends bytes already framed with [`encode`].
+    pub(crate) fn add_raw(&mut self, framed: &[u8]) -> Result<()> {
+        self.file.append(framed)
+    }
+
     pub(crate) fn flush(&mut self) -> Result<()> {
         self.file.flush()
     }
