@@ -1,0 +1,129 @@
+//! The background pool: flushes first, then compactions of disjoint key
+//! ranges in parallel; also manual compaction and waiting for idleness.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::{DbInner, State};
+use crate::base::limits::NUM_LEVELS;
+use crate::compaction::picker::{self, Busy, CompactionPlan};
+use crate::error::Result;
+use crate::manifest::version::Version;
+
+/// A compaction in progress, so that the picker avoids its files and
+/// output range.
+pub(super) struct RunningCompaction {
+    id: u64,
+    plan: Arc<CompactionPlan>,
+}
+
+impl State {
+    fn busy(&self) -> Busy {
+        let mut busy = Busy::default();
+        for c in &self.compactions {
+            busy.add(&c.plan);
+        }
+        busy
+    }
+}
+
+/// The body of each background thread.
+pub(super) fn run(db: &DbInner) {
+    let mut st = db.state.lock();
+    loop {
+        if st.bg_error.is_none() && !st.imm.is_empty() && !st.flush_running {
+            st.flush_running = true;
+            drop(st);
+            let r = db.flush_oldest();
+            if let Err(e) = &r {
+                db.set_bg_error(e);
+            }
+            st = db.state.lock();
+            st.flush_running = false;
+            db.bg_cv.notify_all();
+            continue;
+        }
+        if st.shutting_down {
+            return;
+        }
+        if st.bg_error.is_none() {
+            if let Some(plan) = picker::pick(&st.current, &db.picker_opts, &st.busy()) {
+                let version = st.current.clone();
+                st = run_registered(db, st, plan, &version);
+                continue;
+            }
+        }
+        db.bg_cv.wait(&mut st);
+    }
+}
+
+/// Runs `plan` with the state lock released, registered as running.
+fn run_registered<'a>(
+    db: &'a DbInner,
+    mut st: parking_lot::MutexGuard<'a, State>,
+    plan: CompactionPlan,
+    version: &Arc<Version>,
+) -> parking_lot::MutexGuard<'a, State> {
+    let plan = Arc::new(plan);
+    let id = db.next_job_id.fetch_add(1, Ordering::Relaxed);
+    st.compactions.push(RunningCompaction { id, plan: plan.clone() });
+    drop(st);
+    let r = db.run_compaction(&plan, version);
+    if let Err(e) = &r {
+        db.set_bg_error(e);
+    }
+    db.delete_obsolete_files();
+    let mut st = db.state.lock();
+    st.compactions.retain(|c| c.id != id);
+    db.bg_cv.notify_all();
+    st
+}
+
+impl DbInner {
+    /// Compacts `[begin, end]` level by level down to the last level with
+    /// data, waiting for conflicting background compactions.
+    pub(super) fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        for level in 0..NUM_LEVELS - 1 {
+            loop {
+                let mut st = self.state.lock();
+                Self::check_bg_error(&st)?;
+                let last = (0..NUM_LEVELS).rev().find(|&l| st.current.num_files(l) > 0);
+                if last.is_none_or(|last| level >= last) {
+                    return Ok(());
+                }
+                if st.current.overlapping_files(level, begin, end).is_empty() {
+                    break;
+                }
+                let busy = st.busy();
+                match picker::pick_manual(&st.current, &self.picker_opts, level, begin, end, &busy) {
+                    Some(plan) => {
+                        let version = st.current.clone();
+                        let st = run_registered(self, st, plan, &version);
+                        Self::check_bg_error(&st)?;
+                    }
+                    // Files in the range are being compacted: wait for them.
+                    None => self.bg_cv.wait(&mut st),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until no flush or compaction is pending or running.
+    pub(super) fn wait_for_background_idle(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        loop {
+            Self::check_bg_error(&st)?;
+            let idle = st.imm.is_empty()
+                && !st.flush_running
+                && st.compactions.is_empty()
+                && picker::pick(&st.current, &self.picker_opts, &st.busy()).is_none();
+            if idle {
+                return Ok(());
+            }
+            self.bg_cv.notify_all();
+            self.bg_cv.wait(&mut st);
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! Flushing the oldest immutable memtable to an L0 sstable.
+
+use super::stats::add;
+use super::DbInner;
+use crate::compaction::stream::CompactionStream;
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::manifest::edit::VersionEdit;
+
+impl DbInner {
+    /// Writes the oldest immutable memtable to L0 and retires its WAL.
+    /// REQUIRES: the caller set `flush_running`, so flushes stay in order.
+    pub(super) fn flush_oldest(&self) -> Result<()> {
+        let Some(mem) = self.state.lock().imm.front().map(|i| i.mem.clone()) else {
+            return Ok(());
+        };
+        let mut it = mem.iter();
+        it.seek_to_first()?;
+        // Shadowed versions no snapshot needs are dropped already here;
+        // deletions stay, since older versions may live in the levels.
+        let mut stream = CompactionStream::new(self.snapshots.sequence_numbers(), false);
+        let outputs = self.write_outputs(&mut it, &mut stream, &|_| true, u64::MAX)?;
+
+        let mut edit = VersionEdit::default();
+        let mut written = 0;
+        for o in &outputs {
+            written += o.summary.file_size;
+            edit.add_file(0, o.meta());
+        }
+        {
+            let mut v = self.versions.lock();
+            let mut st = self.state.lock();
+            // Writes of every memtable after this one live in later WALs.
+            let next_wal = st.imm.get(1).map_or(st.mem_wal, |i| i.wal);
+            drop(st);
+            edit.set_log_number(next_wal);
+            v.set_last_seq(self.last_seq());
+            if let Err(e) = v.log_and_apply(edit) {
+                drop(v);
+                self.set_bg_error(&e);
+                return Err(e);
+            }
+            st = self.state.lock();
+            st.current = v.current();
+            st.imm.pop_front();
+        }
+        add(&self.counters.flush_bytes_written, written);
+        add(&self.counters.flushes, 1);
+        self.delete_obsolete_files();
+        Ok(())
+    }
+}

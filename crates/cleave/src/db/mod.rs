@@ -1,0 +1,332 @@
+//! The database: open and recovery, the write path with group commit, the
+//! read path, and the background flushes and compactions.
+
+mod background;
+mod compact;
+mod flush;
+mod open;
+mod read;
+mod snapshot;
+mod stats;
+mod write;
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::base::limits::NUM_LEVELS;
+use crate::base::{filename, FileNumber, SeqNo};
+use crate::batch::WriteBatch;
+use crate::cache::{BlockCache, TableCache};
+use crate::compaction::picker::{self, PickerOptions};
+use crate::error::{Error, Result};
+use crate::iter::db_iter::DbIterator;
+use crate::manifest::version::Version;
+use crate::manifest::version_set::VersionSet;
+use crate::memtable::MemTable;
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::vfs::{FileLock, Fs};
+use crate::wal::WalWriter;
+
+pub use snapshot::Snapshot;
+pub use stats::{LevelStats, Stats};
+
+use background::RunningCompaction;
+use snapshot::SnapshotList;
+use write::WriteQueue;
+
+/// A memtable waiting to be flushed, with the WAL that holds its writes.
+struct Immutable {
+    mem: Arc<MemTable>,
+    wal: FileNumber,
+}
+
+/// State shared by foreground and background threads, behind `DbInner::state`.
+struct State {
+    mem: Arc<MemTable>,
+    /// The WAL holding `mem`'s writes.
+    mem_wal: FileNumber,
+    /// Set when `mem` holds writes made with `disable_wal`, which only a
+    /// flush makes durable.
+    mem_has_unlogged: bool,
+    /// Oldest first.
+    imm: VecDeque<Immutable>,
+    current: Arc<Version>,
+    flush_running: bool,
+    compactions: Vec<RunningCompaction>,
+    /// The first background or WAL failure; once set, writes are refused.
+    bg_error: Option<Error>,
+    shutting_down: bool,
+    /// WAL files not yet obsolete, oldest first.
+    live_wals: Vec<FileNumber>,
+}
+
+pub(crate) struct DbInner {
+    dir: PathBuf,
+    opts: Options,
+    fs: Arc<dyn Fs>,
+    picker_opts: PickerOptions,
+    /// Lock order: `writers` → `wal` → `versions` → `state`.
+    state: Mutex<State>,
+    /// Signalled whenever background work finishes, fails or appears.
+    bg_cv: Condvar,
+    versions: Mutex<VersionSet>,
+    writers: Mutex<WriteQueue>,
+    writers_cv: Condvar,
+    /// Touched only by the write leader, and by open and close.
+    wal: Mutex<Option<WalWriter>>,
+    /// Sequence number of the last write visible to readers.
+    visible_seq: AtomicU64,
+    block_cache: Arc<BlockCache>,
+    table_cache: Arc<TableCache>,
+    snapshots: Arc<SnapshotList>,
+    counters: stats::Counters,
+    next_job_id: AtomicU64,
+    _lock: Box<dyn FileLock>,
+}
+
+/// An open database. `Send + Sync`: share it between threads by reference
+/// or in an `Arc`.
+pub struct Db {
+    inner: Arc<DbInner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.inner.dir).finish()
+    }
+}
+
+impl Db {
+    /// Opens (or with `create_if_missing`, creates) the database in `path`,
+    /// recovering from the manifest and the WALs.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let inner = Arc::new(open::open(path.as_ref(), opts)?);
+        let threads = (0..inner.opts.max_background_jobs)
+            .map(|i| {
+                let inner = inner.clone();
+                std::thread::Builder::new()
+                    .name(format!("cleave-bg-{i}"))
+                    .spawn(move || background::run(&inner))
+                    .map_err(|e| Error::io(&inner.dir, "spawn background thread", e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        inner.bg_cv.notify_all();
+        Ok(Db {
+            inner,
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(opts, b)
+    }
+
+    /// Removes `key`.
+    pub fn delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(opts, b)
+    }
+
+    /// Applies `batch` atomically.
+    pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.inner.write(opts, batch)
+    }
+
+    /// The value of `key`, as of `opts.snapshot` or now.
+    pub fn get(&self, opts: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.get(opts, key)
+    }
+
+    /// An iterator over the database as of `opts.snapshot` or now, within
+    /// `opts`' bounds. It starts unpositioned: call a seek first.
+    pub fn iter(&self, opts: &ReadOptions<'_>) -> DbIterator {
+        self.inner.iter(opts)
+    }
+
+    /// A snapshot of the current state; released when dropped.
+    pub fn snapshot(&self) -> Snapshot {
+        // Under the state lock, so the sequence number and the structures
+        // a later read captures agree (see `read::capture`).
+        let _st = self.inner.state.lock();
+        self.inner
+            .snapshots
+            .acquire(self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// Writes the memtable to an sstable and waits until it is durable.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    /// Compacts every level overlapping `[begin, end]` (user keys, inclusive;
+    /// `None` is unbounded) down to the last level with data.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner.compact_range(begin, end)
+    }
+
+    /// Waits until no flush or compaction is pending or running.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.wait_for_background_idle()
+    }
+
+    /// Statistics as a struct.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// A named property, as RocksDB's `GetProperty`: `cleave.stats`,
+    /// `cleave.levelstats`, `cleave.num-files-at-level<N>`,
+    /// `cleave.total-sst-files-size`, `cleave.num-immutable-mem-table`,
+    /// `cleave.cur-size-active-mem-table`, `cleave.background-errors`.
+    pub fn property(&self, name: &str) -> Option<String> {
+        self.inner.property(name)
+    }
+
+    /// Waits for background work, makes unlogged writes durable, and closes.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        let result = self.inner.prepare_close();
+        {
+            let mut st = self.inner.state.lock();
+            st.shutting_down = true;
+        }
+        self.inner.bg_cv.notify_all();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        let sync = self.inner.sync_wal();
+        self.inner.delete_obsolete_files();
+        result.and(sync)
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if !self.threads.lock().is_empty() {
+            let _ = self.shutdown();
+        }
+    }
+}
+
+impl DbInner {
+    fn stats(&self) -> Stats {
+        let mut s = Stats::from_counters(&self.counters);
+        let st = self.state.lock();
+        let targets = picker::level_targets(&st.current, &self.picker_opts);
+        let scores = picker::level_scores(&st.current, &self.picker_opts);
+        s.levels = (0..NUM_LEVELS)
+            .map(|l| LevelStats {
+                files: st.current.num_files(l),
+                bytes: st.current.level_bytes(l),
+                target_bytes: targets[l],
+                score: scores[l],
+            })
+            .collect();
+        s.immutable_memtables = st.imm.len();
+        s.memtable_bytes = st.mem.approximate_memory_usage() as u64
+            + st.imm
+                .iter()
+                .map(|i| i.mem.approximate_memory_usage() as u64)
+                .sum::<u64>();
+        s.block_cache_usage = self.block_cache.usage() as u64;
+        s.block_cache_capacity = self.block_cache.capacity() as u64;
+        s
+    }
+
+    fn property(&self, name: &str) -> Option<String> {
+        let name = name.strip_prefix("cleave.").or_else(|| name.strip_prefix("rocksdb."))?;
+        if let Some(level) = name.strip_prefix("num-files-at-level") {
+            let level: usize = level.parse().ok()?;
+            let st = self.state.lock();
+            return (level < NUM_LEVELS).then(|| st.current.num_files(level).to_string());
+        }
+        match name {
+            "stats" => Some(self.stats().to_text()),
+            "levelstats" => {
+                let s = self.stats();
+                let mut out = String::from("Level Files Size(MB)\n");
+                for (i, l) in s.levels.iter().enumerate() {
+                    out.push_str(&format!("{i:>5} {:>5} {:>8.1}\n", l.files, l.bytes as f64 / 1048576.0));
+                }
+                Some(out)
+            }
+            "total-sst-files-size" => Some(self.stats().sstable_bytes().to_string()),
+            "num-immutable-mem-table" => Some(self.state.lock().imm.len().to_string()),
+            "cur-size-active-mem-table" => {
+                Some(self.state.lock().mem.approximate_memory_usage().to_string())
+            }
+            "background-errors" => Some(
+                self.state
+                    .lock()
+                    .bg_error
+                    .as_ref()
+                    .map_or_else(|| "0".to_string(), |e| format!("1: {e}")),
+            ),
+            _ => None,
+        }
+    }
+
+    /// Records the first background failure: from now on writes fail.
+    fn set_bg_error(&self, e: &Error) {
+        let mut st = self.state.lock();
+        if st.bg_error.is_none() {
+            st.bg_error = Some(e.duplicate());
+        }
+        drop(st);
+        self.bg_cv.notify_all();
+    }
+
+    fn check_bg_error(st: &State) -> Result<()> {
+        match &st.bg_error {
+            Some(e) => Err(Error::Poisoned(e.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    /// Deletes sstables no Version names anymore and WALs older than the
+    /// manifest's log number.
+    fn delete_obsolete_files(&self) {
+        let (tables, log_number) = {
+            let mut v = self.versions.lock();
+            (v.take_obsolete(), v.log_number())
+        };
+        for n in tables {
+            self.table_cache.evict(n);
+            let _ = self.fs.remove(&filename::sstable(&self.dir, n));
+        }
+        let wals: Vec<FileNumber> = {
+            let mut st = self.state.lock();
+            let (old, keep): (Vec<_>, Vec<_>) =
+                st.live_wals.iter().partition(|&&w| w < log_number);
+            st.live_wals = keep;
+            old
+        };
+        for w in wals {
+            let _ = self.fs.remove(&filename::wal(&self.dir, w));
+        }
+    }
+
+    fn sync_wal(&self) -> Result<()> {
+        match self.wal.lock().as_mut() {
+            Some(w) => w.sync(),
+            None => Ok(()),
+        }
+    }
+
+    fn last_seq(&self) -> SeqNo {
+        self.visible_seq.load(Ordering::Acquire)
+    }
+}

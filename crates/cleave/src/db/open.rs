@@ -1,0 +1,237 @@
+//! Opening a database: lock, manifest recovery, WAL replay, orphan removal.
+
+use std::collections::{HashSet, VecDeque};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::snapshot::SnapshotList;
+use super::stats::Counters;
+use super::{DbInner, State};
+use crate::base::filename::{self, FileKind};
+use crate::base::FileNumber;
+use crate::cache::{BlockCache, TableCache};
+use crate::compaction::picker::PickerOptions;
+use crate::compaction::stream::CompactionStream;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::manifest::edit::VersionEdit;
+use crate::manifest::version_set::VersionSet;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::wal::{self, WalWriter};
+
+/// Share of the block cache reserved for index and filter blocks.
+const HIGH_PRIORITY_RATIO: f64 = 0.5;
+/// log2 of the number of block cache shards.
+const CACHE_SHARD_BITS: u32 = 4;
+
+pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
+    opts.validate()?;
+    let fs = opts.fs.clone();
+    if !fs.exists(dir)? {
+        if !opts.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "{} does not exist and create_if_missing is false",
+                dir.display()
+            )));
+        }
+        fs.create_dir_all(dir)?;
+    }
+    let lock = fs.lock(&filename::lock(dir))?;
+    let versions = if fs.exists(&filename::current(dir))? {
+        if opts.error_if_exists {
+            return Err(Error::InvalidArgument(format!(
+                "{} already holds a database and error_if_exists is true",
+                dir.display()
+            )));
+        }
+        VersionSet::recover(fs.clone(), dir, &opts)?
+    } else {
+        if !opts.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds no database (no CURRENT) and create_if_missing is false",
+                dir.display()
+            )));
+        }
+        VersionSet::create(fs.clone(), dir, &opts)?
+    };
+    let block_cache = Arc::new(BlockCache::new(
+        opts.block_cache_capacity,
+        CACHE_SHARD_BITS,
+        HIGH_PRIORITY_RATIO,
+    ));
+    let table_cache = Arc::new(TableCache::new(
+        fs.clone(),
+        dir.to_path_buf(),
+        opts.max_open_files,
+        block_cache.clone(),
+        opts.use_direct_reads,
+    ));
+    let last_seq = versions.last_seq();
+    let current = versions.current();
+    let log_number = versions.log_number();
+    let inner = DbInner {
+        dir: dir.to_path_buf(),
+        picker_opts: PickerOptions::from_options(&opts),
+        fs,
+        state: Mutex::new(State {
+            mem: Arc::new(MemTable::new()),
+            mem_wal: log_number,
+            mem_has_unlogged: false,
+            imm: VecDeque::new(),
+            current,
+            flush_running: false,
+            compactions: Vec::new(),
+            bg_error: None,
+            shutting_down: false,
+            live_wals: Vec::new(),
+        }),
+        bg_cv: Condvar::new(),
+        versions: Mutex::new(versions),
+        writers: Mutex::default(),
+        writers_cv: Condvar::new(),
+        wal: Mutex::new(None),
+        visible_seq: AtomicU64::new(last_seq),
+        block_cache,
+        table_cache,
+        snapshots: Arc::new(SnapshotList::default()),
+        counters: Counters::default(),
+        next_job_id: AtomicU64::new(0),
+        opts,
+        _lock: lock,
+    };
+    inner.recover()?;
+    Ok(inner)
+}
+
+impl DbInner {
+    /// Replays the WALs the manifest does not cover into L0, starts a new
+    /// WAL, and removes files nothing names.
+    fn recover(&self) -> Result<()> {
+        let names = self.fs.list(&self.dir)?;
+        let parsed: Vec<(FileKind, FileNumber)> =
+            names.iter().filter_map(|n| filename::parse(n)).collect();
+        self.check_live_files(&parsed)?;
+
+        let log_number = self.versions.lock().log_number();
+        let mut wals: Vec<FileNumber> = parsed
+            .iter()
+            .filter(|(k, n)| *k == FileKind::Wal && *n >= log_number)
+            .map(|&(_, n)| n)
+            .collect();
+        wals.sort();
+        let mut edit = VersionEdit::default();
+        self.replay_wals(&wals, &mut edit)?;
+
+        let number = self.versions.lock().new_file_number();
+        let writer = WalWriter::create(self.fs.as_ref(), &self.dir, number)?;
+        self.fs.sync_dir(&self.dir)?;
+        *self.wal.lock() = Some(writer);
+        {
+            let mut st = self.state.lock();
+            st.mem_wal = number;
+            st.live_wals = vec![number];
+        }
+        edit.set_log_number(number);
+        self.apply_edit(edit)?;
+        self.remove_orphans()
+    }
+
+    /// Every sstable the manifest names must exist; with `paranoid_checks`
+    /// its footer and metadata must also read back.
+    fn check_live_files(&self, present: &[(FileKind, FileNumber)]) -> Result<()> {
+        let present: HashSet<FileNumber> = present
+            .iter()
+            .filter(|(k, _)| *k == FileKind::Sstable)
+            .map(|&(_, n)| n)
+            .collect();
+        let current = self.versions.lock().current();
+        for file in current.all_files() {
+            if !present.contains(&file.number) {
+                return Err(Error::corruption(
+                    filename::sstable(&self.dir, file.number),
+                    0,
+                    "sstable named by the manifest is missing",
+                ));
+            }
+            if self.opts.paranoid_checks {
+                self.table_cache.get(file.number)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Replays `wals` in order into memtables flushed to L0 (added to
+    /// `edit`). Stops at the first damaged record: later records (in this or
+    /// later WALs) would not form a state that ever existed. With
+    /// `paranoid_checks`, damage other than a torn final record is an error.
+    fn replay_wals(&self, wals: &[FileNumber], edit: &mut VersionEdit) -> Result<()> {
+        let mut mem = Arc::new(MemTable::new());
+        let mut max_seq = self.visible_seq.load(Ordering::Acquire);
+        'wals: for &number in wals {
+            let contents = wal::read(self.fs.as_ref(), &self.dir, number)?;
+            for (seq, batch) in &contents.batches {
+                let mut s = *seq;
+                for e in batch.entries() {
+                    let e = e?;
+                    mem.add(s, e.kind, e.key, e.value);
+                    s += 1;
+                }
+                max_seq = max_seq.max(s.saturating_sub(1));
+                if mem.approximate_memory_usage() >= self.opts.write_buffer_size {
+                    self.flush_recovered(&mem, edit)?;
+                    mem = Arc::new(MemTable::new());
+                }
+            }
+            if let Some(damage) = contents.damage {
+                if !damage.torn_tail && self.opts.paranoid_checks {
+                    return Err(Error::corruption(contents.path, damage.offset, damage.reason));
+                }
+                break 'wals;
+            }
+        }
+        if !mem.is_empty() {
+            self.flush_recovered(&mem, edit)?;
+        }
+        self.visible_seq.store(max_seq, Ordering::Release);
+        Ok(())
+    }
+
+    fn flush_recovered(&self, mem: &Arc<MemTable>, edit: &mut VersionEdit) -> Result<()> {
+        let mut it = mem.iter();
+        it.seek_to_first()?;
+        let mut stream = CompactionStream::new(Vec::new(), false);
+        for o in self.write_outputs(&mut it, &mut stream, &|_| true, u64::MAX)? {
+            edit.add_file(0, o.meta());
+        }
+        Ok(())
+    }
+
+    /// Removes files of ours that no live state names: leftovers of a crash
+    /// in the middle of a flush, compaction or manifest rotation.
+    fn remove_orphans(&self) -> Result<()> {
+        let (live, log_number, manifest) = {
+            let v = self.versions.lock();
+            (v.live_file_numbers(), v.log_number(), v.manifest_number())
+        };
+        for name in self.fs.list(&self.dir)? {
+            let Some((kind, number)) = filename::parse(&name) else {
+                continue;
+            };
+            let orphan = match kind {
+                FileKind::Sstable => !live.contains(&number),
+                FileKind::Wal => number < log_number,
+                FileKind::Manifest => number != manifest,
+                FileKind::Temp => true,
+                FileKind::Current | FileKind::Lock => false,
+            };
+            if orphan {
+                self.fs.remove(&self.dir.join(&name))?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,190 @@
+//! Counters kept by the engine, and their public snapshot [`Stats`].
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::base::limits::NUM_LEVELS;
+
+/// Monotonic counters, updated without locks.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub user_bytes_written: AtomicU64,
+    pub user_writes: AtomicU64,
+    pub wal_bytes_written: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    pub flush_bytes_written: AtomicU64,
+    pub flushes: AtomicU64,
+    pub compaction_bytes_read: AtomicU64,
+    pub compaction_bytes_written: AtomicU64,
+    pub compactions: AtomicU64,
+    pub trivial_moves: AtomicU64,
+    pub entries_dropped: AtomicU64,
+    pub stall_micros: AtomicU64,
+    pub slowdown_writes: AtomicU64,
+    pub stopped_writes: AtomicU64,
+}
+
+pub(crate) fn add(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+fn get(c: &AtomicU64) -> u64 {
+    c.load(Ordering::Relaxed)
+}
+
+/// Files and bytes in one level.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LevelStats {
+    pub files: usize,
+    pub bytes: u64,
+    /// Bytes the level should hold; 0 for L0 and unused levels.
+    pub target_bytes: u64,
+    /// Compaction score (≥ 1 means the level wants compaction).
+    pub score: f64,
+}
+
+/// A point-in-time copy of the engine's statistics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    pub levels: Vec<LevelStats>,
+    /// Bytes of keys and values passed to writes.
+    pub user_bytes_written: u64,
+    pub user_writes: u64,
+    pub wal_bytes_written: u64,
+    pub wal_syncs: u64,
+    pub flush_bytes_written: u64,
+    pub flushes: u64,
+    pub compaction_bytes_read: u64,
+    pub compaction_bytes_written: u64,
+    pub compactions: u64,
+    pub trivial_moves: u64,
+    /// Entries compaction and flush dropped as shadowed or deleted.
+    pub entries_dropped: u64,
+    /// Time writers spent slowed down or stopped.
+    pub stall_micros: u64,
+    pub slowdown_writes: u64,
+    pub stopped_writes: u64,
+    /// Memtables waiting for flush.
+    pub immutable_memtables: usize,
+    pub memtable_bytes: u64,
+    pub block_cache_usage: u64,
+    pub block_cache_capacity: u64,
+}
+
+impl Stats {
+    pub(crate) fn from_counters(c: &Counters) -> Stats {
+        Stats {
+            user_bytes_written: get(&c.user_bytes_written),
+            user_writes: get(&c.user_writes),
+            wal_bytes_written: get(&c.wal_bytes_written),
+            wal_syncs: get(&c.wal_syncs),
+            flush_bytes_written: get(&c.flush_bytes_written),
+            flushes: get(&c.flushes),
+            compaction_bytes_read: get(&c.compaction_bytes_read),
+            compaction_bytes_written: get(&c.compaction_bytes_written),
+            compactions: get(&c.compactions),
+            trivial_moves: get(&c.trivial_moves),
+            entries_dropped: get(&c.entries_dropped),
+            stall_micros: get(&c.stall_micros),
+            slowdown_writes: get(&c.slowdown_writes),
+            stopped_writes: get(&c.stopped_writes),
+            ..Stats::default()
+        }
+    }
+
+    /// Bytes written by flushes and compactions per user byte, WAL
+    /// excluded (as BENCHMARKS.md reports RocksDB's).
+    pub fn write_amplification(&self) -> f64 {
+        if self.user_bytes_written == 0 {
+            return 0.0;
+        }
+        (self.flush_bytes_written + self.compaction_bytes_written) as f64
+            / self.user_bytes_written as f64
+    }
+
+    /// Like [`write_amplification`](Self::write_amplification), WAL included.
+    pub fn write_amplification_with_wal(&self) -> f64 {
+        if self.user_bytes_written == 0 {
+            return 0.0;
+        }
+        (self.wal_bytes_written + self.flush_bytes_written + self.compaction_bytes_written) as f64
+            / self.user_bytes_written as f64
+    }
+
+    /// Bytes in all sstables.
+    pub fn sstable_bytes(&self) -> u64 {
+        self.levels.iter().map(|l| l.bytes).sum()
+    }
+
+    /// The `cleave.stats` property: a human-readable table.
+    pub fn to_text(&self) -> String {
+        let mb = |b: u64| b as f64 / (1 << 20) as f64;
+        let mut s = String::new();
+        let _ = writeln!(s, "Level  Files    Size(MB)  Target(MB)  Score");
+        for (i, l) in self.levels.iter().enumerate().take(NUM_LEVELS) {
+            let _ = writeln!(
+                s,
+                "L{i:<5} {:>5} {:>11.1} {:>11.1} {:>6.2}",
+                l.files,
+                mb(l.bytes),
+                mb(l.target_bytes),
+                l.score
+            );
+        }
+        let _ = writeln!(
+            s,
+            "user writes: {} ({:.1} MB); WAL: {:.1} MB, {} syncs",
+            self.user_writes,
+            mb(self.user_bytes_written),
+            mb(self.wal_bytes_written),
+            self.wal_syncs
+        );
+        let _ = writeln!(
+            s,
+            "flush: {} ({:.1} MB written); compaction: {} + {} trivial moves ({:.1} MB read, {:.1} MB written); dropped entries: {}",
+            self.flushes,
+            mb(self.flush_bytes_written),
+            self.compactions,
+            self.trivial_moves,
+            mb(self.compaction_bytes_read),
+            mb(self.compaction_bytes_written),
+            self.entries_dropped
+        );
+        let _ = writeln!(
+            s,
+            "write amplification: {:.2} (with WAL {:.2})",
+            self.write_amplification(),
+            self.write_amplification_with_wal()
+        );
+        let _ = writeln!(
+            s,
+            "stalls: {:.3} s ({} slowed, {} stopped writes); memtables: {:.1} MB active+{} immutable; block cache {:.1}/{:.1} MB",
+            self.stall_micros as f64 / 1e6,
+            self.slowdown_writes,
+            self.stopped_writes,
+            mb(self.memtable_bytes),
+            self.immutable_memtables,
+            mb(self.block_cache_usage),
+            mb(self.block_cache_capacity)
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_amplification_from_counters() {
+        let c = Counters::default();
+        add(&c.user_bytes_written, 100);
+        add(&c.flush_bytes_written, 100);
+        add(&c.compaction_bytes_written, 150);
+        add(&c.wal_bytes_written, 110);
+        let s = Stats::from_counters(&c);
+        assert!((s.write_amplification() - 2.5).abs() < 1e-9);
+        assert!((s.write_amplification_with_wal() - 3.6).abs() < 1e-9);
+        assert!(s.to_text().contains("write amplification: 2.50"));
+    }
+}

@@ -1,0 +1,308 @@
+//! The write path: group commit into the WAL, then the memtable; memtable
+//! switches; write slowdowns and stops.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, MutexGuard};
+
+use super::stats::add;
+use super::{DbInner, Immutable, State};
+use crate::base::FileNumber;
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::options::WriteOptions;
+use crate::wal::WalWriter;
+
+/// A group stops growing at this many bytes, so that one leader's latency
+/// stays bounded.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+/// A small leading batch limits its group further, so small writes are not
+/// delayed behind much bigger ones.
+const SMALL_BATCH_BYTES: usize = 128 << 10;
+/// How long one write is delayed when L0 reaches the slowdown trigger.
+const SLOWDOWN_DELAY: Duration = Duration::from_millis(1);
+
+/// One pending write (or memtable switch) in the queue.
+pub(super) struct Writer {
+    batch: Mutex<Option<WriteBatch>>,
+    opts: WriteOptions,
+    /// A request to switch the memtable (from `flush`), not a write.
+    force_switch: bool,
+    done: Mutex<Option<Result<()>>>,
+}
+
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    queue: VecDeque<Arc<Writer>>,
+}
+
+impl DbInner {
+    pub(super) fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        batch.validate()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.enqueue(Writer {
+            batch: Mutex::new(Some(batch)),
+            opts: *opts,
+            force_switch: false,
+            done: Mutex::new(None),
+        })
+    }
+
+    /// Waits in the queue; the writer at the front leads a group.
+    fn enqueue(&self, w: Writer) -> Result<()> {
+        let w = Arc::new(w);
+        let mut q = self.writers.lock();
+        q.queue.push_back(w.clone());
+        loop {
+            if let Some(r) = w.done.lock().take() {
+                return r;
+            }
+            if q.queue.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
+                break;
+            }
+            self.writers_cv.wait(&mut q);
+        }
+        let group = Self::take_group(&q.queue);
+        drop(q);
+
+        let result = self.write_group(&group);
+
+        let mut q = self.writers.lock();
+        for member in &group {
+            let front = q.queue.pop_front();
+            debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f, member)));
+            if !Arc::ptr_eq(member, &w) {
+                *member.done.lock() = Some(match &result {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(e.duplicate()),
+                });
+            }
+        }
+        drop(q);
+        self.writers_cv.notify_all();
+        result
+    }
+
+    /// The leader and the compatible writers behind it.
+    fn take_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
+        let mut group = Vec::new();
+        let Some(leader) = queue.front() else {
+            return group;
+        };
+        group.push(leader.clone());
+        if leader.force_switch {
+            return group;
+        }
+        let size = |w: &Writer| w.batch.lock().as_ref().map_or(0, |b| b.approximate_size());
+        let mut bytes = size(leader);
+        let limit = if bytes <= SMALL_BATCH_BYTES {
+            bytes + SMALL_BATCH_BYTES
+        } else {
+            MAX_GROUP_BYTES
+        };
+        for w in queue.iter().skip(1) {
+            // A non-sync leader takes no sync writers, so that it is not
+            // slowed by an fsync it did not ask for; writes without the WAL
+            // form groups of their own.
+            if w.force_switch
+                || (w.opts.sync && !leader.opts.sync)
+                || w.opts.disable_wal != leader.opts.disable_wal
+            {
+                break;
+            }
+            bytes += size(w);
+            if bytes > limit {
+                break;
+            }
+            group.push(w.clone());
+        }
+        group
+    }
+
+    fn write_group(&self, group: &[Arc<Writer>]) -> Result<()> {
+        let Some(leader) = group.first() else {
+            return Ok(());
+        };
+        if leader.force_switch {
+            return self.make_room_for_write(true);
+        }
+        self.make_room_for_write(false)?;
+        let mut batches: Vec<WriteBatch> = group
+            .iter()
+            .filter_map(|w| w.batch.lock().take())
+            .collect();
+        let mut wal = self.wal.lock();
+        let first_seq = self.visible_seq.load(Ordering::Acquire) + 1;
+        let mut seq = first_seq;
+        let mut payloads: Vec<&[u8]> = Vec::with_capacity(batches.len());
+        for b in &mut batches {
+            let n = b.len() as u64;
+            payloads.push(b.encode_with_seq(seq));
+            seq += n;
+        }
+        let last_seq = seq - 1;
+        let disable_wal = leader.opts.disable_wal;
+        if !disable_wal {
+            let wal = wal
+                .as_mut()
+                .ok_or_else(|| Error::Poisoned("no WAL is open".to_string()))?;
+            let logged = wal.append(&payloads).and_then(|n| {
+                add(&self.counters.wal_bytes_written, n);
+                if group.iter().any(|w| w.opts.sync) {
+                    add(&self.counters.wal_syncs, 1);
+                    wal.sync()
+                } else {
+                    Ok(())
+                }
+            });
+            if let Err(e) = logged {
+                // The WAL may now hold part of the group: refuse all
+                // further writes rather than guess what is durable.
+                self.set_bg_error(&e);
+                return Err(e);
+            }
+        }
+        let mem = {
+            let mut st = self.state.lock();
+            if disable_wal {
+                st.mem_has_unlogged = true;
+            }
+            st.mem.clone()
+        };
+        let mut user_bytes = 0;
+        let mut seq = first_seq;
+        for b in &batches {
+            for e in b.entries() {
+                let e = e?;
+                mem.add(seq, e.kind, e.key, e.value);
+                user_bytes += (e.key.len() + e.value.len()) as u64;
+                seq += 1;
+            }
+        }
+        debug_assert_eq!(seq - 1, last_seq);
+        self.visible_seq.store(last_seq, Ordering::Release);
+        drop(wal);
+        add(&self.counters.user_bytes_written, user_bytes);
+        add(&self.counters.user_writes, last_seq + 1 - first_seq);
+        Ok(())
+    }
+
+    /// Makes sure the memtable has room, switching it (and the WAL) when it
+    /// is full or `force` is set, and slowing or stopping the writer while
+    /// background work is behind.
+    /// REQUIRES: called by the write leader only.
+    fn make_room_for_write(&self, mut force: bool) -> Result<()> {
+        let mut allow_delay = !force;
+        let mut st = self.state.lock();
+        loop {
+            Self::check_bg_error(&st)?;
+            if st.shutting_down && !force {
+                return Err(Error::Closed);
+            }
+            let l0 = st.current.num_files(0);
+            if allow_delay && l0 >= self.opts.level0_slowdown_writes_trigger {
+                // Spread the delay over many writes instead of stopping one
+                // for a long time once the stop trigger is hit.
+                drop(st);
+                let start = Instant::now();
+                std::thread::sleep(SLOWDOWN_DELAY);
+                add(&self.counters.stall_micros, start.elapsed().as_micros() as u64);
+                add(&self.counters.slowdown_writes, 1);
+                allow_delay = false;
+                st = self.state.lock();
+                continue;
+            }
+            let full = st.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
+            if !force && !full {
+                return Ok(());
+            }
+            if force && st.mem.is_empty() {
+                return Ok(());
+            }
+            if st.imm.len() + 1 >= self.opts.max_write_buffer_number
+                || l0 >= self.opts.level0_stop_writes_trigger
+            {
+                let start = Instant::now();
+                add(&self.counters.stopped_writes, 1);
+                self.bg_cv.notify_all();
+                self.bg_cv.wait(&mut st);
+                add(&self.counters.stall_micros, start.elapsed().as_micros() as u64);
+                continue;
+            }
+            st = self.switch_memtable(st)?;
+            force = false;
+        }
+    }
+
+    /// Seals the memtable and starts a new one with a new WAL.
+    fn switch_memtable<'a>(&'a self, st: MutexGuard<'a, State>) -> Result<MutexGuard<'a, State>> {
+        drop(st);
+        let switched = (|| {
+            let mut wal = self.wal.lock();
+            if let Some(old) = wal.as_mut() {
+                // Later WALs are replayed only after earlier ones: make the
+                // old one whole on disk before anything lands in the new.
+                old.sync()?;
+            }
+            let number = self.versions.lock().new_file_number();
+            let new = WalWriter::create(self.fs.as_ref(), &self.dir, number)?;
+            self.fs.sync_dir(&self.dir)?;
+            *wal = Some(new);
+            Ok::<FileNumber, Error>(number)
+        })();
+        let number = match switched {
+            Ok(n) => n,
+            Err(e) => {
+                self.set_bg_error(&e);
+                return Err(e);
+            }
+        };
+        let mut st = self.state.lock();
+        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
+        let old_wal = std::mem::replace(&mut st.mem_wal, number);
+        st.imm.push_back(Immutable { mem: old, wal: old_wal });
+        st.live_wals.push(number);
+        st.mem_has_unlogged = false;
+        self.bg_cv.notify_all();
+        Ok(st)
+    }
+
+    /// Switches the memtable and waits until everything written before the
+    /// call is in sstables.
+    pub(super) fn flush(&self) -> Result<()> {
+        let target = self.state.lock().mem_wal;
+        self.enqueue(Writer {
+            batch: Mutex::new(None),
+            opts: WriteOptions::default(),
+            force_switch: true,
+            done: Mutex::new(None),
+        })?;
+        let mut st = self.state.lock();
+        loop {
+            Self::check_bg_error(&st)?;
+            if st.imm.front().is_none_or(|i| i.wal > target) {
+                return Ok(());
+            }
+            self.bg_cv.wait(&mut st);
+        }
+    }
+
+    /// Before close: writes made without the WAL survive only in sstables.
+    pub(super) fn prepare_close(&self) -> Result<()> {
+        let unlogged = {
+            let st = self.state.lock();
+            st.mem_has_unlogged && st.bg_error.is_none()
+        };
+        if unlogged {
+            self.flush()
+        } else {
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Randomized model test: random operations against cleave and a BTreeMap
+//! oracle must agree. `CLEAVE_MODEL_SEEDS` and `CLEAVE_MODEL_OPS` scale it
+//! up (e.g. 50 seeds × 100,000 ops locally).
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+
+use cleave::vfs::MemFs;
+use cleave::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn options(fs: &MemFs, rng: &mut StdRng) -> Options {
+    Options {
+        create_if_missing: true,
+        fs: Arc::new(fs.clone()),
+        write_buffer_size: rng.gen_range(4 << 10..32 << 10),
+        target_file_size_base: rng.gen_range(8 << 10..64 << 10),
+        max_bytes_for_level_base: rng.gen_range(32 << 10..256 << 10),
+        level0_file_num_compaction_trigger: 2,
+        level0_slowdown_writes_trigger: 8,
+        level0_stop_writes_trigger: 12,
+        block_size: rng.gen_range(256..4096),
+        bloom_bits_per_key: if rng.gen_bool(0.8) { 10 } else { 0 },
+        block_cache_capacity: rng.gen_range(0..1 << 20),
+        max_background_jobs: rng.gen_range(1..4),
+        level_compaction_dynamic_level_bytes: rng.gen_bool(0.7),
+        compression: match rng.gen_range(0..3) {
+            0 => cleave::Compression::None,
+            1 => cleave::Compression::Lz4,
+            _ => cleave::Compression::Zstd,
+        },
+        ..Options::default()
+    }
+}
+
+fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
+    format!("k{:05}", rng.gen_range(0..space)).into_bytes()
+}
+
+fn value(rng: &mut StdRng, seed: u64, op: usize) -> Vec<u8> {
+    let len = if rng.gen_bool(0.05) { rng.gen_range(1000..6000) } else { rng.gen_range(0..120) };
+    let mut v = format!("{seed}:{op}:").into_bytes();
+    v.resize(len.max(v.len()), b'a' + (op % 26) as u8);
+    v
+}
+
+fn bound(rng: &mut StdRng, space: u32) -> Option<Vec<u8>> {
+    rng.gen_bool(0.3).then(|| key(rng, space))
+}
+
+/// Checks a scan (both directions, with bounds) against the model.
+fn check_scan(db: &Db, ro: &ReadOptions<'_>, model: &Model, rng: &mut StdRng, ctx: &str) {
+    let lo = ro.lower_bound.clone();
+    let hi = ro.upper_bound.clone();
+    let range = (
+        lo.clone().map_or(Bound::Unbounded, Bound::Included),
+        hi.clone().map_or(Bound::Unbounded, Bound::Excluded),
+    );
+    let expected: Vec<(Vec<u8>, Vec<u8>)> = if lo.is_some() && hi.is_some() && lo >= hi {
+        Vec::new()
+    } else {
+        model.range(range).map(|(k, v)| (k.clone(), v.clone())).collect()
+    };
+    let mut it = db.iter(ro);
+    let limit = rng.gen_range(1..200usize);
+    if rng.gen_bool(0.5) {
+        it.seek_to_first().unwrap();
+        let mut got = Vec::new();
+        while it.valid() && got.len() < limit {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.next().unwrap();
+        }
+        it.status().unwrap();
+        let want: Vec<_> = expected.iter().take(limit).cloned().collect();
+        assert_eq!(got, want, "{ctx}: forward scan");
+    } else {
+        it.seek_to_last().unwrap();
+        let mut got = Vec::new();
+        while it.valid() && got.len() < limit {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev().unwrap();
+        }
+        it.status().unwrap();
+        let want: Vec<_> = expected.iter().rev().take(limit).cloned().collect();
+        assert_eq!(got, want, "{ctx}: backward scan");
+    }
+    // A seek, then a random walk with direction changes.
+    if expected.is_empty() {
+        return;
+    }
+    let target = expected[rng.gen_range(0..expected.len())].0.clone();
+    let mut pos = expected.iter().position(|(k, _)| *k == target).map(|p| p as isize);
+    it.seek(&target).unwrap();
+    for _ in 0..rng.gen_range(0..30) {
+        match pos {
+            Some(p) if p >= 0 && (p as usize) < expected.len() => {
+                assert!(it.valid(), "{ctx}: iterator ended early at {p}");
+                assert_eq!(it.key(), expected[p as usize].0.as_slice(), "{ctx}: walk");
+                assert_eq!(it.value(), expected[p as usize].1.as_slice(), "{ctx}: walk value");
+            }
+            _ => {
+                assert!(!it.valid(), "{ctx}: iterator should be exhausted");
+                break;
+            }
+        }
+        if rng.gen_bool(0.5) {
+            it.next().unwrap();
+            pos = pos.map(|p| p + 1);
+        } else {
+            it.prev().unwrap();
+            pos = pos.map(|p| p - 1);
+        }
+    }
+    it.status().unwrap();
+}
+
+fn run(seed: u64, ops: usize) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut fs = MemFs::new();
+    let dir = Path::new("/model");
+    let space = rng.gen_range(50..2000);
+    let mut db = Db::open(dir, options(&fs, &mut rng)).unwrap();
+    let mut model = Model::new();
+    let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
+    let wo = WriteOptions::default();
+    for op in 0..ops {
+        let ctx = format!("seed {seed} op {op}");
+        match rng.gen_range(0..100) {
+            0..=39 => {
+                let (k, v) = (key(&mut rng, space), value(&mut rng, seed, op));
+                db.put(&wo, &k, &v).unwrap();
+                model.insert(k, v);
+            }
+            40..=49 => {
+                let k = key(&mut rng, space);
+                db.delete(&wo, &k).unwrap();
+                model.remove(&k);
+            }
+            50..=54 => {
+                let mut b = WriteBatch::new();
+                for _ in 0..rng.gen_range(1..20) {
+                    let k = key(&mut rng, space);
+                    if rng.gen_bool(0.7) {
+                        let v = value(&mut rng, seed, op);
+                        b.put(&k, &v);
+                        model.insert(k, v);
+                    } else {
+                        b.delete(&k);
+                        model.remove(&k);
+                    }
+                }
+                db.write(&wo, b).unwrap();
+            }
+            55..=74 => {
+                let k = key(&mut rng, space);
+                let got = db.get(&ReadOptions::new(), &k).unwrap();
+                assert_eq!(got.as_ref(), model.get(&k), "{ctx}: get {:?}", String::from_utf8_lossy(&k));
+            }
+            75..=81 => {
+                let mut ro = ReadOptions::new();
+                ro.lower_bound = bound(&mut rng, space);
+                ro.upper_bound = bound(&mut rng, space);
+                check_scan(&db, &ro, &model, &mut rng, &ctx);
+            }
+            82..=84 => {
+                if snapshots.len() < 4 {
+                    snapshots.push((db.snapshot(), model.clone()));
+                } else {
+                    snapshots.remove(rng.gen_range(0..snapshots.len()));
+                }
+            }
+            85..=89 => {
+                if let Some(i) = (!snapshots.is_empty()).then(|| rng.gen_range(0..snapshots.len())) {
+                    let (snap, old) = &snapshots[i];
+                    let mut ro = ReadOptions::new();
+                    ro.snapshot = Some(snap);
+                    let k = key(&mut rng, space);
+                    assert_eq!(db.get(&ro, &k).unwrap().as_ref(), old.get(&k), "{ctx}: snapshot get");
+                    ro.lower_bound = bound(&mut rng, space);
+                    check_scan(&db, &ro, old, &mut rng, &format!("{ctx} (snapshot)"));
+                }
+            }
+            90..=92 => db.flush().unwrap(),
+            93..=94 => {
+                let (a, b) = (bound(&mut rng, space), bound(&mut rng, space));
+                db.compact_range(a.as_deref(), b.as_deref()).unwrap();
+            }
+            95..=96 => {
+                snapshots.clear();
+                db.close().unwrap();
+                db = Db::open(dir, options(&fs, &mut rng)).unwrap();
+            }
+            _ => {
+                // Power loss right after a flush: the flush made every
+                // earlier write durable, so the model must survive it whole.
+                snapshots.clear();
+                db.flush().unwrap();
+                let crashed = fs.crash_clone();
+                db.close().unwrap();
+                fs = crashed;
+                db = Db::open(dir, options(&fs, &mut rng)).unwrap();
+            }
+        }
+    }
+    // A full comparison at the end, after a reopen.
+    snapshots.clear();
+    db.close().unwrap();
+    let db = Db::open(dir, options(&fs, &mut rng)).unwrap();
+    let mut it = db.iter(&ReadOptions::new());
+    it.seek_to_first().unwrap();
+    let mut got = Model::new();
+    while it.valid() {
+        got.insert(it.key().to_vec(), it.value().to_vec());
+        it.next().unwrap();
+    }
+    it.status().unwrap();
+    assert_eq!(got, model, "seed {seed}: final contents");
+}
+
+#[test]
+fn model_random_operations() {
+    let seeds = env("CLEAVE_MODEL_SEEDS", 4);
+    let ops = env("CLEAVE_MODEL_OPS", 5000) as usize;
+    let base = env("CLEAVE_MODEL_SEED", 0xc1ea7e);
+    for s in 0..seeds {
+        run(base + s, ops);
+    }
+}
