@@ -8,6 +8,7 @@ mod base;
 mod error;
 mod iter;
 mod manifest;
+mod memtable;
 mod options;
 mod record;
 pub mod vfs;
