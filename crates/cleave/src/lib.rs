@@ -9,6 +9,7 @@ mod batch;
 mod error;
 mod iter;
 mod manifest;
+mod memtable;
 mod options;
 mod record;
 mod wal;

@@ -1,5 +1,13 @@
 //! Iterators over internal keys, and the user-facing [`DbIterator`].
 
+pub(crate) mod db_iter;
+pub(crate) mod level;
+pub(crate) mod merging;
+#[cfg(test)]
+pub(crate) mod testutil;
+
+pub use db_iter::DbIterator;
+
 /// An iterator over encoded internal keys in [`crate::base::key::compare`]
 /// order. Every layer (block, sstable, level, memtable, merge) implements
 /// it; movement returns `Result` so that I/O errors are never hidden.

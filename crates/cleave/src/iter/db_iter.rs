@@ -1,0 +1,382 @@
+//! The user-facing iterator: turns a merged stream of internal keys into the
+//! user keys and values visible at one snapshot, as LevelDB's DBIter.
+//!
+//! Forward, the inner iterator sits on the entry that supplies the current
+//! key and value, which are read from it without copying. Reverse, the inner
+//! iterator sits before every entry of the current key (the scan must see
+//! all of a key's entries to know the newest visible one), so the current
+//! key and value are copies in `saved_key` and `saved_value`.
+
+use std::any::Any;
+use std::fmt;
+
+use crate::base::key::{self, InternalKey, ParsedKey, SeqNo, ValueKind, MAX_SEQ};
+use crate::iter::InternalIterator;
+use crate::{Error, Result};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// An iterator over the user keys and values of a database as of one
+/// snapshot, optionally limited to `[lower_bound, upper_bound)`.
+///
+/// Movement methods return an error and also record it: after the first
+/// error the iterator stays invalid, every movement returns that error
+/// again, and [`DbIterator::status`] reports it.
+pub struct DbIterator {
+    inner: Box<dyn InternalIterator>,
+    seq: SeqNo,
+    lower_bound: Option<Vec<u8>>,
+    upper_bound: Option<Vec<u8>>,
+    direction: Direction,
+    valid: bool,
+    /// Reverse: the current user key. Forward: the user key whose older
+    /// entries are being skipped.
+    saved_key: Vec<u8>,
+    /// Reverse: the current value.
+    saved_value: Vec<u8>,
+    status: Option<Error>,
+    // Declared last so that it is dropped after `inner`, which may read
+    // memory the pinned memtables and versions keep alive.
+    _pins: Box<dyn Any + Send>,
+}
+
+impl fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DbIterator")
+            .field("seq", &self.seq)
+            .field("valid", &self.valid)
+            .field("direction", &self.direction)
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+fn corruption(reason: String) -> Error {
+    Error::corruption("<iterator>", 0, reason)
+}
+
+fn parse_entry(ikey: &[u8]) -> Result<ParsedKey<'_>> {
+    key::parse(ikey).ok_or_else(|| {
+        corruption(format!(
+            "malformed internal key {:?} ({} bytes)",
+            ikey.escape_ascii().to_string(),
+            ikey.len()
+        ))
+    })
+}
+
+fn unsupported(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> Error {
+    let what = match kind {
+        ValueKind::ValueRef => "a separated value reference",
+        ValueKind::Merge => "a merge operand",
+        ValueKind::Deletion | ValueKind::Value => "an unexpected kind",
+    };
+    corruption(format!(
+        "entry for key {:?} at seq {seq} is {what}, which this build cannot read",
+        user_key.escape_ascii().to_string()
+    ))
+}
+
+fn set(dst: &mut Vec<u8>, src: &[u8]) {
+    dst.clear();
+    dst.extend_from_slice(src);
+}
+
+impl DbIterator {
+    /// `inner` merges every source; entries with a sequence number above
+    /// `seq` are invisible. Bounds are user keys, lower inclusive and upper
+    /// exclusive. `pins` keeps alive whatever `inner` reads.
+    pub(crate) fn new(
+        inner: Box<dyn InternalIterator>,
+        seq: SeqNo,
+        lower_bound: Option<Vec<u8>>,
+        upper_bound: Option<Vec<u8>>,
+        pins: Box<dyn Any + Send>,
+    ) -> Self {
+        DbIterator {
+            inner,
+            seq,
+            lower_bound,
+            upper_bound,
+            direction: Direction::Forward,
+            valid: false,
+            saved_key: Vec::new(),
+            saved_value: Vec::new(),
+            status: None,
+            _pins: pins,
+        }
+    }
+
+    /// True if the iterator is at an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// Moves to the first key (at or after the lower bound).
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.run(Self::seek_to_first_inner)
+    }
+
+    /// Moves to the last key (before the upper bound).
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        self.run(Self::seek_to_last_inner)
+    }
+
+    /// Moves to the first key ≥ `key`, or ≥ the lower bound if that is
+    /// larger.
+    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.run(|it| it.seek_inner(key))
+    }
+
+    /// Moves to the last key ≤ `key`, or below the upper bound if `key` is
+    /// not.
+    pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
+        self.run(|it| it.seek_for_prev_inner(key))
+    }
+
+    /// Moves to the next key. Does nothing if the iterator is not valid.
+    pub fn next(&mut self) -> Result<()> {
+        self.run(Self::next_inner)
+    }
+
+    /// Moves to the previous key. Does nothing if the iterator is not valid.
+    pub fn prev(&mut self) -> Result<()> {
+        self.run(Self::prev_inner)
+    }
+
+    /// The current key; empty if the iterator is not valid.
+    pub fn key(&self) -> &[u8] {
+        match (self.valid, self.direction) {
+            (false, _) => &[],
+            // The entry was parsed when the iterator stopped on it, so it
+            // holds a whole tag.
+            (true, Direction::Forward) => key::user_key(self.inner.key()),
+            (true, Direction::Reverse) => &self.saved_key,
+        }
+    }
+
+    /// The current value; empty if the iterator is not valid.
+    pub fn value(&self) -> &[u8] {
+        match (self.valid, self.direction) {
+            (false, _) => &[],
+            (true, Direction::Forward) => self.inner.value(),
+            (true, Direction::Reverse) => &self.saved_value,
+        }
+    }
+
+    /// The first error this iterator met, if any.
+    pub fn status(&self) -> Result<()> {
+        match &self.status {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs one movement, unless an earlier one failed, and records its
+    /// failure.
+    fn run(&mut self, f: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
+        if let Some(e) = &self.status {
+            return Err(e.duplicate());
+        }
+        let r = f(self);
+        if let Err(e) = &r {
+            self.valid = false;
+            self.status = Some(e.duplicate());
+        }
+        r
+    }
+
+    fn reset(&mut self, direction: Direction) {
+        self.direction = direction;
+        self.valid = false;
+        self.saved_key.clear();
+        self.saved_value.clear();
+    }
+
+    fn seek_to_first_inner(&mut self) -> Result<()> {
+        self.reset(Direction::Forward);
+        match &self.lower_bound {
+            Some(lower) => {
+                let target = InternalKey::for_seek(lower, self.seq);
+                self.inner.seek(target.encoded())?;
+            }
+            None => self.inner.seek_to_first()?,
+        }
+        self.find_next_user_entry(false)
+    }
+
+    fn seek_to_last_inner(&mut self) -> Result<()> {
+        self.reset(Direction::Reverse);
+        match &self.upper_bound {
+            Some(upper) => {
+                // Sorts before every entry of `upper`: lands on the last
+                // entry of a smaller user key.
+                let target = InternalKey::for_seek(upper, MAX_SEQ);
+                self.inner.seek_for_prev(target.encoded())?;
+            }
+            None => self.inner.seek_to_last()?,
+        }
+        self.find_prev_user_entry()
+    }
+
+    fn seek_inner(&mut self, key: &[u8]) -> Result<()> {
+        self.reset(Direction::Forward);
+        let target = match &self.lower_bound {
+            Some(lower) if key < lower.as_slice() => lower.as_slice(),
+            _ => key,
+        };
+        if self.upper_bound.as_deref().is_some_and(|u| target >= u) {
+            return Ok(());
+        }
+        let target = InternalKey::for_seek(target, self.seq);
+        self.inner.seek(target.encoded())?;
+        self.find_next_user_entry(false)
+    }
+
+    fn seek_for_prev_inner(&mut self, key: &[u8]) -> Result<()> {
+        if self.upper_bound.as_deref().is_some_and(|u| key >= u) {
+            return self.seek_to_last_inner();
+        }
+        self.reset(Direction::Reverse);
+        if self.lower_bound.as_deref().is_some_and(|l| key < l) {
+            return Ok(());
+        }
+        // Tag 0 sorts after every entry of `key`: lands on its oldest entry.
+        let target = InternalKey::new(key, 0, ValueKind::Deletion);
+        self.inner.seek_for_prev(target.encoded())?;
+        self.find_prev_user_entry()
+    }
+
+    fn next_inner(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        match self.direction {
+            Direction::Reverse => {
+                // `inner` is before the current key's entries; step into
+                // them and let the skipping below pass over them.
+                self.direction = Direction::Forward;
+                if self.inner.valid() {
+                    self.inner.next()?;
+                } else {
+                    let target = InternalKey::for_seek(&self.saved_key, MAX_SEQ);
+                    self.inner.seek(target.encoded())?;
+                }
+            }
+            Direction::Forward => {
+                set(&mut self.saved_key, key::user_key(self.inner.key()));
+                self.inner.next()?;
+            }
+        }
+        self.find_next_user_entry(true)
+    }
+
+    fn prev_inner(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        if self.direction == Direction::Forward {
+            // Back up to before every entry of the current key, so that the
+            // reverse scan starts from the previous key.
+            set(&mut self.saved_key, key::user_key(self.inner.key()));
+            loop {
+                self.inner.prev()?;
+                if !self.inner.valid() {
+                    self.reset(Direction::Forward);
+                    return Ok(());
+                }
+                let parsed = parse_entry(self.inner.key())?;
+                if parsed.user_key < self.saved_key.as_slice() {
+                    break;
+                }
+            }
+            self.direction = Direction::Reverse;
+        }
+        self.find_prev_user_entry()
+    }
+
+    /// Moves forward from the inner position to the first visible, live
+    /// entry. With `skipping`, entries of user keys ≤ `saved_key` are
+    /// passed over: they are older versions of keys already shown or
+    /// deleted.
+    fn find_next_user_entry(&mut self, mut skipping: bool) -> Result<()> {
+        self.valid = false;
+        while self.inner.valid() {
+            let parsed = parse_entry(self.inner.key())?;
+            if self
+                .upper_bound
+                .as_deref()
+                .is_some_and(|u| parsed.user_key >= u)
+            {
+                return Ok(());
+            }
+            if parsed.seq <= self.seq {
+                let shadowed = skipping && parsed.user_key <= self.saved_key.as_slice();
+                match parsed.kind {
+                    ValueKind::Deletion => {
+                        set(&mut self.saved_key, parsed.user_key);
+                        skipping = true;
+                    }
+                    ValueKind::Value if !shadowed => {
+                        self.valid = true;
+                        self.saved_key.clear();
+                        return Ok(());
+                    }
+                    ValueKind::ValueRef | ValueKind::Merge if !shadowed => {
+                        return Err(unsupported(parsed.user_key, parsed.seq, parsed.kind));
+                    }
+                    ValueKind::Value | ValueKind::ValueRef | ValueKind::Merge => {}
+                }
+            }
+            self.inner.next()?;
+        }
+        Ok(())
+    }
+
+    /// Moves backward from the inner position over every entry of the
+    /// previous user key that has a live visible version, and keeps a copy
+    /// of it, leaving `inner` before its entries.
+    fn find_prev_user_entry(&mut self) -> Result<()> {
+        self.valid = false;
+        // Kind and seq of the newest visible entry of `saved_key` so far.
+        let mut found: Option<(ValueKind, SeqNo)> = None;
+        while self.inner.valid() {
+            let parsed = parse_entry(self.inner.key())?;
+            if self
+                .lower_bound
+                .as_deref()
+                .is_some_and(|l| parsed.user_key < l)
+            {
+                break;
+            }
+            if parsed.seq <= self.seq {
+                if found.is_some() && parsed.user_key < self.saved_key.as_slice() {
+                    break;
+                }
+                if parsed.kind == ValueKind::Deletion {
+                    found = None;
+                    self.saved_key.clear();
+                    self.saved_value.clear();
+                } else {
+                    found = Some((parsed.kind, parsed.seq));
+                    set(&mut self.saved_key, parsed.user_key);
+                    set(&mut self.saved_value, self.inner.value());
+                }
+            }
+            self.inner.prev()?;
+        }
+        match found {
+            None => self.reset(Direction::Forward),
+            Some((ValueKind::Value, _)) => self.valid = true,
+            Some((kind, seq)) => return Err(unsupported(&self.saved_key, seq, kind)),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

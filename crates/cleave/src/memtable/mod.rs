@@ -1,0 +1,225 @@
+//! The in-memory write buffer: a concurrent skiplist of internal keys.
+//!
+//! Many threads may `add` and read at once (writers of one group commit
+//! insert in parallel; readers never block). Entries are never removed: a
+//! memtable is dropped whole once flushed.
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+use crossbeam_skiplist::map::Entry;
+use crossbeam_skiplist::SkipMap;
+
+use crate::base::key::{self, InternalKey, SeqNo, ValueKind};
+use crate::iter::InternalIterator;
+
+/// Memory a skiplist node costs beyond its key and value: the node header,
+/// its tower of next pointers (about two on average), and the boxed
+/// buffer's own allocation header. An estimate, used only to decide when to
+/// switch memtables.
+const ENTRY_OVERHEAD_BYTES: usize = 64;
+
+/// One entry: the encoded internal key followed by the value, in a single
+/// allocation. Ordered by the internal key only.
+struct MemEntry {
+    buf: Box<[u8]>,
+    key_len: usize,
+}
+
+impl MemEntry {
+    fn new(ikey: &[u8], value: &[u8]) -> Self {
+        let mut buf = Vec::with_capacity(ikey.len() + value.len());
+        buf.extend_from_slice(ikey);
+        buf.extend_from_slice(value);
+        MemEntry {
+            buf: buf.into_boxed_slice(),
+            key_len: ikey.len(),
+        }
+    }
+
+    /// A search key. REQUIRES: `ikey` is an encoded internal key (at least
+    /// `TAG_LEN` bytes), because ordering reads its tag.
+    fn probe(ikey: &[u8]) -> Self {
+        debug_assert!(ikey.len() >= key::TAG_LEN);
+        Self::new(ikey, &[])
+    }
+
+    fn key(&self) -> &[u8] {
+        self.buf.get(..self.key_len).unwrap_or_default()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.buf.get(self.key_len..).unwrap_or_default()
+    }
+}
+
+impl PartialEq for MemEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for MemEntry {}
+
+impl PartialOrd for MemEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for MemEntry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        key::compare(self.key(), other.key())
+    }
+}
+
+pub(crate) struct MemTable {
+    map: SkipMap<MemEntry, ()>,
+    memory_usage: AtomicUsize,
+}
+
+impl Default for MemTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemTable {
+    pub(crate) fn new() -> Self {
+        MemTable {
+            map: SkipMap::new(),
+            memory_usage: AtomicUsize::new(0),
+        }
+    }
+
+    /// Adds one entry. Safe to call from many threads at once.
+    ///
+    /// REQUIRES: `seq` is unique to this write (sequence numbers are never
+    /// reused), so no two adds share an internal key.
+    pub(crate) fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        let ikey = InternalKey::new(user_key, seq, kind);
+        let entry = MemEntry::new(ikey.encoded(), value);
+        let bytes = entry.buf.len() + ENTRY_OVERHEAD_BYTES;
+        self.map.insert(entry, ());
+        self.memory_usage.fetch_add(bytes, AtomicOrdering::Relaxed);
+    }
+
+    /// The newest entry for `user_key` with sequence ≤ `seq`, or `None` if
+    /// the memtable holds no such entry (older tables must be consulted).
+    pub(crate) fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<(ValueKind, Vec<u8>)> {
+        let probe = MemEntry::probe(InternalKey::for_seek(user_key, seq).encoded());
+        let entry = self.map.lower_bound(Bound::Included(&probe))?;
+        // Keys here were built by `add` from a `ValueKind`, so they parse.
+        let parsed = key::parse(entry.key().key())?;
+        if parsed.user_key != user_key {
+            return None;
+        }
+        Some((parsed.kind, entry.key().value().to_vec()))
+    }
+
+    /// A bidirectional iterator that keeps this memtable alive. It sees
+    /// entries added after its creation if it reaches them.
+    pub(crate) fn iter(self: &Arc<Self>) -> MemTableIter {
+        MemTableIter {
+            current: None,
+            mem: Arc::clone(self),
+        }
+    }
+
+    /// Bytes of keys and values plus an estimate of per-entry overhead.
+    pub(crate) fn approximate_memory_usage(&self) -> usize {
+        self.memory_usage.load(AtomicOrdering::Relaxed)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// Iterator over a memtable. Stepping follows the skiplist's links, so
+/// `next` is O(1); `prev` and seeks search from the head.
+pub(crate) struct MemTableIter {
+    // Declared before `mem` so that it is dropped first: the entry borrows
+    // the skiplist that `mem` owns.
+    current: Option<Entry<'static, MemEntry, ()>>,
+    mem: Arc<MemTable>,
+}
+
+impl MemTableIter {
+    /// Stores an entry of `self.mem`'s skiplist, lifting its lifetime.
+    fn set(&mut self, entry: Option<Entry<'_, MemEntry, ()>>) {
+        // SAFETY: the entry borrows `self.mem.map`, which lives on the heap
+        // behind the `Arc` held in `self.mem` and never moves. `self.mem` is
+        // never reassigned, and `current` is declared before `mem`, so the
+        // entry is dropped before the `Arc` is released. The 'static
+        // lifetime never escapes: `key` and `value` reborrow through
+        // `&self`.
+        let entry = entry.map(|e| unsafe {
+            std::mem::transmute::<Entry<'_, MemEntry, ()>, Entry<'static, MemEntry, ()>>(e)
+        });
+        self.current = entry;
+    }
+}
+
+impl InternalIterator for MemTableIter {
+    fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    fn seek_to_first(&mut self) -> crate::Result<()> {
+        let mem = Arc::clone(&self.mem);
+        self.set(mem.map.front());
+        Ok(())
+    }
+
+    fn seek_to_last(&mut self) -> crate::Result<()> {
+        let mem = Arc::clone(&self.mem);
+        self.set(mem.map.back());
+        Ok(())
+    }
+
+    fn seek(&mut self, target: &[u8]) -> crate::Result<()> {
+        let mem = Arc::clone(&self.mem);
+        let probe = MemEntry::probe(target);
+        self.set(mem.map.lower_bound(Bound::Included(&probe)));
+        Ok(())
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> crate::Result<()> {
+        let mem = Arc::clone(&self.mem);
+        let probe = MemEntry::probe(target);
+        self.set(mem.map.upper_bound(Bound::Included(&probe)));
+        Ok(())
+    }
+
+    fn next(&mut self) -> crate::Result<()> {
+        if let Some(cur) = self.current.take() {
+            self.current = cur.next();
+        }
+        Ok(())
+    }
+
+    fn prev(&mut self) -> crate::Result<()> {
+        if let Some(cur) = self.current.take() {
+            self.current = cur.prev();
+        }
+        Ok(())
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().map_or(&[], |e| e.key().key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().map_or(&[], |e| e.key().value())
+    }
+}
+
+#[cfg(test)]
+mod tests;
