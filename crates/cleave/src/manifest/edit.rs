@@ -225,7 +225,10 @@ mod tests {
         put_varint64(&mut buf, TAG_DELETED_FILE);
         put_varint64(&mut buf, NUM_LEVELS as u64);
         put_varint64(&mut buf, 1);
-        assert_eq!(VersionEdit::decode(&buf), Err(DecodeError("level out of range")));
+        assert_eq!(
+            VersionEdit::decode(&buf),
+            Err(DecodeError("level out of range"))
+        );
     }
 
     #[test]

@@ -96,7 +96,15 @@ impl Eq for ObsoleteMark {}
 
 impl fmt::Debug for ObsoleteMark {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", if self.0.get().is_some() { "obsolete" } else { "live" })
+        write!(
+            f,
+            "{}",
+            if self.0.get().is_some() {
+                "obsolete"
+            } else {
+                "live"
+            }
+        )
     }
 }
 
