@@ -5,6 +5,7 @@
 #![allow(dead_code, unused_imports)]
 
 mod base;
+mod compaction;
 mod error;
 mod iter;
 mod manifest;
