@@ -7,4 +7,4 @@ pub(crate) mod stream;
 pub(crate) use picker::{
     level_targets, pick, pick_manual, scores, Busy, CompactionPlan, LevelTargets, PickerOptions,
 };
-// pub(crate) use stream::{Decision, DropRules, DropStats};
+pub(crate) use stream::{Decision, DropRules, DropStats};

@@ -110,7 +110,11 @@ fn scores_excluding(
     busy: &Busy,
 ) -> [f64; NUM_LEVELS] {
     let mut s = [0.0; NUM_LEVELS];
-    let idle = |level: usize| v.files(level).iter().filter(|f| !busy.files.contains(&f.number));
+    let idle = |level: usize| {
+        v.files(level)
+            .iter()
+            .filter(|f| !busy.files.contains(&f.number))
+    };
     s[0] = idle(0).count() as f64 / opts.level0_file_num_compaction_trigger.max(1) as f64;
     for (level, score) in s.iter_mut().enumerate().take(NUM_LEVELS - 1).skip(1) {
         let target = targets.bytes[level];
@@ -449,7 +453,10 @@ mod tests {
     fn static_level_targets() {
         let t = level_targets(&version("L1 1 a b 5"), &opts(false));
         assert_eq!(t.base_level, 1);
-        assert_eq!(&t.bytes[1..], &[100, 1000, 10_000, 100_000, 1_000_000, 10_000_000]);
+        assert_eq!(
+            &t.bytes[1..],
+            &[100, 1000, 10_000, 100_000, 1_000_000, 10_000_000]
+        );
     }
 
     #[test]
@@ -463,8 +470,16 @@ mod tests {
             ("L6 1 a b 50", 6, [m, m, m, m, m, m, 100]),
             ("L6 1 a b 10000", 4, [m, m, m, m, 100, 1000, 10_000]),
             ("L6 1 a b 20000", 3, [m, m, m, 100, 200, 2000, 20_000]),
-            ("L5 2 a b 30\nL6 1 a b 1000000", 2, [m, m, 100, 1000, 10_000, 100_000, 1_000_000]),
-            ("L6 1 a b 1000000000", 1, [m, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000]),
+            (
+                "L5 2 a b 30\nL6 1 a b 1000000",
+                2,
+                [m, m, 100, 1000, 10_000, 100_000, 1_000_000],
+            ),
+            (
+                "L6 1 a b 1000000000",
+                1,
+                [m, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000],
+            ),
         ];
         for (spec, base, bytes) in cases {
             let t = level_targets(&version(spec), &opts(true));
@@ -489,7 +504,11 @@ mod tests {
             ..opts(true)
         };
         let p = pick(&v, &o, &Busy::default()).unwrap();
-        assert_eq!((p.level, p.output_level), (0, 4), "L6 of 2700 puts the base at L4");
+        assert_eq!(
+            (p.level, p.output_level),
+            (0, 4),
+            "L6 of 2700 puts the base at L4"
+        );
         assert_eq!(nums(&p.inputs), vec![13, 11, 10]);
         assert!(p.output_level_inputs.is_empty());
         assert!(!p.bottommost, "L6 has a..b and e..f below");
@@ -606,7 +625,10 @@ mod tests {
         assert_eq!(nums(&p.output_level_inputs), vec![1, 2]);
         assert_eq!(p.output_level, 1);
         let p = pick_manual(&v, &o, 6, None, None, &Busy::default()).unwrap();
-        assert_eq!((p.output_level, p.trivial_move, p.bottommost), (6, false, true));
+        assert_eq!(
+            (p.output_level, p.trivial_move, p.bottommost),
+            (6, false, true)
+        );
         assert!(pick_manual(&v, &o, 1, Some(b"f"), Some(b"g"), &Busy::default()).is_none());
         let mut busy = Busy::default();
         busy.add(&p);
