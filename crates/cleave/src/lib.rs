@@ -6,17 +6,18 @@
 
 mod base;
 mod batch;
+mod compaction;
 mod error;
 mod iter;
 mod manifest;
 mod memtable;
 mod options;
 mod record;
-mod wal;
 pub mod vfs;
+mod wal;
 
-pub use error::{Error, Result};
 pub use batch::WriteBatch;
+pub use error::{Error, Result};
 pub use options::{Compression, Options, ReadOptions, WriteOptions};
 
 /// Placeholder until the db module lands.

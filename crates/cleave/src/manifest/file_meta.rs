@@ -1,9 +1,21 @@
 //! Metadata of one live sstable, shared (through `Arc`) by every Version
 //! that names it.
+//!
+//! An sstable may be deleted only when no Version (and so no reader holding
+//! one) names it. Reference counting does that for us: when an edit removes
+//! a file from the current Version, the VersionSet marks its `FileMeta`
+//! obsolete; when the last `Arc` goes away, the mark's `Drop` queues the file
+//! number in the shared [`ObsoleteFiles`] list that the DB drains. A file
+//! never marked (every live file at close) is never queued.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
 
 use crate::base::{FileNumber, InternalKey, SeqNo};
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct FileMeta {
     pub number: FileNumber,
     /// Bytes of the file on disk.
@@ -15,4 +27,150 @@ pub(crate) struct FileMeta {
     pub largest_seq: SeqNo,
     pub num_entries: u64,
     pub num_deletions: u64,
+    /// Lifecycle state, not metadata: set when the file leaves the current
+    /// Version. Construct with `ObsoleteMark::default()`.
+    pub obsolete: ObsoleteMark,
+}
+
+impl FileMeta {
+    pub(crate) fn smallest_user(&self) -> &[u8] {
+        self.smallest.user_key()
+    }
+
+    pub(crate) fn largest_user(&self) -> &[u8] {
+        self.largest.user_key()
+    }
+
+    /// Whether the file's user-key range contains `user_key`.
+    pub(crate) fn contains_user_key(&self, user_key: &[u8]) -> bool {
+        self.smallest_user() <= user_key && user_key <= self.largest_user()
+    }
+
+    /// Whether the file's user-key range intersects the inclusive range
+    /// `[smallest, largest]`; `None` is unbounded.
+    pub(crate) fn overlaps(&self, smallest: Option<&[u8]>, largest: Option<&[u8]>) -> bool {
+        let after = smallest.is_some_and(|s| self.largest_user() < s);
+        let before = largest.is_some_and(|l| self.smallest_user() > l);
+        !after && !before
+    }
+
+    /// Queues this file for deletion once the last reference to it is gone.
+    pub(crate) fn mark_obsolete(&self, sink: &Arc<ObsoleteFiles>) {
+        // A second mark (cannot happen: numbers are never reused) is ignored.
+        let _ = self.obsolete.0.set((self.number, sink.clone()));
+    }
+
+    pub(crate) fn is_marked_obsolete(&self) -> bool {
+        self.obsolete.0.get().is_some()
+    }
+}
+
+/// Set once, when the file is removed from the current Version.
+#[derive(Default)]
+pub(crate) struct ObsoleteMark(OnceLock<(FileNumber, Arc<ObsoleteFiles>)>);
+
+impl Drop for ObsoleteMark {
+    fn drop(&mut self) {
+        if let Some((number, sink)) = self.0.take() {
+            sink.push(number);
+        }
+    }
+}
+
+impl Clone for ObsoleteMark {
+    /// A copy of the metadata is a new handle, not the same file's
+    /// lifecycle: it starts unmarked, so cloning never schedules deletion.
+    fn clone(&self) -> Self {
+        ObsoleteMark::default()
+    }
+}
+
+impl PartialEq for ObsoleteMark {
+    /// Metadata equality ignores lifecycle state.
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ObsoleteMark {}
+
+impl fmt::Debug for ObsoleteMark {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}",
+            if self.0.get().is_some() {
+                "obsolete"
+            } else {
+                "live"
+            }
+        )
+    }
+}
+
+/// Sstable numbers no Version names any more; the DB deletes them.
+#[derive(Debug, Default)]
+pub(crate) struct ObsoleteFiles(Mutex<Vec<FileNumber>>);
+
+impl ObsoleteFiles {
+    fn push(&self, n: FileNumber) {
+        self.0.lock().push(n);
+    }
+
+    pub(crate) fn take(&self) -> Vec<FileNumber> {
+        std::mem::take(&mut *self.0.lock())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::ValueKind;
+
+    fn meta(n: u64) -> FileMeta {
+        FileMeta {
+            number: FileNumber(n),
+            size: 10,
+            smallest: InternalKey::new(b"a", 1, ValueKind::Value),
+            largest: InternalKey::new(b"c", 2, ValueKind::Value),
+            ..FileMeta::default()
+        }
+    }
+
+    #[test]
+    fn marked_file_is_queued_only_when_last_reference_drops() {
+        let sink = Arc::new(ObsoleteFiles::default());
+        let a = Arc::new(meta(7));
+        let held = a.clone();
+        a.mark_obsolete(&sink);
+        drop(a);
+        assert!(sink.take().is_empty(), "a reader still holds the file");
+        drop(held);
+        assert_eq!(sink.take(), vec![FileNumber(7)]);
+    }
+
+    #[test]
+    fn unmarked_and_cloned_files_are_never_queued() {
+        let sink = Arc::new(ObsoleteFiles::default());
+        let a = meta(8);
+        a.mark_obsolete(&sink);
+        let copy = a.clone();
+        assert!(!copy.is_marked_obsolete());
+        drop(copy);
+        drop(meta(9));
+        assert!(sink.take().is_empty());
+        drop(a);
+        assert_eq!(sink.take(), vec![FileNumber(8)]);
+    }
+
+    #[test]
+    fn overlap_is_inclusive() {
+        let m = meta(1);
+        assert!(m.overlaps(Some(b"c"), None));
+        assert!(m.overlaps(None, Some(b"a")));
+        assert!(!m.overlaps(Some(b"d"), None));
+        assert!(!m.overlaps(None, Some(b"0")));
+        assert!(m.contains_user_key(b"b"));
+        assert!(!m.contains_user_key(b"d"));
+    }
 }

@@ -1,0 +1,10 @@
+//! Compaction: the pure picker that chooses what to compact, and the pure
+//! drop rules the compaction job applies to the merged input.
+
+pub(crate) mod picker;
+pub(crate) mod stream;
+
+pub(crate) use picker::{
+    level_targets, pick, pick_manual, scores, Busy, CompactionPlan, LevelTargets, PickerOptions,
+};
+pub(crate) use stream::{Decision, DropRules, DropStats};

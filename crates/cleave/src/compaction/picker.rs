@@ -1,0 +1,637 @@
+//! Leveled compaction picking: a pure function of a Version, options and
+//! the set of running compactions, returning a plan the job executes.
+//!
+//! Level targets follow RocksDB. Without dynamic level bytes, level n ≥ 1
+//! may hold `base × multiplier^(n−1)`. With dynamic level bytes (RocksDB's
+//! `CalculateBaseBytes`, without its L0-backlog adjustment): let `max` be the
+//! largest level size among L1+ and `first` the first non-empty level ≥ 1.
+//! If L1+ is empty, L0 compacts straight into the last level. Otherwise
+//! `cur = max / multiplier^(last − first)` is what `first` should hold if the
+//! last level held `max`. If `cur ≤ base / multiplier`, the base level is
+//! `first` with size `base / multiplier + 1`; else the base level moves up
+//! from `first`, dividing `cur` by the multiplier each step, while `cur >
+//! base` and the level is above L1. Level targets are then the base size
+//! times the multiplier per level below the base, but never below `base`.
+//! Levels above the base level are empty and never compacted; L0 compacts
+//! into the base level.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::base::limits::NUM_LEVELS;
+use crate::base::FileNumber;
+use crate::manifest::{FileMeta, Version, VersionEdit};
+use crate::options::Options;
+
+#[derive(Debug, Clone)]
+pub(crate) struct PickerOptions {
+    pub level0_file_num_compaction_trigger: usize,
+    pub max_bytes_for_level_base: u64,
+    pub max_bytes_for_level_multiplier: f64,
+    pub dynamic: bool,
+    pub target_file_size_base: u64,
+}
+
+impl From<&Options> for PickerOptions {
+    fn from(o: &Options) -> Self {
+        PickerOptions {
+            level0_file_num_compaction_trigger: o.level0_file_num_compaction_trigger,
+            max_bytes_for_level_base: o.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: o.max_bytes_for_level_multiplier,
+            dynamic: o.level_compaction_dynamic_level_bytes,
+            target_file_size_base: o.target_file_size_base,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LevelTargets {
+    /// The level L0 compacts into.
+    pub base_level: usize,
+    /// Target bytes per level; `u64::MAX` for L0 and levels above the base
+    /// level (never compacted by size).
+    pub bytes: [u64; NUM_LEVELS],
+}
+
+pub(crate) fn level_targets(v: &Version, opts: &PickerOptions) -> LevelTargets {
+    let base = opts.max_bytes_for_level_base as f64;
+    let mult = opts.max_bytes_for_level_multiplier;
+    let last = NUM_LEVELS - 1;
+    let mut bytes = [u64::MAX; NUM_LEVELS];
+    if !opts.dynamic {
+        let mut t = base;
+        for b in bytes.iter_mut().skip(1) {
+            *b = t as u64; // saturates
+            t *= mult;
+        }
+        return LevelTargets {
+            base_level: 1,
+            bytes,
+        };
+    }
+    let Some(first) = (1..NUM_LEVELS).find(|&l| v.num_files(l) > 0) else {
+        return LevelTargets {
+            base_level: last,
+            bytes,
+        };
+    };
+    let max_size = (1..NUM_LEVELS).map(|l| v.level_bytes(l)).max().unwrap_or(0) as f64;
+    let mut cur = max_size / mult.powi((last - first) as i32);
+    let (base_level, base_size) = if cur <= base / mult {
+        (first, base / mult + 1.0)
+    } else {
+        let mut level = first;
+        while level > 1 && cur > base {
+            level -= 1;
+            cur /= mult;
+        }
+        (level, cur.min(base).max(1.0))
+    };
+    let mut size = base_size;
+    for (level, b) in bytes.iter_mut().enumerate().skip(base_level) {
+        if level > base_level {
+            size *= mult;
+        }
+        *b = size.max(base) as u64;
+    }
+    LevelTargets { base_level, bytes }
+}
+
+/// Compaction score per level (≥ 1 means it needs compaction), counting
+/// every file; the last level is never scored.
+pub(crate) fn scores(v: &Version, opts: &PickerOptions) -> [f64; NUM_LEVELS] {
+    scores_excluding(v, opts, &level_targets(v, opts), &Busy::default())
+}
+
+fn scores_excluding(
+    v: &Version,
+    opts: &PickerOptions,
+    targets: &LevelTargets,
+    busy: &Busy,
+) -> [f64; NUM_LEVELS] {
+    let mut s = [0.0; NUM_LEVELS];
+    let idle = |level: usize| {
+        v.files(level)
+            .iter()
+            .filter(|f| !busy.files.contains(&f.number))
+    };
+    s[0] = idle(0).count() as f64 / opts.level0_file_num_compaction_trigger.max(1) as f64;
+    for (level, score) in s.iter_mut().enumerate().take(NUM_LEVELS - 1).skip(1) {
+        let target = targets.bytes[level];
+        if target != u64::MAX && level >= targets.base_level {
+            *score = idle(level).map(|f| f.size).sum::<u64>() as f64 / target.max(1) as f64;
+        }
+    }
+    s
+}
+
+/// One compaction to run: `inputs` of `level` merged with the overlapping
+/// `output_level_inputs` into new files of `output_level`.
+#[derive(Debug, Clone)]
+pub(crate) struct CompactionPlan {
+    pub level: usize,
+    pub output_level: usize,
+    pub inputs: Vec<Arc<FileMeta>>,
+    pub output_level_inputs: Vec<Arc<FileMeta>>,
+    /// One input, nothing to merge with: move the file, rewrite nothing.
+    pub trivial_move: bool,
+    /// No level below `output_level` has data in the plan's key range, so
+    /// tombstones that no snapshot needs can be dropped.
+    pub bottommost: bool,
+    pub score: f64,
+    pub max_output_file_size: u64,
+}
+
+impl CompactionPlan {
+    pub(crate) fn input_numbers(&self) -> Vec<FileNumber> {
+        self.all_inputs().map(|f| f.number).collect()
+    }
+
+    fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.inputs.iter().chain(&self.output_level_inputs)
+    }
+
+    /// The inclusive user-key range the plan reads and writes.
+    pub(crate) fn user_range(&self) -> (Vec<u8>, Vec<u8>) {
+        let (lo, hi) = user_range(self.all_inputs()).unwrap_or_default();
+        (lo.to_vec(), hi.to_vec())
+    }
+
+    pub(crate) fn edit_for_trivial_move(&self) -> VersionEdit {
+        debug_assert!(self.trivial_move);
+        let mut e = VersionEdit::default();
+        for f in &self.inputs {
+            e.delete_file(self.level, f.number);
+            e.add_file(self.output_level, (**f).clone());
+        }
+        e
+    }
+}
+
+/// Running compactions: their input files, and the key range each writes
+/// into its output level. A new plan may not share a file with them nor
+/// write an overlapping range into the same level; disjoint ranges run in
+/// parallel.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Busy {
+    files: HashSet<FileNumber>,
+    outputs: Vec<(usize, Vec<u8>, Vec<u8>)>,
+}
+
+impl Busy {
+    pub(crate) fn add(&mut self, plan: &CompactionPlan) {
+        self.files.extend(plan.input_numbers());
+        let (lo, hi) = plan.user_range();
+        self.outputs.push((plan.output_level, lo, hi));
+    }
+
+    pub(crate) fn remove(&mut self, plan: &CompactionPlan) {
+        for n in plan.input_numbers() {
+            self.files.remove(&n);
+        }
+        let (lo, hi) = plan.user_range();
+        let entry = (plan.output_level, lo, hi);
+        if let Some(i) = self.outputs.iter().position(|o| *o == entry) {
+            self.outputs.swap_remove(i);
+        }
+    }
+
+    pub(crate) fn contains_file(&self, n: FileNumber) -> bool {
+        self.files.contains(&n)
+    }
+
+    fn conflicts(&self, plan: &CompactionPlan) -> bool {
+        if plan.all_inputs().any(|f| self.files.contains(&f.number)) {
+            return true;
+        }
+        let (lo, hi) = plan.user_range();
+        self.outputs
+            .iter()
+            .any(|(level, l, h)| *level == plan.output_level && *l <= hi && lo <= *h)
+    }
+}
+
+/// The most urgent compaction that does not conflict with `busy`.
+pub(crate) fn pick(v: &Version, opts: &PickerOptions, busy: &Busy) -> Option<CompactionPlan> {
+    let targets = level_targets(v, opts);
+    let scores = scores_excluding(v, opts, &targets, busy);
+    let mut candidates: Vec<(f64, usize)> = scores
+        .iter()
+        .enumerate()
+        .filter(|(_, &s)| s >= 1.0)
+        .map(|(l, &s)| (s, l))
+        .collect();
+    candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    candidates.into_iter().find_map(|(score, level)| {
+        if level == 0 {
+            pick_l0(v, opts, &targets, busy, score)
+        } else {
+            pick_level(v, opts, level, busy, score)
+        }
+    })
+}
+
+/// L0 into the base level: the transitive overlap closure of one L0 file
+/// (oldest first), so no L0 file left behind overlaps what moves down.
+fn pick_l0(
+    v: &Version,
+    opts: &PickerOptions,
+    targets: &LevelTargets,
+    busy: &Busy,
+    score: f64,
+) -> Option<CompactionPlan> {
+    let l0 = v.files(0);
+    let mut tried = vec![false; l0.len()];
+    for seed in (0..l0.len()).rev() {
+        if tried[seed] {
+            continue;
+        }
+        let mut member = vec![false; l0.len()];
+        member[seed] = true;
+        let inputs = l0_closure(l0, member);
+        for f in &inputs {
+            if let Some(i) = l0.iter().position(|g| g.number == f.number) {
+                tried[i] = true;
+            }
+        }
+        let plan = plan_into(v, opts, 0, targets.base_level, inputs, score);
+        if let Some(p) = plan.filter(|p| !busy.conflicts(p)) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+fn l0_closure(l0: &[Arc<FileMeta>], mut member: Vec<bool>) -> Vec<Arc<FileMeta>> {
+    loop {
+        let chosen = l0.iter().zip(&member).filter(|(_, &m)| m).map(|(f, _)| f);
+        let Some((lo, hi)) = user_range(chosen) else {
+            return Vec::new();
+        };
+        let (lo, hi) = (lo.to_vec(), hi.to_vec());
+        let mut grew = false;
+        for (f, m) in l0.iter().zip(member.iter_mut()) {
+            if !*m && f.overlaps(Some(&lo), Some(&hi)) {
+                *m = true;
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    l0.iter()
+        .zip(&member)
+        .filter(|(_, &m)| m)
+        .map(|(f, _)| f.clone())
+        .collect()
+}
+
+/// Ln into Ln+1: the file whose overlap with Ln+1 is smallest relative to
+/// its own size (RocksDB's kMinOverlappingRatio), the cheapest write per
+/// byte moved down.
+fn pick_level(
+    v: &Version,
+    opts: &PickerOptions,
+    level: usize,
+    busy: &Busy,
+    score: f64,
+) -> Option<CompactionPlan> {
+    let files = v.files(level);
+    let mut order: Vec<(u128, FileNumber, usize)> = files
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !busy.contains_file(f.number))
+        .map(|(i, f)| {
+            let overlap: u64 = v
+                .overlapping_files(level + 1, Some(f.smallest_user()), Some(f.largest_user()))
+                .iter()
+                .map(|g| g.size)
+                .sum();
+            let ratio = u128::from(overlap) * 1024 / u128::from(f.size.max(1));
+            (ratio, f.number, i)
+        })
+        .collect();
+    order.sort();
+    order.into_iter().find_map(|(_, _, i)| {
+        let (lo, hi) = clean_cut(files, i, i + 1);
+        let inputs = files.get(lo..hi)?.to_vec();
+        plan_into(v, opts, level, level + 1, inputs, score).filter(|p| !busy.conflicts(p))
+    })
+}
+
+/// A manual compaction of `level`'s files in `[begin, end]` (inclusive,
+/// `None` unbounded). The last level compacts into itself. No size limit:
+/// the caller splits large ranges.
+pub(crate) fn pick_manual(
+    v: &Version,
+    opts: &PickerOptions,
+    level: usize,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+    busy: &Busy,
+) -> Option<CompactionPlan> {
+    let files = v.files(level);
+    let inputs = if level == 0 {
+        let member = files.iter().map(|f| f.overlaps(begin, end)).collect();
+        l0_closure(files, member)
+    } else {
+        let lo = files.partition_point(|f| begin.is_some_and(|b| f.largest_user() < b));
+        let hi = files.partition_point(|f| end.is_none_or(|e| f.smallest_user() <= e));
+        if lo >= hi {
+            return None;
+        }
+        let (lo, hi) = clean_cut(files, lo, hi);
+        files.get(lo..hi)?.to_vec()
+    };
+    let output_level = match level {
+        0 => level_targets(v, opts).base_level,
+        l if l == NUM_LEVELS - 1 => l,
+        l => l + 1,
+    };
+    plan_into(v, opts, level, output_level, inputs, 0.0).filter(|p| !busy.conflicts(p))
+}
+
+/// Completes a plan: the output-level files overlapping the inputs (cut
+/// cleanly), trivial-move and bottommost flags.
+fn plan_into(
+    v: &Version,
+    opts: &PickerOptions,
+    level: usize,
+    output_level: usize,
+    inputs: Vec<Arc<FileMeta>>,
+    score: f64,
+) -> Option<CompactionPlan> {
+    let (lo, hi) = user_range(inputs.iter())?;
+    let output_level_inputs = if output_level == level {
+        Vec::new()
+    } else {
+        let out = v.files(output_level);
+        let start = out.partition_point(|f| f.largest_user() < lo);
+        let end = out.partition_point(|f| f.smallest_user() <= hi);
+        if start < end {
+            let (s, e) = clean_cut(out, start, end);
+            out.get(s..e)?.to_vec()
+        } else {
+            Vec::new()
+        }
+    };
+    let trivial_move = inputs.len() == 1 && output_level_inputs.is_empty() && output_level != level;
+    let mut plan = CompactionPlan {
+        level,
+        output_level,
+        inputs,
+        output_level_inputs,
+        trivial_move,
+        bottommost: false,
+        score,
+        max_output_file_size: opts.target_file_size_base,
+    };
+    let (lo, hi) = plan.user_range();
+    plan.bottommost = (output_level + 1..NUM_LEVELS)
+        .all(|l| v.overlapping_files(l, Some(&lo), Some(&hi)).is_empty());
+    Some(plan)
+}
+
+/// Widens `files[lo..hi]` (a sorted level ≥ 1) until no user key straddles
+/// its boundary: entries of one user key split across adjacent files must
+/// be compacted together, or the older ones could surface above the newer.
+fn clean_cut(files: &[Arc<FileMeta>], mut lo: usize, mut hi: usize) -> (usize, usize) {
+    while lo > 0 && files[lo - 1].largest_user() == files[lo].smallest_user() {
+        lo -= 1;
+    }
+    while hi < files.len() && files[hi - 1].largest_user() == files[hi].smallest_user() {
+        hi += 1;
+    }
+    (lo, hi)
+}
+
+fn user_range<'a>(files: impl Iterator<Item = &'a Arc<FileMeta>>) -> Option<(&'a [u8], &'a [u8])> {
+    files.fold(None, |acc, f| match acc {
+        None => Some((f.smallest_user(), f.largest_user())),
+        Some((lo, hi)) => Some((lo.min(f.smallest_user()), hi.max(f.largest_user()))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::testutil::meta;
+
+    /// Builds a Version from lines `level number lo hi size` (seq = number,
+    /// so higher numbers are newer in L0).
+    fn version(spec: &str) -> Version {
+        let files = spec
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                let level: usize = f[0].trim_start_matches('L').parse().unwrap();
+                let n: u64 = f[1].parse().unwrap();
+                (level, meta(n, f[2], f[3], n * 10, f[4].parse().unwrap()))
+            })
+            .collect();
+        Version::from_files(files).unwrap()
+    }
+
+    fn opts(dynamic: bool) -> PickerOptions {
+        PickerOptions {
+            level0_file_num_compaction_trigger: 4,
+            max_bytes_for_level_base: 100,
+            max_bytes_for_level_multiplier: 10.0,
+            dynamic,
+            target_file_size_base: 32,
+        }
+    }
+
+    fn nums(files: &[Arc<FileMeta>]) -> Vec<u64> {
+        files.iter().map(|f| f.number.0).collect()
+    }
+
+    #[test]
+    fn static_level_targets() {
+        let t = level_targets(&version("L1 1 a b 5"), &opts(false));
+        assert_eq!(t.base_level, 1);
+        assert_eq!(
+            &t.bytes[1..],
+            &[100, 1000, 10_000, 100_000, 1_000_000, 10_000_000]
+        );
+    }
+
+    #[test]
+    fn dynamic_level_targets_table() {
+        let m = u64::MAX;
+        // (version, base level, targets)
+        let cases: &[(&str, usize, [u64; NUM_LEVELS])] = &[
+            ("", 6, [m; NUM_LEVELS]),
+            ("L0 1 a b 500", 6, [m; NUM_LEVELS]),
+            // Last level small: base level is the first non-empty one.
+            ("L6 1 a b 50", 6, [m, m, m, m, m, m, 100]),
+            ("L6 1 a b 10000", 4, [m, m, m, m, 100, 1000, 10_000]),
+            ("L6 1 a b 20000", 3, [m, m, m, 100, 200, 2000, 20_000]),
+            (
+                "L5 2 a b 30\nL6 1 a b 1000000",
+                2,
+                [m, m, 100, 1000, 10_000, 100_000, 1_000_000],
+            ),
+            (
+                "L6 1 a b 1000000000",
+                1,
+                [m, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000],
+            ),
+        ];
+        for (spec, base, bytes) in cases {
+            let t = level_targets(&version(spec), &opts(true));
+            assert_eq!((t.base_level, t.bytes), (*base, *bytes), "{spec:?}");
+        }
+    }
+
+    #[test]
+    fn l0_compacts_overlap_closure_into_base_level() {
+        let v = version(
+            "L0 10 a c 10
+             L0 11 b d 10
+             L0 12 x z 10
+             L0 13 c e 10
+             L6 1 a b 900
+             L6 2 e f 900
+             L6 3 g h 900",
+        );
+        // Trigger 1, so that the L0 file left idle still scores >= 1.
+        let o = PickerOptions {
+            level0_file_num_compaction_trigger: 1,
+            ..opts(true)
+        };
+        let p = pick(&v, &o, &Busy::default()).unwrap();
+        assert_eq!(
+            (p.level, p.output_level),
+            (0, 4),
+            "L6 of 2700 puts the base at L4"
+        );
+        assert_eq!(nums(&p.inputs), vec![13, 11, 10]);
+        assert!(p.output_level_inputs.is_empty());
+        assert!(!p.bottommost, "L6 has a..b and e..f below");
+        assert!(!p.trivial_move);
+        assert_eq!(p.score, 4.0);
+        // While that runs, the disjoint L0 file can go too.
+        let mut busy = Busy::default();
+        busy.add(&p);
+        let q = pick(&v, &o, &busy).unwrap();
+        assert_eq!(nums(&q.inputs), vec![12]);
+        assert!(q.trivial_move && q.bottommost);
+        busy.add(&q);
+        assert!(pick(&v, &o, &busy).is_none());
+        busy.remove(&q);
+        busy.remove(&p);
+        assert!(pick(&v, &o, &busy).is_some());
+    }
+
+    #[test]
+    fn below_trigger_nothing_is_picked() {
+        let v = version("L0 1 a b 10\nL0 2 a b 10\nL0 3 a b 10\nL6 4 a z 50");
+        assert!(pick(&v, &opts(true), &Busy::default()).is_none());
+        assert_eq!(scores(&v, &opts(true))[0], 0.75);
+    }
+
+    #[test]
+    fn level_file_with_min_overlapping_ratio_is_chosen() {
+        // Static targets: L1 holds 100; it has 150.
+        let v = version(
+            "L1 1 a c 50
+             L1 2 d f 50
+             L1 3 g i 50
+             L2 4 a b 200
+             L2 5 e e 20
+             L2 6 h i 100",
+        );
+        let p = pick(&v, &opts(false), &Busy::default()).unwrap();
+        assert_eq!((p.level, p.output_level), (1, 2));
+        assert_eq!(nums(&p.inputs), vec![2]);
+        assert_eq!(nums(&p.output_level_inputs), vec![5]);
+        assert_eq!(p.score, 1.5);
+        // With file 2 busy the next-best ratio (file 3) is taken.
+        let mut busy = Busy::default();
+        busy.add(&p);
+        let q = pick(&v, &opts(false), &busy).unwrap();
+        assert_eq!(nums(&q.inputs), vec![3]);
+        assert_eq!(q.input_numbers(), vec![FileNumber(3), FileNumber(6)]);
+    }
+
+    #[test]
+    fn shared_boundary_user_keys_are_kept_together() {
+        use crate::base::{InternalKey, ValueKind};
+        let mut a = meta(1, "a", "c", 10, 60);
+        a.largest = InternalKey::new(b"c", 9, ValueKind::Value);
+        let mut b = meta(2, "c", "e", 1, 60);
+        b.smallest = InternalKey::new(b"c", 3, ValueKind::Value);
+        let mut x = meta(3, "a", "b", 1, 10);
+        x.largest = InternalKey::new(b"b", 8, ValueKind::Value);
+        let mut y = meta(4, "b", "b", 1, 10);
+        y.smallest = InternalKey::new(b"b", 4, ValueKind::Value);
+        let v = Version::from_files(vec![(1, a), (1, b), (2, x), (2, y)]).unwrap();
+        let p = pick(&v, &opts(false), &Busy::default()).unwrap();
+        assert_eq!(nums(&p.inputs), vec![1, 2]);
+        assert_eq!(nums(&p.output_level_inputs), vec![3, 4]);
+    }
+
+    #[test]
+    fn trivial_move_and_its_edit() {
+        let v = version("L1 1 a c 150\nL2 2 x z 5\nL3 3 b b 5");
+        let p = pick(&v, &opts(false), &Busy::default()).unwrap();
+        assert!(p.trivial_move);
+        assert!(!p.bottommost, "L3 holds b");
+        let moved = v.apply(p.edit_for_trivial_move()).unwrap();
+        assert_eq!(nums(moved.files(2)), vec![1, 2]);
+        assert_eq!(moved.num_files(1), 0);
+    }
+
+    #[test]
+    fn output_range_conflict_blocks_overlapping_but_not_disjoint_plans() {
+        // L1 is over target; files 1 and 2 both have nothing below, but a
+        // running compaction writes b..e into L2.
+        let v = version("L1 1 a c 80\nL1 2 m n 80\nL5 9 a z 1");
+        let running = CompactionPlan {
+            level: 1,
+            output_level: 2,
+            inputs: Vec::new(),
+            output_level_inputs: vec![Arc::new(meta(50, "b", "e", 1, 1))],
+            trivial_move: false,
+            bottommost: false,
+            score: 1.0,
+            max_output_file_size: 1,
+        };
+        let mut busy = Busy::default();
+        busy.add(&running);
+        let p = pick(&v, &opts(false), &busy).unwrap();
+        assert_eq!(nums(&p.inputs), vec![2]);
+        busy.add(&p);
+        assert!(pick(&v, &opts(false), &busy).is_none());
+    }
+
+    #[test]
+    fn manual_compaction() {
+        let v = version(
+            "L0 10 a c 1
+             L0 11 c f 1
+             L0 12 x y 1
+             L1 1 a b 5
+             L1 2 d e 5
+             L6 3 a z 5",
+        );
+        let o = opts(false);
+        let p = pick_manual(&v, &o, 0, Some(b"a"), Some(b"a"), &Busy::default()).unwrap();
+        assert_eq!(nums(&p.inputs), vec![11, 10]);
+        assert_eq!(nums(&p.output_level_inputs), vec![1, 2]);
+        assert_eq!(p.output_level, 1);
+        let p = pick_manual(&v, &o, 6, None, None, &Busy::default()).unwrap();
+        assert_eq!(
+            (p.output_level, p.trivial_move, p.bottommost),
+            (6, false, true)
+        );
+        assert!(pick_manual(&v, &o, 1, Some(b"f"), Some(b"g"), &Busy::default()).is_none());
+        let mut busy = Busy::default();
+        busy.add(&p);
+        assert!(pick_manual(&v, &o, 6, None, None, &busy).is_none());
+    }
+}

@@ -1,0 +1,281 @@
+//! An immutable snapshot of the live sstables, level by level. Readers and
+//! compactions hold an `Arc<Version>`, so the files they use cannot be
+//! deleted under them.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::base::key;
+use crate::base::limits::NUM_LEVELS;
+use crate::base::FileNumber;
+
+use super::{FileMeta, VersionEdit};
+
+#[derive(Default, Clone)]
+pub(crate) struct Version {
+    /// L0 newest first (largest_seq, then number, descending); L1+ sorted
+    /// by smallest key and non-overlapping.
+    levels: [Vec<Arc<FileMeta>>; NUM_LEVELS],
+}
+
+impl Version {
+    pub(crate) fn files(&self, level: usize) -> &[Arc<FileMeta>] {
+        &self.levels[level]
+    }
+
+    pub(crate) fn num_files(&self, level: usize) -> usize {
+        self.levels[level].len()
+    }
+
+    pub(crate) fn level_bytes(&self, level: usize) -> u64 {
+        self.levels[level].iter().map(|f| f.size).sum()
+    }
+
+    pub(crate) fn all_files(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> {
+        self.levels
+            .iter()
+            .enumerate()
+            .flat_map(|(level, files)| files.iter().map(move |f| (level, f)))
+    }
+
+    pub(crate) fn contains_file(&self, number: FileNumber) -> bool {
+        self.all_files().any(|(_, f)| f.number == number)
+    }
+
+    /// Files of `level` whose user-key range intersects the inclusive range
+    /// `[smallest, largest]` (`None` is unbounded), in the level's order.
+    pub(crate) fn overlapping_files(
+        &self,
+        level: usize,
+        smallest: Option<&[u8]>,
+        largest: Option<&[u8]>,
+    ) -> Vec<Arc<FileMeta>> {
+        let files = &self.levels[level];
+        if level == 0 {
+            return files
+                .iter()
+                .filter(|f| f.overlaps(smallest, largest))
+                .cloned()
+                .collect();
+        }
+        let start = match smallest {
+            Some(s) => files.partition_point(|f| f.largest_user() < s),
+            None => 0,
+        };
+        files[start..]
+            .iter()
+            .take_while(|f| largest.is_none_or(|l| f.smallest_user() <= l))
+            .cloned()
+            .collect()
+    }
+
+    /// The files a point lookup of `user_key` must consult, in search order:
+    /// L0 files containing it newest first, then per level the files
+    /// containing it (one, or a few when entries of one user key straddle
+    /// adjacent files, newest entries first).
+    pub(crate) fn files_for_get(&self, user_key: &[u8]) -> Vec<Arc<FileMeta>> {
+        let mut out: Vec<_> = self.levels[0]
+            .iter()
+            .filter(|f| f.contains_user_key(user_key))
+            .cloned()
+            .collect();
+        for level in 1..NUM_LEVELS {
+            out.extend(self.overlapping_files(level, Some(user_key), Some(user_key)));
+        }
+        out
+    }
+
+    /// Whether any level below `level` has a file whose range contains
+    /// `user_key`; compaction may drop a tombstone only when none does.
+    pub(crate) fn key_may_exist_below(&self, level: usize, user_key: &[u8]) -> bool {
+        (level + 1..NUM_LEVELS).any(|l| {
+            let files = &self.levels[l];
+            if l == 0 {
+                return files.iter().any(|f| f.contains_user_key(user_key));
+            }
+            let i = files.partition_point(|f| f.largest_user() < user_key);
+            files.get(i).is_some_and(|f| f.smallest_user() <= user_key)
+        })
+    }
+
+    /// The Version after `edit`. Errors describe an edit that cannot apply
+    /// (a deleted file that is absent, a duplicate file, overlap in L1+):
+    /// corruption when replaying a manifest, a bug when logging. The new
+    /// Version holds the edit's own metadata, so callers can mark exactly
+    /// the `Arc`s that Versions share.
+    pub(crate) fn apply(&self, edit: VersionEdit) -> Result<Version, &'static str> {
+        let mut levels = self.levels.clone();
+        for &(level, number) in &edit.deleted_files {
+            let files = levels.get_mut(level).ok_or("level out of range")?;
+            let before = files.len();
+            files.retain(|f| f.number != number);
+            if files.len() == before {
+                return Err("edit deletes a file that is not in its level");
+            }
+        }
+        for (level, meta) in edit.new_files {
+            let files = levels.get_mut(level).ok_or("level out of range")?;
+            files.push(Arc::new(meta));
+        }
+        let mut v = Version { levels };
+        v.sort();
+        v.check()?;
+        Ok(v)
+    }
+
+    /// Builds a Version from files per level, for tests and tools.
+    pub(crate) fn from_files(files: Vec<(usize, FileMeta)>) -> Result<Version, &'static str> {
+        Version::default().apply(VersionEdit {
+            new_files: files,
+            ..VersionEdit::default()
+        })
+    }
+
+    fn check(&self) -> Result<(), &'static str> {
+        let mut seen = std::collections::HashSet::new();
+        if !self.all_files().all(|(_, f)| seen.insert(f.number)) {
+            return Err("file number appears twice in a version");
+        }
+        for files in self.levels.iter().skip(1) {
+            let sorted = files.windows(2).all(|pair| match pair {
+                [a, b] => key::compare(a.largest.encoded(), b.smallest.encoded()) == Ordering::Less,
+                _ => true,
+            });
+            if !sorted {
+                return Err("files overlap in a level below L0");
+            }
+        }
+        Ok(())
+    }
+
+    fn sort(&mut self) {
+        self.levels[0].sort_by(|a, b| {
+            b.largest_seq
+                .cmp(&a.largest_seq)
+                .then(b.number.cmp(&a.number))
+        });
+        for files in self.levels.iter_mut().skip(1) {
+            files.sort_by(|a, b| key::compare(a.smallest.encoded(), b.smallest.encoded()));
+        }
+    }
+}
+
+impl fmt::Debug for Version {
+    /// One line per non-empty level: `L1: 7[a..c] 9[d..f]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (level, files) in self.levels.iter().enumerate() {
+            if files.is_empty() {
+                continue;
+            }
+            write!(f, "L{level}:")?;
+            for m in files {
+                write!(
+                    f,
+                    " {}[{}..{}]",
+                    m.number.0,
+                    String::from_utf8_lossy(m.smallest_user()),
+                    String::from_utf8_lossy(m.largest_user())
+                )?;
+            }
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::testutil::meta;
+
+    fn numbers(files: &[Arc<FileMeta>]) -> Vec<u64> {
+        files.iter().map(|f| f.number.0).collect()
+    }
+
+    fn sample() -> Version {
+        Version::from_files(vec![
+            (0, meta(10, "a", "k", 100, 10)),
+            (0, meta(12, "f", "z", 200, 10)),
+            (0, meta(11, "m", "p", 150, 10)),
+            (1, meta(5, "j", "m", 50, 20)),
+            (1, meta(4, "a", "c", 50, 20)),
+            (1, meta(6, "q", "t", 50, 20)),
+            (3, meta(2, "b", "h", 10, 40)),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn levels_are_ordered() {
+        let v = sample();
+        assert_eq!(numbers(v.files(0)), vec![12, 11, 10]);
+        assert_eq!(numbers(v.files(1)), vec![4, 5, 6]);
+        assert_eq!(v.num_files(1), 3);
+        assert_eq!(v.level_bytes(1), 60);
+        assert_eq!(v.all_files().count(), 7);
+    }
+
+    #[test]
+    fn overlapping_files_inclusive_and_unbounded() {
+        let v = sample();
+        let o = |l, a: Option<&str>, b: Option<&str>| {
+            numbers(&v.overlapping_files(l, a.map(str::as_bytes), b.map(str::as_bytes)))
+        };
+        assert_eq!(o(1, Some("c"), Some("j")), vec![4, 5]);
+        assert_eq!(o(1, Some("d"), Some("i")), Vec::<u64>::new());
+        assert_eq!(o(1, None, Some("a")), vec![4]);
+        assert_eq!(o(1, Some("n"), None), vec![6]);
+        assert_eq!(o(1, None, None), vec![4, 5, 6]);
+        assert_eq!(o(0, Some("l"), Some("l")), vec![12]);
+        assert_eq!(o(0, Some("n"), Some("n")), vec![12, 11]);
+    }
+
+    #[test]
+    fn files_for_get_in_search_order() {
+        let v = sample();
+        assert_eq!(numbers(&v.files_for_get(b"g")), vec![12, 10, 2]);
+        assert_eq!(numbers(&v.files_for_get(b"m")), vec![12, 11, 5]);
+        assert_eq!(numbers(&v.files_for_get(b"0")), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn key_may_exist_below() {
+        let v = sample();
+        assert!(v.key_may_exist_below(1, b"c"));
+        assert!(!v.key_may_exist_below(1, b"k"));
+        assert!(!v.key_may_exist_below(3, b"c"));
+        assert!(v.key_may_exist_below(0, b"k"));
+    }
+
+    #[test]
+    fn bad_edits_are_rejected() {
+        let v = sample();
+        let mut e = VersionEdit::default();
+        e.delete_file(2, FileNumber(4));
+        assert!(v.apply(e).is_err(), "file 4 is in L1, not L2");
+        let mut e = VersionEdit::default();
+        e.add_file(1, meta(20, "b", "d", 1, 1));
+        assert!(v.apply(e).is_err(), "overlaps file 4 in L1");
+        let mut e = VersionEdit::default();
+        e.add_file(5, meta(4, "x", "y", 1, 1));
+        assert!(v.apply(e).is_err(), "duplicate number");
+        let mut e = VersionEdit::default();
+        e.delete_file(1, FileNumber(4));
+        e.add_file(2, meta(4, "a", "c", 50, 20));
+        let moved = v.apply(e).unwrap();
+        assert_eq!(numbers(moved.files(2)), vec![4]);
+        assert_eq!(numbers(moved.files(1)), vec![5, 6]);
+    }
+
+    #[test]
+    fn shared_user_key_at_boundary_is_found_in_both_files() {
+        use crate::base::{InternalKey, ValueKind};
+        let mut a = meta(1, "a", "k", 10, 1);
+        a.largest = InternalKey::new(b"k", 9, ValueKind::Value);
+        let mut b = meta(2, "k", "p", 1, 1);
+        b.smallest = InternalKey::new(b"k", 3, ValueKind::Value);
+        let v = Version::from_files(vec![(1, a), (1, b)]).unwrap();
+        assert_eq!(numbers(&v.files_for_get(b"k")), vec![1, 2]);
+    }
+}
