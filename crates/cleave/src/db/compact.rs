@@ -8,8 +8,8 @@ use super::DbInner;
 use crate::base::key;
 use crate::base::{filename, FileNumber};
 use crate::compaction::picker::CompactionPlan;
-use crate::compaction::stream::CompactionStream;
-use crate::error::Result;
+use crate::compaction::stream::DropRules;
+use crate::error::{Error, Result};
 use crate::iter::level::LevelIterator;
 use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
@@ -27,7 +27,18 @@ pub(super) struct Output {
 
 impl Output {
     pub(super) fn meta(&self) -> FileMeta {
-        FileMeta::from_summary(self.number, &self.summary)
+        let s = &self.summary;
+        FileMeta {
+            number: self.number,
+            size: s.file_size,
+            smallest: s.smallest.clone(),
+            largest: s.largest.clone(),
+            smallest_seq: s.smallest_seq,
+            largest_seq: s.largest_seq,
+            num_entries: s.num_entries,
+            num_deletions: s.num_deletions,
+            ..FileMeta::default()
+        }
     }
 }
 
@@ -41,19 +52,19 @@ impl DbInner {
         }
     }
 
-    /// Writes the entries of `input` that `stream` keeps into sstables of
+    /// Writes the entries of `input` that `rules` keep into sstables of
     /// about `max_file_size` bytes. A user key never straddles two outputs,
     /// so that the outputs' key ranges do not overlap. On failure the
     /// partial outputs are removed.
     pub(super) fn write_outputs(
         &self,
         input: &mut dyn InternalIterator,
-        stream: &mut CompactionStream,
+        rules: &mut DropRules,
         may_exist_below: &dyn Fn(&[u8]) -> bool,
         max_file_size: u64,
     ) -> Result<Vec<Output>> {
         let mut outputs = Vec::new();
-        let result = self.write_outputs_into(input, stream, may_exist_below, max_file_size, &mut outputs);
+        let result = self.write_outputs_into(input, rules, may_exist_below, max_file_size, &mut outputs);
         if let Err(e) = result {
             for o in &outputs {
                 let _ = self.fs.remove(&filename::sstable(&self.dir, o.number));
@@ -69,7 +80,7 @@ impl DbInner {
     fn write_outputs_into(
         &self,
         input: &mut dyn InternalIterator,
-        stream: &mut CompactionStream,
+        rules: &mut DropRules,
         may_exist_below: &dyn Fn(&[u8]) -> bool,
         max_file_size: u64,
         outputs: &mut Vec<Output>,
@@ -81,7 +92,10 @@ impl DbInner {
         };
         while input.valid() {
             let ikey = input.key();
-            if !stream.keep(ikey, may_exist_below) {
+            let decision = rules.decide(ikey, may_exist_below).map_err(|e| {
+                Error::corruption("<compaction input>", 0, e.0)
+            })?;
+            if !decision.is_keep() {
                 input.next()?;
                 continue;
             }
@@ -113,7 +127,8 @@ impl DbInner {
         if let Some((number, b)) = builder {
             outputs.push(Output { number, summary: b.finish()? });
         }
-        add(&self.counters.entries_dropped, stream.dropped());
+        let dropped = rules.stats();
+        add(&self.counters.entries_dropped, dropped.shadowed + dropped.obsolete_deletions);
         Ok(())
     }
 
@@ -141,10 +156,10 @@ impl DbInner {
         }
         let mut merged = MergingIterator::new(children);
         merged.seek_to_first()?;
-        let mut stream = CompactionStream::new(self.snapshots.sequence_numbers(), plan.bottommost);
+        let mut rules = DropRules::new(self.snapshots.sequence_numbers(), plan.bottommost);
         let output_level = plan.output_level;
         let below = |uk: &[u8]| version.key_may_exist_below(output_level, uk);
-        let outputs = self.write_outputs(&mut merged, &mut stream, &below, plan.max_output_file_size)?;
+        let outputs = self.write_outputs(&mut merged, &mut rules, &below, plan.max_output_file_size)?;
 
         let mut edit = VersionEdit::default();
         for f in &plan.inputs {

@@ -2,7 +2,7 @@
 
 use super::stats::add;
 use super::DbInner;
-use crate::compaction::stream::CompactionStream;
+use crate::compaction::stream::DropRules;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::manifest::edit::VersionEdit;
@@ -18,8 +18,8 @@ impl DbInner {
         it.seek_to_first()?;
         // Shadowed versions no snapshot needs are dropped already here;
         // deletions stay, since older versions may live in the levels.
-        let mut stream = CompactionStream::new(self.snapshots.sequence_numbers(), false);
-        let outputs = self.write_outputs(&mut it, &mut stream, &|_| true, u64::MAX)?;
+        let mut rules = DropRules::new(self.snapshots.sequence_numbers(), false);
+        let outputs = self.write_outputs(&mut it, &mut rules, &|_| true, u64::MAX)?;
 
         let mut edit = VersionEdit::default();
         let mut written = 0;

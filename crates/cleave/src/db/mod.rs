@@ -225,8 +225,8 @@ impl DbInner {
     fn stats(&self) -> Stats {
         let mut s = Stats::from_counters(&self.counters);
         let st = self.state.lock();
-        let targets = picker::level_targets(&st.current, &self.picker_opts);
-        let scores = picker::level_scores(&st.current, &self.picker_opts);
+        let targets = picker::level_targets(&st.current, &self.picker_opts).bytes;
+        let scores = picker::scores(&st.current, &self.picker_opts);
         s.levels = (0..NUM_LEVELS)
             .map(|l| LevelStats {
                 files: st.current.num_files(l),

@@ -14,7 +14,7 @@ use crate::base::filename::{self, FileKind};
 use crate::base::FileNumber;
 use crate::cache::{BlockCache, TableCache};
 use crate::compaction::picker::PickerOptions;
-use crate::compaction::stream::CompactionStream;
+use crate::compaction::stream::DropRules;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::manifest::edit::VersionEdit;
@@ -75,7 +75,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     let log_number = versions.log_number();
     let inner = DbInner {
         dir: dir.to_path_buf(),
-        picker_opts: PickerOptions::from_options(&opts),
+        picker_opts: PickerOptions::from(&opts),
         fs,
         state: Mutex::new(State {
             mem: Arc::new(MemTable::new()),
@@ -149,7 +149,7 @@ impl DbInner {
             .map(|&(_, n)| n)
             .collect();
         let current = self.versions.lock().current();
-        for file in current.all_files() {
+        for (_, file) in current.all_files() {
             if !present.contains(&file.number) {
                 return Err(Error::corruption(
                     filename::sstable(&self.dir, file.number),
@@ -203,8 +203,8 @@ impl DbInner {
     fn flush_recovered(&self, mem: &Arc<MemTable>, edit: &mut VersionEdit) -> Result<()> {
         let mut it = mem.iter();
         it.seek_to_first()?;
-        let mut stream = CompactionStream::new(Vec::new(), false);
-        for o in self.write_outputs(&mut it, &mut stream, &|_| true, u64::MAX)? {
+        let mut rules = DropRules::new(Vec::new(), false);
+        for o in self.write_outputs(&mut it, &mut rules, &|_| true, u64::MAX)? {
             edit.add_file(0, o.meta());
         }
         Ok(())

@@ -222,7 +222,7 @@ mod tests {
             smallest_seq: 0,
             largest_seq: 0,
             num_entries: entries.len() as u64,
-            num_deletions: 0,
+            ..FileMeta::default()
         })
     }
 

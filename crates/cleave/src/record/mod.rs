@@ -1,14 +1,16 @@
 //! Checksummed record framing shared by the WAL and the manifest.
 //!
-//! A record is `fixed32 masked_crc32c(type ++ payload) | fixed32 len | u8 type
-//! | payload`. See `docs/format/record.md`.
+//! A record is `fixed32 header_crc | fixed32 len | u8 type | fixed32
+//! payload_crc | payload`, both CRCs masked CRC32C; the header has its own
+//! checksum so that a damaged length is never mistaken for a torn tail.
+//! See `docs/format/record.md`.
 
 use crate::base::checksum;
 use crate::base::coding::{decode_fixed32, put_fixed32};
 use crate::error::Result;
 use crate::vfs::WritableFile;
 
-pub(crate) const HEADER_LEN: usize = 9;
+pub(crate) const HEADER_LEN: usize = 13;
 
 /// Record types; written to disk, never renumber.
 const TYPE_FULL: u8 = 1;
@@ -20,10 +22,12 @@ pub(crate) const MAX_PAYLOAD: usize = 1 << 31;
 /// Appends `payload` framed as one record to `out`.
 pub(crate) fn encode(out: &mut Vec<u8>, payload: &[u8]) {
     debug_assert!(payload.len() <= MAX_PAYLOAD);
-    let crc = checksum::crc32c_extend(checksum::crc32c(&[TYPE_FULL]), payload);
-    put_fixed32(out, checksum::mask(crc));
-    put_fixed32(out, payload.len() as u32);
-    out.push(TYPE_FULL);
+    let mut fields = [0u8; 9];
+    fields[..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    fields[4] = TYPE_FULL;
+    fields[5..].copy_from_slice(&checksum::mask(checksum::crc32c(payload)).to_le_bytes());
+    put_fixed32(out, checksum::mask(checksum::crc32c(&fields)));
+    out.extend_from_slice(&fields);
     out.extend_from_slice(payload);
 }
 
@@ -102,6 +106,16 @@ impl<'a> RecordReader<'a> {
                 reason: "truncated record header",
             };
         }
+        if checksum::unmask(decode_fixed32(&rest[..4])) != checksum::crc32c(&rest[4..HEADER_LEN]) {
+            // Zeros past the last record are what a crash leaves in
+            // preallocated or partly written space; anything else is damage.
+            let reason = "record header checksum mismatch";
+            return if rest.iter().all(|&b| b == 0) {
+                Next::TornTail { offset, reason }
+            } else {
+                Next::Corrupt { offset, reason }
+            };
+        }
         let len = decode_fixed32(&rest[4..8]) as usize;
         let ty = rest[8];
         let Some(payload) = rest.get(HEADER_LEN..HEADER_LEN + len) else {
@@ -118,13 +132,14 @@ impl<'a> RecordReader<'a> {
                 Next::Corrupt { offset, reason }
             }
         };
-        let stored = checksum::unmask(decode_fixed32(&rest[..4]));
-        let actual = checksum::crc32c_extend(checksum::crc32c(&[ty]), payload);
-        if stored != actual {
+        if checksum::unmask(decode_fixed32(&rest[9..13])) != checksum::crc32c(payload) {
             return bad("record checksum mismatch");
         }
         if ty != TYPE_FULL {
-            return bad("unknown record type");
+            return Next::Corrupt {
+                offset,
+                reason: "unknown record type",
+            };
         }
         self.pos += HEADER_LEN + len;
         Next::Record { offset, payload }
@@ -186,6 +201,28 @@ mod tests {
                 "flip at {i}: {end:?}"
             );
         }
+    }
+
+    #[test]
+    fn damaged_length_is_corruption_not_a_torn_tail() {
+        let data = framed(&[b"alpha", b"beta", b"gamma"]);
+        for bit in 0..32 {
+            let mut bad = data.clone();
+            bad[4 + bit / 8] ^= 1 << (bit % 8);
+            assert!(
+                matches!(read_all(&bad).1, Next::Corrupt { offset: 0, .. }),
+                "length bit {bit}"
+            );
+        }
+    }
+
+    #[test]
+    fn zeroed_tail_is_torn() {
+        let mut data = framed(&[b"alpha"]);
+        data.extend_from_slice(&[0u8; 40]);
+        let (got, end) = read_all(&data);
+        assert_eq!(got.len(), 1);
+        assert!(matches!(end, Next::TornTail { .. }));
     }
 
     #[test]
