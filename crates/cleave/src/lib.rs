@@ -5,11 +5,13 @@
 #![allow(dead_code, unused_imports)]
 
 mod base;
+mod cache;
 mod error;
 mod iter;
 mod manifest;
 mod options;
 mod record;
+mod sstable;
 pub mod vfs;
 
 pub use error::{Error, Result};
