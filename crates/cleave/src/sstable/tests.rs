@@ -488,3 +488,16 @@ fn blocks_come_from_the_cache_after_the_first_read() {
     assert_eq!(collect_forward(&mut t.iter()).unwrap(), entries);
     assert!(t.verify().is_err());
 }
+
+#[test]
+fn tables_and_their_iterators_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Table>();
+    send::<TableIter>();
+    assert_eq!(
+        format::MAGIC,
+        0x3130_5453_5376_6c63,
+        "the spec names this value"
+    );
+}
