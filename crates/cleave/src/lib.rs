@@ -6,20 +6,21 @@
 
 mod base;
 mod batch;
+mod cache;
 mod compaction;
+mod db;
 mod error;
 mod iter;
 mod manifest;
 mod memtable;
 mod options;
 mod record;
+mod sstable;
 pub mod vfs;
 mod wal;
 
 pub use batch::WriteBatch;
+pub use db::{Db, LevelStats, Snapshot, Stats};
 pub use error::{Error, Result};
+pub use iter::DbIterator;
 pub use options::{Compression, Options, ReadOptions, WriteOptions};
-
-/// Placeholder until the db module lands.
-#[derive(Debug)]
-pub struct Snapshot;

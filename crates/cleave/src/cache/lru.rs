@@ -1,0 +1,308 @@
+//! A sharded LRU cache charged in bytes, with a high-priority pool.
+//!
+//! Each shard keeps two LRU lists. High-priority entries (index and filter
+//! blocks) live in the high list until it exceeds its share of the shard's
+//! capacity, when its oldest entries are demoted to the low list. Eviction
+//! takes the oldest low entry first and touches the high list only when the
+//! low list is empty, so a scan of low-priority entries cannot push out the
+//! high-priority ones that fit in their pool.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hash};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use lru::LruCache;
+use parking_lot::Mutex;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Priority {
+    High,
+    Low,
+}
+
+#[derive(Debug)]
+struct Entry<V> {
+    value: V,
+    charge: usize,
+    priority: Priority,
+}
+
+#[derive(Debug)]
+struct Shard<K: Hash + Eq, V> {
+    high: LruCache<K, Entry<V>>,
+    low: LruCache<K, Entry<V>>,
+    high_usage: usize,
+    low_usage: usize,
+    capacity: usize,
+    high_capacity: usize,
+}
+
+impl<K: Hash + Eq, V: Clone> Shard<K, V> {
+    fn new(capacity: usize, high_capacity: usize) -> Self {
+        Shard {
+            high: LruCache::unbounded(),
+            low: LruCache::unbounded(),
+            high_usage: 0,
+            low_usage: 0,
+            capacity,
+            high_capacity,
+        }
+    }
+
+    fn usage(&self) -> usize {
+        self.high_usage + self.low_usage
+    }
+
+    fn get(&mut self, key: &K) -> Option<V> {
+        if let Some(e) = self.high.get(key) {
+            return Some(e.value.clone());
+        }
+        let e = self.low.peek(key)?;
+        if e.priority == Priority::Low {
+            return self.low.get(key).map(|e| e.value.clone());
+        }
+        // A demoted high-priority entry that is used again returns to its
+        // pool.
+        let (k, e) = self.low.pop_entry(key)?;
+        self.low_usage -= e.charge;
+        let value = e.value.clone();
+        self.push_high(k, e);
+        Some(value)
+    }
+
+    fn insert(&mut self, key: K, value: V, charge: usize, priority: Priority) {
+        self.erase(&key);
+        // An entry larger than the shard would evict everything and then
+        // itself; do not cache it.
+        if charge > self.capacity {
+            return;
+        }
+        let e = Entry {
+            value,
+            charge,
+            priority,
+        };
+        match priority {
+            Priority::High => self.push_high(key, e),
+            Priority::Low => {
+                self.low_usage += charge;
+                self.low.push(key, e);
+            }
+        }
+        while self.usage() > self.capacity {
+            if let Some((_, e)) = self.low.pop_lru() {
+                self.low_usage -= e.charge;
+            } else if let Some((_, e)) = self.high.pop_lru() {
+                self.high_usage -= e.charge;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn push_high(&mut self, key: K, e: Entry<V>) {
+        self.high_usage += e.charge;
+        self.high.push(key, e);
+        while self.high_usage > self.high_capacity {
+            let Some((k, e)) = self.high.pop_lru() else {
+                break;
+            };
+            self.high_usage -= e.charge;
+            self.low_usage += e.charge;
+            self.low.push(k, e);
+        }
+    }
+
+    fn erase(&mut self, key: &K) -> bool {
+        if let Some(e) = self.high.pop(key) {
+            self.high_usage -= e.charge;
+            true
+        } else if let Some(e) = self.low.pop(key) {
+            self.low_usage -= e.charge;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// A cache of `V` (cheap to clone, e.g. an `Arc`) charged in caller-defined
+/// units (bytes for blocks, 1 per open table for the table cache).
+#[derive(Debug)]
+pub(crate) struct ShardedCache<K: Hash + Eq, V> {
+    shards: Box<[Mutex<Shard<K, V>>]>,
+    hasher: RandomState,
+    capacity: usize,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl<K: Hash + Eq, V: Clone> ShardedCache<K, V> {
+    /// `2^shard_bits` shards share `capacity`; `high_pri_ratio` (0..=1) of
+    /// each shard is reserved for high-priority entries.
+    pub(crate) fn new(capacity: usize, shard_bits: u32, high_pri_ratio: f64) -> Self {
+        assert!(shard_bits <= 16, "at most 65536 shards");
+        assert!((0.0..=1.0).contains(&high_pri_ratio));
+        let n = 1usize << shard_bits;
+        let per_shard = capacity.div_ceil(n);
+        let high = (per_shard as f64 * high_pri_ratio) as usize;
+        ShardedCache {
+            shards: (0..n)
+                .map(|_| Mutex::new(Shard::new(per_shard, high)))
+                .collect(),
+            hasher: RandomState::new(),
+            capacity,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    fn shard(&self, key: &K) -> &Mutex<Shard<K, V>> {
+        let i = (self.hasher.hash_one(key) as usize) & (self.shards.len() - 1);
+        &self.shards[i]
+    }
+
+    pub(crate) fn get(&self, key: &K) -> Option<V> {
+        let v = self.shard(key).lock().get(key);
+        let counter = if v.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        v
+    }
+
+    /// Inserts or replaces `key`. Entries larger than a shard are not kept.
+    pub(crate) fn insert(&self, key: K, value: V, charge: usize, priority: Priority) {
+        self.shard(&key).lock().insert(key, value, charge, priority);
+    }
+
+    pub(crate) fn erase(&self, key: &K) -> bool {
+        self.shard(key).lock().erase(key)
+    }
+
+    /// Total charge of the entries held.
+    pub(crate) fn usage(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().usage()).sum()
+    }
+
+    /// Charge of the entries in the high-priority pools.
+    pub(crate) fn high_pri_usage(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().high_usage).sum()
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    pub(crate) fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evicts_least_recently_used_within_capacity() {
+        let c: ShardedCache<u32, u32> = ShardedCache::new(100, 0, 0.0);
+        for i in 0..10 {
+            c.insert(i, i * 10, 10, Priority::Low);
+        }
+        assert_eq!(c.usage(), 100);
+        assert_eq!(c.get(&0), Some(0)); // 0 becomes most recent
+        c.insert(10, 100, 10, Priority::Low);
+        assert_eq!(c.usage(), 100);
+        assert_eq!(c.get(&1), None, "least recently used must go first");
+        assert_eq!(c.get(&0), Some(0));
+        assert_eq!(c.get(&10), Some(100));
+        assert_eq!((c.hits(), c.misses()), (3, 1));
+        // Replacing a key changes its charge.
+        c.insert(10, 7, 30, Priority::Low);
+        assert_eq!(c.get(&10), Some(7));
+        assert!(c.usage() <= 100);
+        assert!(c.erase(&10));
+        assert!(!c.erase(&10));
+        assert_eq!(c.get(&10), None);
+        // Too large to ever fit: not cached, and nothing else is evicted.
+        let before = c.usage();
+        c.insert(99, 1, 101, Priority::Low);
+        assert_eq!(c.get(&99), None);
+        assert_eq!(c.usage(), before);
+    }
+
+    #[test]
+    fn low_priority_scan_cannot_evict_the_high_pool() {
+        let c: ShardedCache<u32, u32> = ShardedCache::new(1000, 0, 0.5);
+        for i in 0..4 {
+            c.insert(i, i, 100, Priority::High);
+        }
+        for i in 100..200 {
+            c.insert(i, i, 10, Priority::Low);
+        }
+        for i in 0..4 {
+            assert_eq!(
+                c.get(&i),
+                Some(i),
+                "high-priority entry {i} evicted by a scan"
+            );
+        }
+        assert_eq!(c.high_pri_usage(), 400);
+        assert!(c.usage() <= 1000);
+        // Beyond its pool, the oldest high-priority entries are demoted and
+        // then evicted like low-priority ones.
+        for i in 4..8 {
+            c.insert(i, i, 100, Priority::High);
+        }
+        assert!(c.high_pri_usage() <= 500);
+        for i in 200..300 {
+            c.insert(i, i, 10, Priority::Low);
+        }
+        assert!(c.usage() <= 1000);
+        assert_eq!(c.get(&0), None, "demoted entry should have been evicted");
+        for i in 3..8 {
+            assert_eq!(c.get(&i), Some(i), "entry {i} of the high pool evicted");
+        }
+    }
+
+    #[test]
+    fn demoted_high_entry_returns_to_its_pool_when_used() {
+        let c: ShardedCache<u32, u32> = ShardedCache::new(300, 0, 0.34);
+        c.insert(1, 1, 100, Priority::High);
+        c.insert(2, 2, 100, Priority::High); // demotes 1
+        assert_eq!(c.high_pri_usage(), 100);
+        assert_eq!(c.get(&1), Some(1)); // promotes 1, demotes 2
+        assert_eq!(c.high_pri_usage(), 100);
+        c.insert(3, 3, 100, Priority::Low);
+        c.insert(4, 4, 100, Priority::Low); // evicts 2, the oldest low entry
+        assert_eq!(c.get(&2), None);
+        assert_eq!(c.get(&1), Some(1));
+    }
+
+    #[test]
+    fn shards_split_capacity() {
+        let c: ShardedCache<u64, u64> = ShardedCache::new(1 << 12, 4, 0.5);
+        assert_eq!(c.capacity(), 1 << 12);
+        for i in 0..10_000 {
+            c.insert(
+                i,
+                i,
+                8,
+                if i % 2 == 0 {
+                    Priority::High
+                } else {
+                    Priority::Low
+                },
+            );
+        }
+        // Each of the 16 shards holds at most its 256 units.
+        assert!(c.usage() <= 1 << 12);
+        assert!(c.usage() > 1 << 11, "shards should be mostly full");
+    }
+}

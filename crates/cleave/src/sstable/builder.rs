@@ -1,0 +1,316 @@
+//! Writes one sstable: data blocks as entries arrive, then the filter,
+//! properties, metaindex and index blocks and the footer.
+
+use std::path::PathBuf;
+
+use crate::base::key::{self, TAG_LEN};
+use crate::base::{InternalKey, ValueKind};
+use crate::error::{Error, Result};
+use crate::vfs::WritableFile;
+use crate::Compression;
+
+use super::block::BlockBuilder;
+use super::bloom::BloomBuilder;
+use super::format::{
+    block_trailer, compress_block, compression_byte, BlockHandle, Footer, BLOCK_TRAILER_LEN,
+    FORMAT_VERSION,
+};
+use super::properties::TableProperties;
+use super::{TableOptions, TableSummary, META_FILTER, META_PROPERTIES};
+
+/// The largest possible tag: an index key made of a shortened user key and
+/// this tag sorts before every real entry with that user key.
+const SEPARATOR_TAG: u64 = u64::MAX;
+
+pub(crate) struct TableBuilder {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    opts: TableOptions,
+    /// Bytes written so far.
+    offset: u64,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    filter: Option<BloomBuilder>,
+    /// Last key added; empty before the first.
+    last_key: Vec<u8>,
+    smallest: Vec<u8>,
+    /// The last flushed data block, whose index entry waits for the next key
+    /// so that its separator can be short.
+    pending_handle: Option<BlockHandle>,
+    props: TableProperties,
+    /// Set once a write failed; the file is then unusable.
+    failed: bool,
+}
+
+impl TableBuilder {
+    pub(crate) fn new(file: Box<dyn WritableFile>, path: PathBuf, opts: TableOptions) -> Self {
+        let filter =
+            (opts.bloom_bits_per_key > 0).then(|| BloomBuilder::new(opts.bloom_bits_per_key));
+        TableBuilder {
+            file,
+            path,
+            data_block: BlockBuilder::new(opts.restart_interval.max(1)),
+            index_block: BlockBuilder::new(1),
+            filter,
+            offset: 0,
+            last_key: Vec::new(),
+            smallest: Vec::new(),
+            pending_handle: None,
+            props: TableProperties {
+                smallest_seq: u64::MAX,
+                format_version: u64::from(FORMAT_VERSION),
+                compression: u64::from(compression_byte(opts.compression)),
+                ..TableProperties::default()
+            },
+            failed: false,
+            opts,
+        }
+    }
+
+    /// REQUIRES: `ikey` is a well-formed internal key strictly greater
+    /// (`base::key::compare`) than the previous key.
+    pub(crate) fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        self.check_not_failed()?;
+        assert!(ikey.len() >= TAG_LEN, "internal key shorter than its tag");
+        let first = self.props.num_entries == 0;
+        debug_assert!(
+            first || key::compare(&self.last_key, ikey).is_lt(),
+            "keys added out of order"
+        );
+        if let Some(handle) = self.pending_handle.take() {
+            let separator = shortest_separator(&self.last_key, ikey);
+            self.add_index_entry(&separator, handle);
+        }
+        let user_key = key::user_key(ikey);
+        if let Some(filter) = &mut self.filter {
+            // Versions of one user key are adjacent; hash the key once.
+            if first || key::user_key(&self.last_key) != user_key {
+                filter.add_key(user_key);
+            }
+        }
+        if first {
+            self.smallest = ikey.to_vec();
+        }
+        let seq = key::seq(ikey);
+        let p = &mut self.props;
+        p.num_entries += 1;
+        if key::tag(ikey) as u8 == ValueKind::Deletion as u8 {
+            p.num_deletions += 1;
+        }
+        p.raw_key_size += ikey.len() as u64;
+        p.raw_value_size += value.len() as u64;
+        p.smallest_seq = p.smallest_seq.min(seq);
+        p.largest_seq = p.largest_seq.max(seq);
+        self.data_block.add(ikey, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+        if self.data_block.size_estimate() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Bytes written plus the data block being built.
+    pub(crate) fn estimated_size(&self) -> u64 {
+        let pending = if self.data_block.is_empty() {
+            0
+        } else {
+            self.data_block.size_estimate()
+        };
+        self.offset + pending as u64
+    }
+
+    pub(crate) fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Writes filter, properties, metaindex, index and footer, and syncs.
+    /// REQUIRES: at least one entry.
+    pub(crate) fn finish(mut self) -> Result<TableSummary> {
+        self.check_not_failed()?;
+        if self.props.num_entries == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "sstable {} would be empty",
+                self.path.display()
+            )));
+        }
+        self.flush_data_block()?;
+        if let Some(handle) = self.pending_handle.take() {
+            let successor = short_successor(&self.last_key);
+            self.add_index_entry(&successor, handle);
+        }
+        // The index is encoded first so that its size is known to the
+        // properties, which precede it.
+        let (index_stored, index_kind) =
+            compress_block(&self.index_block.finish(), self.opts.compression);
+        self.props.index_size = (index_stored.len() + BLOCK_TRAILER_LEN) as u64;
+
+        let filter_handle = match self.filter.take() {
+            // Bloom bits look random; compressing them saves nothing.
+            Some(f) => Some(self.write_raw_block(&f.finish(), Compression::None)?),
+            None => None,
+        };
+        if let Some(h) = filter_handle {
+            self.props.filter_size = h.size + BLOCK_TRAILER_LEN as u64;
+        }
+        let props_handle = self.write_raw_block(&self.props.encode(), Compression::None)?;
+
+        let mut meta = BlockBuilder::new(1);
+        let mut v = Vec::new();
+        if let Some(h) = filter_handle {
+            h.encode_varint(&mut v);
+            meta.add(META_FILTER, &v);
+        }
+        v.clear();
+        props_handle.encode_varint(&mut v);
+        meta.add(META_PROPERTIES, &v);
+        let metaindex = self.write_raw_block(&meta.finish(), Compression::None)?;
+        let index = self.write_stored_block(&index_stored, index_kind)?;
+
+        let footer = Footer { metaindex, index }.encode();
+        self.append(&footer)?;
+        let r = self.file.flush().and_then(|()| self.file.sync());
+        self.guard(r)?;
+
+        Ok(TableSummary {
+            file_size: self.offset,
+            num_entries: self.props.num_entries,
+            num_deletions: self.props.num_deletions,
+            smallest: InternalKey::from_encoded(std::mem::take(&mut self.smallest)),
+            largest: InternalKey::from_encoded(std::mem::take(&mut self.last_key)),
+            smallest_seq: self.props.smallest_seq,
+            largest_seq: self.props.largest_seq,
+        })
+    }
+
+    fn check_not_failed(&self) -> Result<()> {
+        if self.failed {
+            return Err(Error::InvalidArgument(format!(
+                "sstable builder for {} used after a failed write",
+                self.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    fn add_index_entry(&mut self, key: &[u8], handle: BlockHandle) {
+        let mut v = Vec::with_capacity(20);
+        handle.encode_varint(&mut v);
+        self.index_block.add(key, &v);
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        debug_assert!(self.pending_handle.is_none());
+        let raw = self.data_block.finish();
+        let handle = self.write_raw_block(&raw, self.opts.compression)?;
+        self.props.num_data_blocks += 1;
+        self.props.data_size += handle.size + BLOCK_TRAILER_LEN as u64;
+        self.pending_handle = Some(handle);
+        Ok(())
+    }
+
+    fn write_raw_block(&mut self, raw: &[u8], c: Compression) -> Result<BlockHandle> {
+        let (stored, kind) = compress_block(raw, c);
+        self.write_stored_block(&stored, kind)
+    }
+
+    fn write_stored_block(&mut self, stored: &[u8], kind: u8) -> Result<BlockHandle> {
+        let handle = BlockHandle {
+            offset: self.offset,
+            size: stored.len() as u64,
+        };
+        self.append(stored)?;
+        self.append(&block_trailer(stored, kind))?;
+        Ok(handle)
+    }
+
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        let r = self.file.append(data);
+        self.guard(r)?;
+        self.offset += data.len() as u64;
+        Ok(())
+    }
+
+    fn guard(&mut self, r: Result<()>) -> Result<()> {
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+}
+
+/// A short key `k` with `start ≤ k < limit` (both internal keys, start <
+/// limit): the user key of `start` cut just after the first byte where it
+/// differs from `limit`'s, that byte incremented, plus the largest tag.
+/// Falls back to `start`.
+pub(crate) fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
+    let (us, ul) = (key::user_key(start), key::user_key(limit));
+    let n = us.iter().zip(ul).take_while(|(a, b)| a == b).count();
+    if let (Some(&b), Some(&l)) = (us.get(n), ul.get(n)) {
+        if b < 0xff && b + 1 < l {
+            let mut k = us[..=n].to_vec();
+            k[n] = b + 1;
+            k.extend_from_slice(&SEPARATOR_TAG.to_le_bytes());
+            return k;
+        }
+    }
+    start.to_vec()
+}
+
+/// A short key ≥ `last`: its user key cut after the first byte that is not
+/// 0xff, that byte incremented, plus the largest tag. Falls back to `last`.
+pub(crate) fn short_successor(last: &[u8]) -> Vec<u8> {
+    let u = key::user_key(last);
+    match u.iter().position(|&b| b != 0xff) {
+        Some(i) => {
+            let mut k = u[..=i].to_vec();
+            k[i] += 1;
+            k.extend_from_slice(&SEPARATOR_TAG.to_le_bytes());
+            k
+        }
+        None => last.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::key::{pack_tag, KIND_FOR_SEEK, MAX_SEQ};
+
+    fn ik(u: &[u8], seq: u64) -> Vec<u8> {
+        InternalKey::new(u, seq, ValueKind::Value)
+            .encoded()
+            .to_vec()
+    }
+
+    #[test]
+    fn separators_lie_between_their_keys_and_are_short() {
+        let cases: &[(&[u8], u64, &[u8], u64)] = &[
+            (b"abcdef", 5, b"abzz", 9),
+            (b"abc", 5, b"abc", 3),
+            (b"abc", 5, b"abd", 3),
+            (b"ab\xff", 5, b"ac", 3),
+            (b"", 5, b"a", 3),
+            (b"abc", 5, b"abcd", 3),
+        ];
+        for &(a, sa, b, sb) in cases {
+            let (start, limit) = (ik(a, sa), ik(b, sb));
+            let s = shortest_separator(&start, &limit);
+            assert!(key::compare(&start, &s).is_le(), "{a:?} {b:?}");
+            assert!(key::compare(&s, &limit).is_lt(), "{a:?} {b:?}");
+        }
+        assert_eq!(
+            key::user_key(&shortest_separator(&ik(b"abcdef", 5), &ik(b"abzz", 9))),
+            b"abd"
+        );
+        let s = short_successor(&ik(b"\xff\xffxyz", 7));
+        assert_eq!(key::user_key(&s), b"\xff\xffy");
+        assert!(key::compare(&ik(b"\xff\xffxyz", 7), &s).is_lt());
+        let all = ik(b"\xff\xff", 7);
+        assert_eq!(short_successor(&all), all);
+        assert_eq!(SEPARATOR_TAG, pack_tag(MAX_SEQ, KIND_FOR_SEEK));
+    }
+}

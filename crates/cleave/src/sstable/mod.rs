@@ -1,0 +1,79 @@
+//! Sorted string tables: immutable files of internal keys and values.
+//! The format is specified in `docs/format/sstable.md`.
+
+mod block;
+mod bloom;
+mod builder;
+mod format;
+mod properties;
+mod reader;
+
+use crate::base::{InternalKey, SeqNo};
+use crate::Compression;
+
+pub(crate) use block::Block;
+pub(crate) use bloom::BloomFilter;
+pub(crate) use builder::TableBuilder;
+pub(crate) use properties::TableProperties;
+pub(crate) use reader::{Table, TableIter};
+
+/// Metaindex names. Written to disk: never change.
+const META_FILTER: &[u8] = b"filter.bloom";
+const META_PROPERTIES: &[u8] = b"properties";
+
+/// How tables are written.
+#[derive(Debug, Clone)]
+pub(crate) struct TableOptions {
+    /// Target uncompressed size of a data block.
+    pub block_size: usize,
+    /// Entries between restart points in data blocks.
+    pub restart_interval: usize,
+    /// 0 writes no filter.
+    pub bloom_bits_per_key: u32,
+    pub compression: Compression,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size: 4 << 10,
+            restart_interval: 16,
+            bloom_bits_per_key: 10,
+            compression: Compression::None,
+        }
+    }
+}
+
+impl From<&crate::Options> for TableOptions {
+    fn from(o: &crate::Options) -> Self {
+        TableOptions {
+            block_size: o.block_size,
+            restart_interval: o.block_restart_interval,
+            bloom_bits_per_key: o.bloom_bits_per_key,
+            compression: o.compression,
+        }
+    }
+}
+
+/// What a finished table holds: the manifest's `FileMeta` is made of this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableSummary {
+    pub file_size: u64,
+    pub num_entries: u64,
+    pub num_deletions: u64,
+    pub smallest: InternalKey,
+    pub largest: InternalKey,
+    pub smallest_seq: SeqNo,
+    pub largest_seq: SeqNo,
+}
+
+/// What the shared block cache holds for sstables.
+#[derive(Debug, Clone)]
+pub(crate) enum CachedBlock {
+    /// A data or index block.
+    Block(std::sync::Arc<Block>),
+    Filter(std::sync::Arc<BloomFilter>),
+}
+
+#[cfg(test)]
+mod tests;

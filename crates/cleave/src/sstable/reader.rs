@@ -1,0 +1,472 @@
+//! Reads an sstable: point lookups through the bloom filter and index, and
+//! a two-level iterator (index block, then data blocks).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::base::coding::DecodeError;
+use crate::base::key;
+use crate::base::FileNumber;
+use crate::cache::{BlockCache, Priority};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::vfs::RandomAccessFile;
+
+use super::block::{Block, BlockIter, KeyOrder};
+use super::bloom::BloomFilter;
+use super::format::{
+    check_block, decompress_block, BlockHandle, Footer, FooterError, FOOTER_LEN, FORMAT_VERSION,
+};
+use super::properties::TableProperties;
+use super::{CachedBlock, META_FILTER, META_PROPERTIES};
+
+/// An open sstable. Holds only its footer, properties and block handles;
+/// index, filter and data blocks come from the shared block cache.
+pub(crate) struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    number: FileNumber,
+    cache: Arc<BlockCache>,
+    /// Where the footer starts: every block must end at or before it.
+    blocks_end: u64,
+    footer: Footer,
+    filter_handle: Option<BlockHandle>,
+    properties_handle: BlockHandle,
+    properties: TableProperties,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("number", &self.number)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Table {
+    /// Reads and checks the footer, metaindex and properties.
+    pub(crate) fn open(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        number: FileNumber,
+        cache: Arc<BlockCache>,
+    ) -> Result<Table> {
+        let len = file.len();
+        let blocks_end = len.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
+            Error::corruption(
+                &path,
+                0,
+                format!("file of {len} bytes is too short for an sstable footer"),
+            )
+        })?;
+        let buf = file.read_at(blocks_end, FOOTER_LEN)?;
+        let footer = Footer::decode(&buf).map_err(|e| match e {
+            FooterError::Corrupt(reason) => Error::corruption(&path, blocks_end, reason),
+            FooterError::Version(found) => Error::UnsupportedFormatVersion {
+                file: path.clone(),
+                found,
+                supported: FORMAT_VERSION,
+            },
+        })?;
+        let mut table = Table {
+            file,
+            path,
+            number,
+            cache,
+            blocks_end,
+            footer,
+            filter_handle: None,
+            properties_handle: BlockHandle::default(),
+            properties: TableProperties::default(),
+        };
+        let (filter, props) = table.read_metaindex()?;
+        let props = props.ok_or_else(|| {
+            table.corruption(
+                footer.metaindex.offset,
+                DecodeError("metaindex names no properties block"),
+            )
+        })?;
+        let block = table.read_block(props)?;
+        table.properties =
+            TableProperties::decode(&block).map_err(|e| table.corruption(props.offset, e))?;
+        table.filter_handle = filter;
+        table.properties_handle = props;
+        Ok(table)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn number(&self) -> FileNumber {
+        self.number
+    }
+
+    pub(crate) fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// Point lookup: `None` if the filter excludes `user_key`; otherwise the
+    /// first entry ≥ `seek_key` if its user key is `user_key`.
+    pub(crate) fn get(
+        &self,
+        user_key: &[u8],
+        seek_key: &[u8],
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if let Some(filter) = self.filter()? {
+            if !filter.may_contain(user_key) {
+                return Ok(None);
+            }
+        }
+        let index = self.cached_block(self.footer.index, Priority::High)?;
+        let index_err = |e| self.corruption(self.footer.index.offset, e);
+        let mut ii = index.iter(KeyOrder::Internal);
+        ii.seek(seek_key).map_err(index_err)?;
+        // Separators make the first candidate block the only one that can
+        // hold the key; looking further costs nothing when it does not.
+        while ii.valid() {
+            let handle = self.decode_handle(ii.value())?;
+            let block = self.cached_block(handle, Priority::Low)?;
+            let mut di = block.iter(KeyOrder::Internal);
+            di.seek(seek_key)
+                .map_err(|e| self.corruption(handle.offset, e))?;
+            if di.valid() {
+                if key::user_key(di.key()) == user_key {
+                    return Ok(Some((di.key().to_vec(), di.value().to_vec())));
+                }
+                return Ok(None);
+            }
+            ii.next().map_err(index_err)?;
+        }
+        Ok(None)
+    }
+
+    pub(crate) fn iter(self: &Arc<Self>) -> TableIter {
+        TableIter {
+            table: self.clone(),
+            index: None,
+            data: None,
+            data_handle: BlockHandle::default(),
+        }
+    }
+
+    /// Reads every block from the file (bypassing the cache), checks every
+    /// checksum and the order and count of all entries.
+    pub(crate) fn verify(&self) -> Result<()> {
+        let (filter, props) = self.read_metaindex()?;
+        if props != Some(self.properties_handle) || filter != self.filter_handle {
+            return Err(self.corruption(
+                self.footer.metaindex.offset,
+                DecodeError("metaindex changed"),
+            ));
+        }
+        TableProperties::decode(&self.read_block(self.properties_handle)?)
+            .map_err(|e| self.corruption(self.properties_handle.offset, e))?;
+        if let Some(h) = self.filter_handle {
+            BloomFilter::new(self.read_contents(h)?).map_err(|e| self.corruption(h.offset, e))?;
+        }
+        let index = self.read_block(self.footer.index)?;
+        let index_err = |e| self.corruption(self.footer.index.offset, e);
+        let mut ii = index.iter(KeyOrder::Internal);
+        ii.seek_to_first().map_err(index_err)?;
+        let mut prev: Option<Vec<u8>> = None;
+        let (mut entries, mut blocks) = (0u64, 0u64);
+        while ii.valid() {
+            let handle = self.decode_handle(ii.value())?;
+            let block = self.read_block(handle)?;
+            let bad = |reason| self.corruption(handle.offset, DecodeError(reason));
+            let mut di = block.iter(KeyOrder::Internal);
+            di.seek_to_first()
+                .map_err(|e| self.corruption(handle.offset, e))?;
+            while di.valid() {
+                if key::compare(di.key(), ii.key()).is_gt() {
+                    return Err(bad("entry sorts after its index separator"));
+                }
+                if prev
+                    .as_deref()
+                    .is_some_and(|p| key::compare(p, di.key()).is_ge())
+                {
+                    return Err(bad("entries out of order"));
+                }
+                prev = Some(di.key().to_vec());
+                entries += 1;
+                di.next().map_err(|e| self.corruption(handle.offset, e))?;
+            }
+            blocks += 1;
+            ii.next().map_err(index_err)?;
+        }
+        if entries != self.properties.num_entries || blocks != self.properties.num_data_blocks {
+            return Err(self.corruption(
+                self.properties_handle.offset,
+                DecodeError("entry or block count differs from the properties"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn corruption(&self, offset: u64, e: DecodeError) -> Error {
+        Error::corruption(&self.path, offset, e.0)
+    }
+
+    /// The filter and properties handles named by the metaindex.
+    fn read_metaindex(&self) -> Result<(Option<BlockHandle>, Option<BlockHandle>)> {
+        let h = self.footer.metaindex;
+        let block = self.read_block(h)?;
+        let err = |e| self.corruption(h.offset, e);
+        let (mut filter, mut props) = (None, None);
+        let mut it = block.iter(KeyOrder::Bytewise);
+        it.seek_to_first().map_err(err)?;
+        while it.valid() {
+            let slot = match it.key() {
+                META_FILTER => Some(&mut filter),
+                META_PROPERTIES => Some(&mut props),
+                // Later versions may add meta blocks this one ignores.
+                _ => None,
+            };
+            if let Some(slot) = slot {
+                *slot = Some(BlockHandle::decode_varint(it.value()).map_err(err)?);
+            }
+            it.next().map_err(err)?;
+        }
+        Ok((filter, props))
+    }
+
+    fn decode_handle(&self, value: &[u8]) -> Result<BlockHandle> {
+        BlockHandle::decode_varint(value).map_err(|e| self.corruption(self.footer.index.offset, e))
+    }
+
+    /// Reads a block's bytes from the file, checks its checksum and
+    /// decompresses it. The length is bounded by the file before reading.
+    fn read_contents(&self, h: BlockHandle) -> Result<Vec<u8>> {
+        let err = |e| self.corruption(h.offset, e);
+        let end = h
+            .end_with_trailer()
+            .ok_or_else(|| err(DecodeError("block handle overflows")))?;
+        if end > self.blocks_end {
+            return Err(err(DecodeError(
+                "block handle points beyond the blocks of the file",
+            )));
+        }
+        // Fits in usize: it is smaller than the file, which was read into
+        // memory-addressable offsets.
+        let len = usize::try_from(end - h.offset)
+            .map_err(|_| err(DecodeError("block larger than the address space")))?;
+        let buf = self.file.read_at(h.offset, len)?;
+        let (stored, kind) = check_block(buf).map_err(err)?;
+        decompress_block(stored, kind).map_err(err)
+    }
+
+    fn read_block(&self, h: BlockHandle) -> Result<Arc<Block>> {
+        let block = Block::new(self.read_contents(h)?).map_err(|e| self.corruption(h.offset, e))?;
+        Ok(Arc::new(block))
+    }
+
+    fn cached_block(&self, h: BlockHandle, priority: Priority) -> Result<Arc<Block>> {
+        let key = (self.number, h.offset);
+        if let Some(CachedBlock::Block(b)) = self.cache.get(&key) {
+            return Ok(b);
+        }
+        let block = self.read_block(h)?;
+        self.cache.insert(
+            key,
+            CachedBlock::Block(block.clone()),
+            block.charge(),
+            priority,
+        );
+        Ok(block)
+    }
+
+    fn filter(&self) -> Result<Option<Arc<BloomFilter>>> {
+        let Some(h) = self.filter_handle else {
+            return Ok(None);
+        };
+        let key = (self.number, h.offset);
+        if let Some(CachedBlock::Filter(f)) = self.cache.get(&key) {
+            return Ok(Some(f));
+        }
+        let filter =
+            BloomFilter::new(self.read_contents(h)?).map_err(|e| self.corruption(h.offset, e))?;
+        let filter = Arc::new(filter);
+        self.cache.insert(
+            key,
+            CachedBlock::Filter(filter.clone()),
+            filter.charge(),
+            Priority::High,
+        );
+        Ok(Some(filter))
+    }
+}
+
+/// Iterates a table: the index block picks data blocks, which are read
+/// (through the cache) as the iterator reaches them.
+pub(crate) struct TableIter {
+    table: Arc<Table>,
+    /// Loaded at the first positioning call, which can report its error.
+    index: Option<BlockIter>,
+    /// The data block under the cursor; `None` when not valid.
+    data: Option<BlockIter>,
+    data_handle: BlockHandle,
+}
+
+#[derive(Clone, Copy)]
+enum Position<'a> {
+    First,
+    Last,
+    At(&'a [u8]),
+}
+
+impl TableIter {
+    fn index_error(&self, e: DecodeError) -> Error {
+        self.table.corruption(self.table.footer.index.offset, e)
+    }
+
+    fn data_error(&self, e: DecodeError) -> Error {
+        self.table.corruption(self.data_handle.offset, e)
+    }
+
+    fn index(&mut self) -> Result<&mut BlockIter> {
+        let ii = match self.index.take() {
+            Some(ii) => ii,
+            None => self
+                .table
+                .cached_block(self.table.footer.index, Priority::High)?
+                .iter(KeyOrder::Internal),
+        };
+        Ok(self.index.insert(ii))
+    }
+
+    /// Opens the data block the index points at and positions it; an
+    /// invalid index leaves the iterator invalid.
+    fn enter_block(&mut self, pos: Position<'_>) -> Result<()> {
+        let handle = match &self.index {
+            Some(ii) if ii.valid() => self.table.decode_handle(ii.value())?,
+            _ => {
+                self.data = None;
+                return Ok(());
+            }
+        };
+        let reuse = self.data.is_some() && handle == self.data_handle;
+        if !reuse {
+            self.data = None;
+            let block = self.table.cached_block(handle, Priority::Low)?;
+            self.data_handle = handle;
+            self.data = Some(block.iter(KeyOrder::Internal));
+        }
+        let r = match (&mut self.data, pos) {
+            (Some(d), Position::First) => d.seek_to_first(),
+            (Some(d), Position::Last) => d.seek_to_last(),
+            (Some(d), Position::At(t)) => d.seek(t),
+            (None, _) => Ok(()),
+        };
+        r.map_err(|e| self.data_error(e))
+    }
+
+    /// Moves over exhausted (or empty) data blocks in one direction.
+    fn skip_exhausted(&mut self, forward: bool) -> Result<()> {
+        while self.data.as_ref().is_some_and(|d| !d.valid()) {
+            let r = match &mut self.index {
+                Some(ii) if ii.valid() => {
+                    if forward {
+                        ii.next()
+                    } else {
+                        ii.prev()
+                    }
+                }
+                _ => {
+                    self.data = None;
+                    return Ok(());
+                }
+            };
+            r.map_err(|e| self.index_error(e))?;
+            self.enter_block(if forward {
+                Position::First
+            } else {
+                Position::Last
+            })?;
+        }
+        Ok(())
+    }
+
+    fn position(&mut self, pos: Position<'_>) -> Result<()> {
+        let ii = self.index()?;
+        let r = match pos {
+            Position::First => ii.seek_to_first(),
+            Position::Last => ii.seek_to_last(),
+            Position::At(t) => ii.seek(t),
+        };
+        r.map_err(|e| self.index_error(e))?;
+        self.enter_block(pos)?;
+        self.skip_exhausted(!matches!(pos, Position::Last))
+    }
+
+    /// Leaves the iterator invalid after any error.
+    fn guard(&mut self, r: Result<()>) -> Result<()> {
+        if r.is_err() {
+            self.data = None;
+        }
+        r
+    }
+}
+
+impl InternalIterator for TableIter {
+    fn valid(&self) -> bool {
+        self.data.as_ref().is_some_and(BlockIter::valid)
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        let r = self.position(Position::First);
+        self.guard(r)
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        let r = self.position(Position::Last);
+        self.guard(r)
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let r = self.position(Position::At(target));
+        self.guard(r)
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.seek(target)?;
+        if !self.valid() {
+            return self.seek_to_last();
+        }
+        if key::compare(self.key(), target).is_gt() {
+            self.prev()?;
+        }
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        let r = match &mut self.data {
+            Some(d) => d
+                .next()
+                .map_err(|e| self.table.corruption(self.data_handle.offset, e)),
+            None => Ok(()),
+        };
+        let r = r.and_then(|()| self.skip_exhausted(true));
+        self.guard(r)
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        let r = match &mut self.data {
+            Some(d) => d
+                .prev()
+                .map_err(|e| self.table.corruption(self.data_handle.offset, e)),
+            None => Ok(()),
+        };
+        let r = r.and_then(|()| self.skip_exhausted(false));
+        self.guard(r)
+    }
+
+    fn key(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], BlockIter::key)
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], BlockIter::value)
+    }
+}
