@@ -48,10 +48,10 @@ fn crash_child() {
     for i in start.. {
         if i % 7 == 3 && i >= start + 5 {
             db.delete(&wo, &key(i - 5)).unwrap();
-            writeln!(out, "D {}", i - 5).unwrap();
+            writeln!(out, "ack D {}", i - 5).unwrap();
         }
         db.put(&wo, &key(i), &value(i)).unwrap();
-        writeln!(out, "P {i}").unwrap();
+        writeln!(out, "ack P {i}").unwrap();
         out.flush().unwrap();
     }
 }
@@ -92,7 +92,9 @@ fn crash_kill_loop() {
         child.wait().unwrap();
         let lines = reader.join().unwrap();
         let mut last_put = None;
-        for line in &lines {
+        // The test harness prints its own text too, on the same line as
+        // the first acknowledgement: ours start at "ack ".
+        for line in lines.iter().filter_map(|l| l.find("ack ").map(|p| &l[p + 4..])) {
             let (op, i) = line.split_once(' ').unwrap();
             let i: u64 = i.parse().unwrap();
             match op {

@@ -33,7 +33,7 @@ impl DbInner {
             // Writes of every memtable after this one live in later WALs.
             let next_wal = st.imm.get(1).map_or(st.mem_wal, |i| i.wal);
             drop(st);
-            edit.set_log_number(next_wal);
+            edit.log_number = Some(next_wal);
             v.set_last_seq(self.last_seq());
             if let Err(e) = v.log_and_apply(edit) {
                 drop(v);

@@ -109,10 +109,10 @@ impl Db {
         let inner = Arc::new(open::open(path.as_ref(), opts)?);
         let threads = (0..inner.opts.max_background_jobs)
             .map(|i| {
-                let inner = inner.clone();
+                let worker = inner.clone();
                 std::thread::Builder::new()
                     .name(format!("cleave-bg-{i}"))
-                    .spawn(move || background::run(&inner))
+                    .spawn(move || background::run(&worker))
                     .map_err(|e| Error::io(&inner.dir, "spawn background thread", e))
             })
             .collect::<Result<Vec<_>>>()?;

@@ -135,7 +135,7 @@ impl DbInner {
             st.mem_wal = number;
             st.live_wals = vec![number];
         }
-        edit.set_log_number(number);
+        edit.log_number = Some(number);
         self.apply_edit(edit)?;
         self.remove_orphans()
     }
