@@ -102,14 +102,6 @@ impl WriteBatch {
         Ok(())
     }
 
-    /// Bytes of keys and values: what the user asked to store.
-    pub(crate) fn user_bytes(&self) -> u64 {
-        self.entries()
-            .filter_map(|e| e.ok())
-            .map(|e| (e.key.len() + e.value.len()) as u64)
-            .sum()
-    }
-
     /// Stamps the first sequence number and returns the WAL payload.
     pub(crate) fn encode_with_seq(&mut self, seq: SeqNo) -> &[u8] {
         let mut header = Vec::with_capacity(HEADER_LEN);
@@ -207,10 +199,23 @@ mod tests {
         assert_eq!(seq, 42);
         assert_eq!(d.len(), 3);
         let got: Vec<_> = d.entries().map(|e| e.unwrap()).collect();
-        assert_eq!(got[0], BatchEntry { kind: ValueKind::Value, key: b"k1", value: b"v1" });
-        assert_eq!(got[1], BatchEntry { kind: ValueKind::Deletion, key: b"k2", value: b"" });
+        assert_eq!(
+            got[0],
+            BatchEntry {
+                kind: ValueKind::Value,
+                key: b"k1",
+                value: b"v1"
+            }
+        );
+        assert_eq!(
+            got[1],
+            BatchEntry {
+                kind: ValueKind::Deletion,
+                key: b"k2",
+                value: b""
+            }
+        );
         assert_eq!(got[2].key, b"");
-        assert_eq!(d.user_bytes(), 6);
     }
 
     #[test]

@@ -1,8 +1,6 @@
 //! cleave: an embedded LSM-tree key-value store that keeps large values out
 //! of the tree.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
-// TEMPORARY while modules land in parallel; removed before the first green CI.
-#![allow(dead_code, unused_imports)]
 
 mod base;
 mod batch;

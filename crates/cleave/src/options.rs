@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use crate::base::limits::NUM_LEVELS;
 use crate::error::{Error, Result};
 use crate::vfs::{Fs, OsFs};
 use crate::Snapshot;
@@ -105,7 +104,9 @@ impl Options {
             return bad("level0_file_num_compaction_trigger must be positive");
         }
         if self.level0_slowdown_writes_trigger < self.level0_file_num_compaction_trigger {
-            return bad("level0_slowdown_writes_trigger must be >= level0_file_num_compaction_trigger");
+            return bad(
+                "level0_slowdown_writes_trigger must be >= level0_file_num_compaction_trigger",
+            );
         }
         if self.level0_stop_writes_trigger < self.level0_slowdown_writes_trigger {
             return bad("level0_stop_writes_trigger must be >= level0_slowdown_writes_trigger");
@@ -113,7 +114,9 @@ impl Options {
         if self.target_file_size_base == 0 || self.max_bytes_for_level_base == 0 {
             return bad("target_file_size_base and max_bytes_for_level_base must be positive");
         }
-        if !(self.max_bytes_for_level_multiplier >= 2.0 && self.max_bytes_for_level_multiplier <= 100.0) {
+        if !(self.max_bytes_for_level_multiplier >= 2.0
+            && self.max_bytes_for_level_multiplier <= 100.0)
+        {
             return bad("max_bytes_for_level_multiplier must be in [2, 100]");
         }
         if self.max_background_jobs == 0 || self.max_background_jobs > 64 {
@@ -134,7 +137,6 @@ impl Options {
         if self.max_manifest_file_size < 64 << 10 {
             return bad("max_manifest_file_size must be at least 64 KiB");
         }
-        debug_assert!(NUM_LEVELS >= 3);
         Ok(())
     }
 }

@@ -81,7 +81,10 @@ fn atomic_batches_consistent_snapshots_and_read_your_writes() {
                     it.next().unwrap();
                 }
                 it.status().unwrap();
-                assert_eq!(a_vals, b_vals, "reader {r}: iterator saw a half-applied batch");
+                assert_eq!(
+                    a_vals, b_vals,
+                    "reader {r}: iterator saw a half-applied batch"
+                );
                 checks += 1;
             }
             checks
@@ -95,7 +98,10 @@ fn atomic_batches_consistent_snapshots_and_read_your_writes() {
     assert!(checks > 0);
     db.wait_for_compactions().unwrap();
     let stats = db.stats();
-    assert!(stats.flushes > 0 && stats.compactions + stats.trivial_moves > 0, "{stats:?}");
+    assert!(
+        stats.flushes > 0 && stats.compactions + stats.trivial_moves > 0,
+        "{stats:?}"
+    );
     for t in 0..WRITERS {
         let (a, _) = pair_keys(t);
         let got = db.get(&ReadOptions::new(), &a).unwrap();

@@ -40,9 +40,15 @@ fn crash_child() {
     let Ok(dir) = std::env::var("CLEAVE_CRASH_DIR") else {
         return;
     };
-    let start: u64 = std::env::var("CLEAVE_CRASH_START").unwrap().parse().unwrap();
+    let start: u64 = std::env::var("CLEAVE_CRASH_START")
+        .unwrap()
+        .parse()
+        .unwrap();
     let db = Db::open(&dir, options()).unwrap();
-    let wo = WriteOptions { sync: true, disable_wal: false };
+    let wo = WriteOptions {
+        sync: true,
+        disable_wal: false,
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for i in start.. {
@@ -66,7 +72,10 @@ enum Expect {
 
 #[test]
 fn crash_kill_loop() {
-    let cycles: u64 = std::env::var("CLEAVE_CRASH_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let cycles: u64 = std::env::var("CLEAVE_CRASH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let exe = std::env::current_exe().unwrap();
@@ -76,7 +85,13 @@ fn crash_kill_loop() {
     let mut total_acked = 0u64;
     for cycle in 0..cycles {
         let mut child = Command::new(&exe)
-            .args(["crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .args([
+                "crash_child",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("CLEAVE_CRASH_DIR", &dir)
             .env("CLEAVE_CRASH_START", next.to_string())
             .stdout(Stdio::piped())
@@ -85,7 +100,10 @@ fn crash_kill_loop() {
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let reader = std::thread::spawn(move || {
-            BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>()
+            BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .collect::<Vec<String>>()
         });
         std::thread::sleep(Duration::from_millis(rng.gen_range(50..400)));
         child.kill().unwrap();
@@ -94,7 +112,10 @@ fn crash_kill_loop() {
         let mut last_put = None;
         // The test harness prints its own text too, on the same line as
         // the first acknowledgement: ours start at "ack ".
-        for line in lines.iter().filter_map(|l| l.find("ack ").map(|p| &l[p + 4..])) {
+        for line in lines
+            .iter()
+            .filter_map(|l| l.find("ack ").map(|p| &l[p + 4..]))
+        {
             let (op, i) = line.split_once(' ').unwrap();
             let i: u64 = i.parse().unwrap();
             match op {
@@ -119,7 +140,10 @@ fn crash_kill_loop() {
         verify(&dir, &mut expect, cycle);
         next = n + 1;
     }
-    assert!(total_acked > cycles, "the child acknowledged too few writes to test anything");
+    assert!(
+        total_acked > cycles,
+        "the child acknowledged too few writes to test anything"
+    );
 }
 
 /// Reopens and checks every key; in-flight outcomes are then fixed.
@@ -129,14 +153,22 @@ fn verify(dir: &Path, expect: &mut BTreeMap<u64, Expect>, cycle: u64) {
     for (&i, e) in expect.iter_mut() {
         let got = db.get(&ro, &key(i)).unwrap();
         if let Some(v) = &got {
-            assert_eq!(v, &value(i), "cycle {cycle}: key {i} holds a value never written");
+            assert_eq!(
+                v,
+                &value(i),
+                "cycle {cycle}: key {i} holds a value never written"
+            );
         }
         match *e {
             Expect::Present => assert!(got.is_some(), "cycle {cycle}: acknowledged put {i} lost"),
             Expect::Absent => assert!(got.is_none(), "cycle {cycle}: acknowledged delete {i} lost"),
             Expect::Either => {}
         }
-        *e = if got.is_some() { Expect::Present } else { Expect::Absent };
+        *e = if got.is_some() {
+            Expect::Present
+        } else {
+            Expect::Absent
+        };
     }
     // Nothing beyond what was written may appear.
     let mut it = db.iter(&ro);
@@ -144,7 +176,11 @@ fn verify(dir: &Path, expect: &mut BTreeMap<u64, Expect>, cycle: u64) {
     while it.valid() {
         let k = std::str::from_utf8(it.key()).unwrap();
         let i: u64 = k.trim_start_matches("key").parse().unwrap();
-        assert_eq!(expect.get(&i), Some(&Expect::Present), "cycle {cycle}: unexpected key {k}");
+        assert_eq!(
+            expect.get(&i),
+            Some(&Expect::Present),
+            "cycle {cycle}: unexpected key {k}"
+        );
         it.next().unwrap();
     }
     it.status().unwrap();

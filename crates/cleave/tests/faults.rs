@@ -35,8 +35,14 @@ fn get(db: &Db, i: usize) -> Option<Vec<u8>> {
     db.get(&ReadOptions::new(), &k(i)).unwrap()
 }
 
-const SYNC: WriteOptions = WriteOptions { sync: true, disable_wal: false };
-const ASYNC: WriteOptions = WriteOptions { sync: false, disable_wal: false };
+const SYNC: WriteOptions = WriteOptions {
+    sync: true,
+    disable_wal: false,
+};
+const ASYNC: WriteOptions = WriteOptions {
+    sync: false,
+    disable_wal: false,
+};
 
 #[test]
 fn crash_keeps_synced_writes_and_drops_only_unsynced_ones() {
@@ -57,7 +63,10 @@ fn crash_keeps_synced_writes_and_drops_only_unsynced_ones() {
     // Unsynced writes may be lost, but only as a suffix.
     let survivors: Vec<bool> = (500..1000).map(|i| get(&db, i).is_some()).collect();
     let first_lost = survivors.iter().position(|s| !s).unwrap_or(survivors.len());
-    assert!(survivors[first_lost..].iter().all(|s| !s), "a gap in the recovered writes");
+    assert!(
+        survivors[first_lost..].iter().all(|s| !s),
+        "a gap in the recovered writes"
+    );
 }
 
 #[test]
@@ -102,7 +111,16 @@ fn failed_wal_sync_poisons_then_reopen_recovers() {
     }
     fs.fail(&[FaultOp::Sync], Some(".wal"), 0, ErrorKind::Other, true);
     let err = db.put(&SYNC, &k(100), &v(100)).unwrap_err();
-    assert!(matches!(err, Error::Io { op: "fdatasync", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Io {
+                op: "fdatasync",
+                ..
+            }
+        ),
+        "{err}"
+    );
     let err = db.put(&ASYNC, &k(101), &v(101)).unwrap_err();
     assert!(matches!(err, Error::Poisoned(_)), "{err}");
     assert_eq!(get(&db, 5), Some(v(5)), "reads still work");
@@ -112,7 +130,11 @@ fn failed_wal_sync_poisons_then_reopen_recovers() {
     for i in 0..100 {
         assert_eq!(get(&db, i), Some(v(i)));
     }
-    assert_eq!(get(&db, 101), None, "a write refused by a poisoned db must not appear");
+    assert_eq!(
+        get(&db, 101),
+        None,
+        "a write refused by a poisoned db must not appear"
+    );
 }
 
 /// Flush failures (sstable write, sstable sync, manifest sync, directory
@@ -133,11 +155,26 @@ fn failed_flush_io_poisons_then_reopen_recovers() {
         for i in 0..50 {
             db.put(&SYNC, &k(i), &v(i)).unwrap();
         }
-        fs.fail(ops, (!path.is_empty()).then_some(*path), 0, ErrorKind::Other, true);
+        fs.fail(
+            ops,
+            (!path.is_empty()).then_some(*path),
+            0,
+            ErrorKind::Other,
+            true,
+        );
         let err = db.flush().unwrap_err();
-        assert!(matches!(err, Error::Io { .. } | Error::Poisoned(_)), "{ops:?} {path}: {err}");
-        assert!(matches!(db.put(&SYNC, &k(99), b"x"), Err(Error::Poisoned(_))), "{ops:?} {path}");
-        assert!(db.property("cleave.background-errors").unwrap().starts_with('1'));
+        assert!(
+            matches!(err, Error::Io { .. } | Error::Poisoned(_)),
+            "{ops:?} {path}: {err}"
+        );
+        assert!(
+            matches!(db.put(&SYNC, &k(99), b"x"), Err(Error::Poisoned(_))),
+            "{ops:?} {path}"
+        );
+        assert!(db
+            .property("cleave.background-errors")
+            .unwrap()
+            .starts_with('1'));
         drop(db);
         fs.heal();
         for fs2 in [mem.clone(), mem.crash_clone()] {
@@ -159,7 +196,11 @@ fn disk_full_is_a_typed_error() {
     match db.put(&SYNC, b"k", b"v") {
         Err(Error::Io { source, path, .. }) => {
             assert_eq!(source.kind(), ErrorKind::StorageFull);
-            assert!(path.to_string_lossy().ends_with(".wal"), "{}", path.display());
+            assert!(
+                path.to_string_lossy().ends_with(".wal"),
+                "{}",
+                path.display()
+            );
         }
         other => panic!("expected an I/O error, got {other:?}"),
     }
@@ -181,21 +222,33 @@ fn corrupt_sstable_gives_corruption_not_a_panic() {
     // the right value or a Corruption error naming the file.
     for offset in (0..len).step_by(97) {
         mem.corrupt_byte(&sst, offset);
-        match Db::open(DIR, Options { paranoid_checks: false, ..options(Arc::new(mem.clone())) }) {
+        match Db::open(
+            DIR,
+            Options {
+                paranoid_checks: false,
+                ..options(Arc::new(mem.clone()))
+            },
+        ) {
             Ok(db) => {
                 for i in (0..200).step_by(7) {
                     match db.get(&ReadOptions::new(), &k(i)) {
                         Ok(got) => assert_eq!(got, Some(v(i)), "flip at {offset}: wrong value"),
                         Err(e) => {
                             assert!(e.is_corruption() || matches!(e, Error::Io { .. }), "{e}");
-                            assert!(e.to_string().contains(".sst"), "error must name the file: {e}");
+                            assert!(
+                                e.to_string().contains(".sst"),
+                                "error must name the file: {e}"
+                            );
                             errors += 1;
                         }
                     }
                 }
                 db.close().unwrap();
             }
-            Err(e) => assert!(e.to_string().contains(".sst"), "error must name the file: {e}"),
+            Err(e) => assert!(
+                e.to_string().contains(".sst"),
+                "error must name the file: {e}"
+            ),
         }
         mem.corrupt_byte(&sst, offset);
     }
@@ -224,39 +277,79 @@ fn oversized_key_or_value_is_rejected_and_nothing_is_written() {
     b.put(b"small", b"ok");
     b.put(&vec![b'k'; (64 << 10) + 1], b"v");
     assert!(matches!(db.write(&SYNC, b), Err(Error::InvalidArgument(_))));
-    assert_eq!(db.get(&ReadOptions::new(), b"small").unwrap(), None, "batch must be all or nothing");
+    assert_eq!(
+        db.get(&ReadOptions::new(), b"small").unwrap(),
+        None,
+        "batch must be all or nothing"
+    );
     let big = vec![0u8; (1 << 30) + 1];
-    assert!(matches!(db.put(&SYNC, b"k", &big), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        db.put(&SYNC, b"k", &big),
+        Err(Error::InvalidArgument(_))
+    ));
     drop(big);
-    db.put(&SYNC, &vec![b'k'; 64 << 10], b"max key is fine").unwrap();
+    db.put(&SYNC, &vec![b'k'; 64 << 10], b"max key is fine")
+        .unwrap();
 }
 
 #[test]
 fn invalid_options_are_rejected_at_open() {
     let bad = [
-        Options { write_buffer_size: 10, ..options(Arc::new(MemFs::new())) },
-        Options { max_write_buffer_number: 1, ..options(Arc::new(MemFs::new())) },
-        Options { level0_stop_writes_trigger: 1, ..options(Arc::new(MemFs::new())) },
-        Options { max_background_jobs: 0, ..options(Arc::new(MemFs::new())) },
-        Options { max_bytes_for_level_multiplier: 1.0, ..options(Arc::new(MemFs::new())) },
+        Options {
+            write_buffer_size: 10,
+            ..options(Arc::new(MemFs::new()))
+        },
+        Options {
+            max_write_buffer_number: 1,
+            ..options(Arc::new(MemFs::new()))
+        },
+        Options {
+            level0_stop_writes_trigger: 1,
+            ..options(Arc::new(MemFs::new()))
+        },
+        Options {
+            max_background_jobs: 0,
+            ..options(Arc::new(MemFs::new()))
+        },
+        Options {
+            max_bytes_for_level_multiplier: 1.0,
+            ..options(Arc::new(MemFs::new()))
+        },
     ];
     for o in bad {
         assert!(matches!(Db::open(DIR, o), Err(Error::InvalidArgument(_))));
     }
-    let err = Db::open(DIR, Options { create_if_missing: false, ..options(Arc::new(MemFs::new())) }).unwrap_err();
+    let err = Db::open(
+        DIR,
+        Options {
+            create_if_missing: false,
+            ..options(Arc::new(MemFs::new()))
+        },
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
 }
 
 #[test]
 fn second_open_of_a_directory_fails_with_locked() {
     let tmp = tempfile::tempdir().unwrap();
-    let opts = || Options { create_if_missing: true, ..Options::default() };
+    let opts = || Options {
+        create_if_missing: true,
+        ..Options::default()
+    };
     let db = Db::open(tmp.path(), opts()).unwrap();
     let err = Db::open(tmp.path(), opts()).unwrap_err();
     assert!(matches!(err, Error::Locked { .. }), "{err}");
     assert!(err.to_string().contains("already open"), "{err}");
     db.close().unwrap();
     Db::open(tmp.path(), opts()).unwrap().close().unwrap();
-    let err = Db::open(tmp.path(), Options { error_if_exists: true, ..opts() }).unwrap_err();
+    let err = Db::open(
+        tmp.path(),
+        Options {
+            error_if_exists: true,
+            ..opts()
+        },
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
 }

@@ -15,7 +15,10 @@ use rand::{Rng, SeedableRng};
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn options(fs: &MemFs, rng: &mut StdRng) -> Options {
@@ -47,7 +50,11 @@ fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
 }
 
 fn value(rng: &mut StdRng, seed: u64, op: usize) -> Vec<u8> {
-    let len = if rng.gen_bool(0.05) { rng.gen_range(1000..6000) } else { rng.gen_range(0..120) };
+    let len = if rng.gen_bool(0.05) {
+        rng.gen_range(1000..6000)
+    } else {
+        rng.gen_range(0..120)
+    };
     let mut v = format!("{seed}:{op}:").into_bytes();
     v.resize(len.max(v.len()), b'a' + (op % 26) as u8);
     v
@@ -68,7 +75,10 @@ fn check_scan(db: &Db, ro: &ReadOptions<'_>, model: &Model, rng: &mut StdRng, ct
     let expected: Vec<(Vec<u8>, Vec<u8>)> = if lo.is_some() && hi.is_some() && lo >= hi {
         Vec::new()
     } else {
-        model.range(range).map(|(k, v)| (k.clone(), v.clone())).collect()
+        model
+            .range(range)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     };
     let mut it = db.iter(ro);
     let limit = rng.gen_range(1..200usize);
@@ -98,14 +108,21 @@ fn check_scan(db: &Db, ro: &ReadOptions<'_>, model: &Model, rng: &mut StdRng, ct
         return;
     }
     let target = expected[rng.gen_range(0..expected.len())].0.clone();
-    let mut pos = expected.iter().position(|(k, _)| *k == target).map(|p| p as isize);
+    let mut pos = expected
+        .iter()
+        .position(|(k, _)| *k == target)
+        .map(|p| p as isize);
     it.seek(&target).unwrap();
     for _ in 0..rng.gen_range(0..30) {
         match pos {
             Some(p) if p >= 0 && (p as usize) < expected.len() => {
                 assert!(it.valid(), "{ctx}: iterator ended early at {p}");
                 assert_eq!(it.key(), expected[p as usize].0.as_slice(), "{ctx}: walk");
-                assert_eq!(it.value(), expected[p as usize].1.as_slice(), "{ctx}: walk value");
+                assert_eq!(
+                    it.value(),
+                    expected[p as usize].1.as_slice(),
+                    "{ctx}: walk value"
+                );
             }
             _ => {
                 assert!(!it.valid(), "{ctx}: iterator should be exhausted");
@@ -163,7 +180,12 @@ fn run(seed: u64, ops: usize) {
             55..=74 => {
                 let k = key(&mut rng, space);
                 let got = db.get(&ReadOptions::new(), &k).unwrap();
-                assert_eq!(got.as_ref(), model.get(&k), "{ctx}: get {:?}", String::from_utf8_lossy(&k));
+                assert_eq!(
+                    got.as_ref(),
+                    model.get(&k),
+                    "{ctx}: get {:?}",
+                    String::from_utf8_lossy(&k)
+                );
             }
             75..=81 => {
                 let mut ro = ReadOptions::new();
@@ -179,12 +201,17 @@ fn run(seed: u64, ops: usize) {
                 }
             }
             85..=89 => {
-                if let Some(i) = (!snapshots.is_empty()).then(|| rng.gen_range(0..snapshots.len())) {
+                if let Some(i) = (!snapshots.is_empty()).then(|| rng.gen_range(0..snapshots.len()))
+                {
                     let (snap, old) = &snapshots[i];
                     let mut ro = ReadOptions::new();
                     ro.snapshot = Some(snap);
                     let k = key(&mut rng, space);
-                    assert_eq!(db.get(&ro, &k).unwrap().as_ref(), old.get(&k), "{ctx}: snapshot get");
+                    assert_eq!(
+                        db.get(&ro, &k).unwrap().as_ref(),
+                        old.get(&k),
+                        "{ctx}: snapshot get"
+                    );
                     ro.lower_bound = bound(&mut rng, space);
                     check_scan(&db, &ro, old, &mut rng, &format!("{ctx} (snapshot)"));
                 }

@@ -173,9 +173,14 @@ mod tests {
     #[test]
     fn parse_rejects_bad_input() {
         assert!(parse(b"short").is_none());
-        let mut k = InternalKey::new(b"k", 7, ValueKind::Value).encoded().to_vec();
+        let mut k = InternalKey::new(b"k", 7, ValueKind::Value)
+            .encoded()
+            .to_vec();
         let p = parse(&k).unwrap();
-        assert_eq!((p.user_key, p.seq, p.kind), (&b"k"[..], 7, ValueKind::Value));
+        assert_eq!(
+            (p.user_key, p.seq, p.kind),
+            (&b"k"[..], 7, ValueKind::Value)
+        );
         let n = k.len();
         k[n - TAG_LEN] = 9;
         assert!(parse(&k).is_none());

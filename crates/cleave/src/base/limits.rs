@@ -9,3 +9,8 @@ pub(crate) const MAX_VALUE_SIZE: usize = 1 << 30;
 
 /// Number of LSM levels, L0 included.
 pub(crate) const NUM_LEVELS: usize = 7;
+
+const _: () = assert!(
+    NUM_LEVELS >= 3,
+    "leveled compaction needs L0, a base level and one below"
+);

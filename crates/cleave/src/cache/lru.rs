@@ -188,6 +188,7 @@ impl<K: Hash + Eq, V: Clone> ShardedCache<K, V> {
     }
 
     /// Charge of the entries in the high-priority pools.
+    #[cfg(test)]
     pub(crate) fn high_pri_usage(&self) -> usize {
         self.shards.iter().map(|s| s.lock().high_usage).sum()
     }

@@ -63,10 +63,6 @@ impl TableCache {
     pub(crate) fn evict(&self, number: FileNumber) {
         self.tables.erase(&number);
     }
-
-    pub(crate) fn block_cache(&self) -> &Arc<BlockCache> {
-        &self.block_cache
-    }
 }
 
 #[cfg(test)]

@@ -3,8 +3,3 @@
 
 pub(crate) mod picker;
 pub(crate) mod stream;
-
-pub(crate) use picker::{
-    level_targets, pick, pick_manual, scores, Busy, CompactionPlan, LevelTargets, PickerOptions,
-};
-pub(crate) use stream::{Decision, DropRules, DropStats};

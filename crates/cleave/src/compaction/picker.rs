@@ -138,7 +138,6 @@ pub(crate) struct CompactionPlan {
     /// No level below `output_level` has data in the plan's key range, so
     /// tombstones that no snapshot needs can be dropped.
     pub bottommost: bool,
-    pub score: f64,
     pub max_output_file_size: u64,
 }
 
@@ -185,6 +184,7 @@ impl Busy {
         self.outputs.push((plan.output_level, lo, hi));
     }
 
+    #[cfg(test)]
     pub(crate) fn remove(&mut self, plan: &CompactionPlan) {
         for n in plan.input_numbers() {
             self.files.remove(&n);
@@ -222,11 +222,11 @@ pub(crate) fn pick(v: &Version, opts: &PickerOptions, busy: &Busy) -> Option<Com
         .map(|(l, &s)| (s, l))
         .collect();
     candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    candidates.into_iter().find_map(|(score, level)| {
+    candidates.into_iter().find_map(|(_, level)| {
         if level == 0 {
-            pick_l0(v, opts, &targets, busy, score)
+            pick_l0(v, opts, &targets, busy)
         } else {
-            pick_level(v, opts, level, busy, score)
+            pick_level(v, opts, level, busy)
         }
     })
 }
@@ -238,7 +238,6 @@ fn pick_l0(
     opts: &PickerOptions,
     targets: &LevelTargets,
     busy: &Busy,
-    score: f64,
 ) -> Option<CompactionPlan> {
     let l0 = v.files(0);
     let mut tried = vec![false; l0.len()];
@@ -254,7 +253,7 @@ fn pick_l0(
                 tried[i] = true;
             }
         }
-        let plan = plan_into(v, opts, 0, targets.base_level, inputs, score);
+        let plan = plan_into(v, opts, 0, targets.base_level, inputs);
         if let Some(p) = plan.filter(|p| !busy.conflicts(p)) {
             return Some(p);
         }
@@ -295,7 +294,6 @@ fn pick_level(
     opts: &PickerOptions,
     level: usize,
     busy: &Busy,
-    score: f64,
 ) -> Option<CompactionPlan> {
     let files = v.files(level);
     let mut order: Vec<(u128, FileNumber, usize)> = files
@@ -316,7 +314,7 @@ fn pick_level(
     order.into_iter().find_map(|(_, _, i)| {
         let (lo, hi) = clean_cut(files, i, i + 1);
         let inputs = files.get(lo..hi)?.to_vec();
-        plan_into(v, opts, level, level + 1, inputs, score).filter(|p| !busy.conflicts(p))
+        plan_into(v, opts, level, level + 1, inputs).filter(|p| !busy.conflicts(p))
     })
 }
 
@@ -349,7 +347,7 @@ pub(crate) fn pick_manual(
         l if l == NUM_LEVELS - 1 => l,
         l => l + 1,
     };
-    plan_into(v, opts, level, output_level, inputs, 0.0).filter(|p| !busy.conflicts(p))
+    plan_into(v, opts, level, output_level, inputs).filter(|p| !busy.conflicts(p))
 }
 
 /// Completes a plan: the output-level files overlapping the inputs (cut
@@ -360,7 +358,6 @@ fn plan_into(
     level: usize,
     output_level: usize,
     inputs: Vec<Arc<FileMeta>>,
-    score: f64,
 ) -> Option<CompactionPlan> {
     let (lo, hi) = user_range(inputs.iter())?;
     let output_level_inputs = if output_level == level {
@@ -384,7 +381,6 @@ fn plan_into(
         output_level_inputs,
         trivial_move,
         bottommost: false,
-        score,
         max_output_file_size: opts.target_file_size_base,
     };
     let (lo, hi) = plan.user_range();
@@ -513,7 +509,6 @@ mod tests {
         assert!(p.output_level_inputs.is_empty());
         assert!(!p.bottommost, "L6 has a..b and e..f below");
         assert!(!p.trivial_move);
-        assert_eq!(p.score, 4.0);
         // While that runs, the disjoint L0 file can go too.
         let mut busy = Busy::default();
         busy.add(&p);
@@ -549,7 +544,6 @@ mod tests {
         assert_eq!((p.level, p.output_level), (1, 2));
         assert_eq!(nums(&p.inputs), vec![2]);
         assert_eq!(nums(&p.output_level_inputs), vec![5]);
-        assert_eq!(p.score, 1.5);
         // With file 2 busy the next-best ratio (file 3) is taken.
         let mut busy = Busy::default();
         busy.add(&p);
@@ -598,7 +592,6 @@ mod tests {
             output_level_inputs: vec![Arc::new(meta(50, "b", "e", 1, 1))],
             trivial_move: false,
             bottommost: false,
-            score: 1.0,
             max_output_file_size: 1,
         };
         let mut busy = Busy::default();

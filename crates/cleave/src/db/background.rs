@@ -66,7 +66,10 @@ fn run_registered<'a>(
 ) -> parking_lot::MutexGuard<'a, State> {
     let plan = Arc::new(plan);
     let id = db.next_job_id.fetch_add(1, Ordering::Relaxed);
-    st.compactions.push(RunningCompaction { id, plan: plan.clone() });
+    st.compactions.push(RunningCompaction {
+        id,
+        plan: plan.clone(),
+    });
     drop(st);
     let r = db.run_compaction(&plan, version);
     if let Err(e) = &r {
@@ -96,7 +99,8 @@ impl DbInner {
                     break;
                 }
                 let busy = st.busy();
-                match picker::pick_manual(&st.current, &self.picker_opts, level, begin, end, &busy) {
+                match picker::pick_manual(&st.current, &self.picker_opts, level, begin, end, &busy)
+                {
                     Some(plan) => {
                         let version = st.current.clone();
                         let st = run_registered(self, st, plan, &version);

@@ -64,7 +64,8 @@ impl DbInner {
         max_file_size: u64,
     ) -> Result<Vec<Output>> {
         let mut outputs = Vec::new();
-        let result = self.write_outputs_into(input, rules, may_exist_below, max_file_size, &mut outputs);
+        let result =
+            self.write_outputs_into(input, rules, may_exist_below, max_file_size, &mut outputs);
         if let Err(e) = result {
             for o in &outputs {
                 let _ = self.fs.remove(&filename::sstable(&self.dir, o.number));
@@ -92,9 +93,9 @@ impl DbInner {
         };
         while input.valid() {
             let ikey = input.key();
-            let decision = rules.decide(ikey, may_exist_below).map_err(|e| {
-                Error::corruption("<compaction input>", 0, e.0)
-            })?;
+            let decision = rules
+                .decide(ikey, may_exist_below)
+                .map_err(|e| Error::corruption("<compaction input>", 0, e.0))?;
             if !decision.is_keep() {
                 input.next()?;
                 continue;
@@ -103,7 +104,10 @@ impl DbInner {
             let new_user_key = user_key != last_user_key.as_slice();
             if let Some((number, b)) = builder.take() {
                 if new_user_key && b.estimated_size() >= max_file_size {
-                    outputs.push(Output { number, summary: b.finish()? });
+                    outputs.push(Output {
+                        number,
+                        summary: b.finish()?,
+                    });
                 } else {
                     builder = Some((number, b));
                 }
@@ -125,15 +129,25 @@ impl DbInner {
             input.next()?;
         }
         if let Some((number, b)) = builder {
-            outputs.push(Output { number, summary: b.finish()? });
+            outputs.push(Output {
+                number,
+                summary: b.finish()?,
+            });
         }
         let dropped = rules.stats();
-        add(&self.counters.entries_dropped, dropped.shadowed + dropped.obsolete_deletions);
+        add(
+            &self.counters.entries_dropped,
+            dropped.shadowed + dropped.obsolete_deletions,
+        );
         Ok(())
     }
 
     /// Runs one compaction plan to completion and installs its result.
-    pub(super) fn run_compaction(&self, plan: &CompactionPlan, version: &Arc<Version>) -> Result<()> {
+    pub(super) fn run_compaction(
+        &self,
+        plan: &CompactionPlan,
+        version: &Arc<Version>,
+    ) -> Result<()> {
         if plan.trivial_move {
             self.apply_edit(plan.edit_for_trivial_move())?;
             add(&self.counters.trivial_moves, 1);
@@ -143,10 +157,16 @@ impl DbInner {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         if plan.level == 0 {
             for f in &plan.inputs {
-                children.push(Box::new(LevelIterator::new(vec![f.clone()], opener.clone())));
+                children.push(Box::new(LevelIterator::new(
+                    vec![f.clone()],
+                    opener.clone(),
+                )));
             }
         } else {
-            children.push(Box::new(LevelIterator::new(plan.inputs.clone(), opener.clone())));
+            children.push(Box::new(LevelIterator::new(
+                plan.inputs.clone(),
+                opener.clone(),
+            )));
         }
         if !plan.output_level_inputs.is_empty() {
             children.push(Box::new(LevelIterator::new(
@@ -159,7 +179,8 @@ impl DbInner {
         let mut rules = DropRules::new(self.snapshots.sequence_numbers(), plan.bottommost);
         let output_level = plan.output_level;
         let below = |uk: &[u8]| version.key_may_exist_below(output_level, uk);
-        let outputs = self.write_outputs(&mut merged, &mut rules, &below, plan.max_output_file_size)?;
+        let outputs =
+            self.write_outputs(&mut merged, &mut rules, &below, plan.max_output_file_size)?;
 
         let mut edit = VersionEdit::default();
         for f in &plan.inputs {

@@ -179,6 +179,16 @@ impl Db {
         self.inner.wait_for_background_idle()
     }
 
+    /// Reads every block of every live sstable and checks its checksum, as
+    /// RocksDB's `VerifyChecksum`; returns the first error, naming the file.
+    pub fn verify_checksums(&self) -> Result<()> {
+        let version = self.inner.state.lock().current.clone();
+        for (_, file) in version.all_files() {
+            self.inner.table_cache.get(file.number)?.verify()?;
+        }
+        Ok(())
+    }
+
     /// Statistics as a struct.
     pub fn stats(&self) -> Stats {
         self.inner.stats()
@@ -242,12 +252,16 @@ impl DbInner {
                 .map(|i| i.mem.approximate_memory_usage() as u64)
                 .sum::<u64>();
         s.block_cache_usage = self.block_cache.usage() as u64;
+        s.block_cache_hits = self.block_cache.hits();
+        s.block_cache_misses = self.block_cache.misses();
         s.block_cache_capacity = self.block_cache.capacity() as u64;
         s
     }
 
     fn property(&self, name: &str) -> Option<String> {
-        let name = name.strip_prefix("cleave.").or_else(|| name.strip_prefix("rocksdb."))?;
+        let name = name
+            .strip_prefix("cleave.")
+            .or_else(|| name.strip_prefix("rocksdb."))?;
         if let Some(level) = name.strip_prefix("num-files-at-level") {
             let level: usize = level.parse().ok()?;
             let st = self.state.lock();
@@ -259,7 +273,11 @@ impl DbInner {
                 let s = self.stats();
                 let mut out = String::from("Level Files Size(MB)\n");
                 for (i, l) in s.levels.iter().enumerate() {
-                    out.push_str(&format!("{i:>5} {:>5} {:>8.1}\n", l.files, l.bytes as f64 / 1048576.0));
+                    out.push_str(&format!(
+                        "{i:>5} {:>5} {:>8.1}\n",
+                        l.files,
+                        l.bytes as f64 / 1048576.0
+                    ));
                 }
                 Some(out)
             }
@@ -300,7 +318,7 @@ impl DbInner {
     /// manifest's log number.
     fn delete_obsolete_files(&self) {
         let (tables, log_number) = {
-            let mut v = self.versions.lock();
+            let v = self.versions.lock();
             (v.take_obsolete(), v.log_number())
         };
         for n in tables {
@@ -309,8 +327,7 @@ impl DbInner {
         }
         let wals: Vec<FileNumber> = {
             let mut st = self.state.lock();
-            let (old, keep): (Vec<_>, Vec<_>) =
-                st.live_wals.iter().partition(|&&w| w < log_number);
+            let (old, keep): (Vec<_>, Vec<_>) = st.live_wals.iter().partition(|&&w| w < log_number);
             st.live_wals = keep;
             old
         };

@@ -12,7 +12,7 @@ use super::stats::Counters;
 use super::{DbInner, State};
 use crate::base::filename::{self, FileKind};
 use crate::base::FileNumber;
-use crate::cache::{BlockCache, TableCache};
+use crate::cache::{new_block_cache, TableCache};
 use crate::compaction::picker::PickerOptions;
 use crate::compaction::stream::DropRules;
 use crate::error::{Error, Result};
@@ -22,11 +22,6 @@ use crate::manifest::version_set::VersionSet;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::wal::{self, WalWriter};
-
-/// Share of the block cache reserved for index and filter blocks.
-const HIGH_PRIORITY_RATIO: f64 = 0.5;
-/// log2 of the number of block cache shards.
-const CACHE_SHARD_BITS: u32 = 4;
 
 pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     opts.validate()?;
@@ -58,11 +53,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         }
         VersionSet::create(fs.clone(), dir, &opts)?
     };
-    let block_cache = Arc::new(BlockCache::new(
-        opts.block_cache_capacity,
-        CACHE_SHARD_BITS,
-        HIGH_PRIORITY_RATIO,
-    ));
+    let block_cache = Arc::new(new_block_cache(opts.block_cache_capacity));
     let table_cache = Arc::new(TableCache::new(
         fs.clone(),
         dir.to_path_buf(),
@@ -188,7 +179,11 @@ impl DbInner {
             }
             if let Some(damage) = contents.damage {
                 if !damage.torn_tail && self.opts.paranoid_checks {
-                    return Err(Error::corruption(contents.path, damage.offset, damage.reason));
+                    return Err(Error::corruption(
+                        contents.path,
+                        damage.offset,
+                        damage.reason,
+                    ));
                 }
                 break 'wals;
             }

@@ -71,7 +71,10 @@ impl DbInner {
         }
         let opener = self.table_opener();
         for file in view.version.files(0) {
-            children.push(Box::new(LevelIterator::new(vec![file.clone()], opener.clone())));
+            children.push(Box::new(LevelIterator::new(
+                vec![file.clone()],
+                opener.clone(),
+            )));
         }
         for level in 1..crate::base::limits::NUM_LEVELS {
             let files = view.version.files(level);

@@ -68,6 +68,8 @@ pub struct Stats {
     pub immutable_memtables: usize,
     pub memtable_bytes: u64,
     pub block_cache_usage: u64,
+    pub block_cache_hits: u64,
+    pub block_cache_misses: u64,
     pub block_cache_capacity: u64,
 }
 
@@ -158,14 +160,16 @@ impl Stats {
         );
         let _ = writeln!(
             s,
-            "stalls: {:.3} s ({} slowed, {} stopped writes); memtables: {:.1} MB active+{} immutable; block cache {:.1}/{:.1} MB",
+            "stalls: {:.3} s ({} slowed, {} stopped writes); memtables: {:.1} MB active+{} immutable; block cache {:.1}/{:.1} MB, {} hits, {} misses",
             self.stall_micros as f64 / 1e6,
             self.slowdown_writes,
             self.stopped_writes,
             mb(self.memtable_bytes),
             self.immutable_memtables,
             mb(self.block_cache_usage),
-            mb(self.block_cache_capacity)
+            mb(self.block_cache_capacity),
+            self.block_cache_hits,
+            self.block_cache_misses
         );
         s
     }

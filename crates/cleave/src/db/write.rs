@@ -133,10 +133,8 @@ impl DbInner {
             return self.make_room_for_write(true);
         }
         self.make_room_for_write(false)?;
-        let mut batches: Vec<WriteBatch> = group
-            .iter()
-            .filter_map(|w| w.batch.lock().take())
-            .collect();
+        let mut batches: Vec<WriteBatch> =
+            group.iter().filter_map(|w| w.batch.lock().take()).collect();
         let mut wal = self.wal.lock();
         let first_seq = self.visible_seq.load(Ordering::Acquire) + 1;
         let mut seq = first_seq;
@@ -212,7 +210,10 @@ impl DbInner {
                 drop(st);
                 let start = Instant::now();
                 std::thread::sleep(SLOWDOWN_DELAY);
-                add(&self.counters.stall_micros, start.elapsed().as_micros() as u64);
+                add(
+                    &self.counters.stall_micros,
+                    start.elapsed().as_micros() as u64,
+                );
                 add(&self.counters.slowdown_writes, 1);
                 allow_delay = false;
                 st = self.state.lock();
@@ -232,7 +233,10 @@ impl DbInner {
                 add(&self.counters.stopped_writes, 1);
                 self.bg_cv.notify_all();
                 self.bg_cv.wait(&mut st);
-                add(&self.counters.stall_micros, start.elapsed().as_micros() as u64);
+                add(
+                    &self.counters.stall_micros,
+                    start.elapsed().as_micros() as u64,
+                );
                 continue;
             }
             st = self.switch_memtable(st)?;
@@ -266,7 +270,10 @@ impl DbInner {
         let mut st = self.state.lock();
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
         let old_wal = std::mem::replace(&mut st.mem_wal, number);
-        st.imm.push_back(Immutable { mem: old, wal: old_wal });
+        st.imm.push_back(Immutable {
+            mem: old,
+            wal: old_wal,
+        });
         st.live_wals.push(number);
         st.mem_has_unlogged = false;
         self.bg_cv.notify_all();

@@ -139,6 +139,10 @@ impl DbIterator {
     }
 
     /// Moves to the next key. Does nothing if the iterator is not valid.
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "RocksDB-style cursor: next() moves and returns Result"
+    )]
     pub fn next(&mut self) -> Result<()> {
         self.run(Self::next_inner)
     }

@@ -60,6 +60,7 @@ impl FileMeta {
         let _ = self.obsolete.0.set((self.number, sink.clone()));
     }
 
+    #[cfg(test)]
     pub(crate) fn is_marked_obsolete(&self) -> bool {
         self.obsolete.0.get().is_some()
     }

@@ -9,7 +9,6 @@ pub(crate) mod version_set;
 pub(crate) use edit::{VersionEdit, FORMAT_VERSION};
 pub(crate) use file_meta::{FileMeta, ObsoleteFiles};
 pub(crate) use version::Version;
-pub(crate) use version_set::VersionSet;
 
 #[cfg(test)]
 pub(crate) mod testutil {

@@ -125,6 +125,7 @@ impl Version {
     }
 
     /// Builds a Version from files per level, for tests and tools.
+    #[cfg(test)]
     pub(crate) fn from_files(files: Vec<(usize, FileMeta)>) -> Result<Version, &'static str> {
         Version::default().apply(VersionEdit {
             new_files: files,

@@ -219,11 +219,6 @@ impl VersionSet {
         n
     }
 
-    /// Called when recovery finds a file (e.g. a WAL) numbered `n`.
-    pub(crate) fn mark_file_number_used(&mut self, n: FileNumber) {
-        self.next_file_number = self.next_file_number.max(n.0 + 1);
-    }
-
     pub(crate) fn last_seq(&self) -> SeqNo {
         self.last_seq
     }

@@ -133,6 +133,7 @@ impl MemTable {
         self.memory_usage.load(AtomicOrdering::Relaxed)
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.map.len()
     }

@@ -73,14 +73,23 @@ impl RecordWriter {
 /// What the reader found at its position.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Next<'a> {
-    Record { offset: u64, payload: &'a [u8] },
+    Record {
+        offset: u64,
+        payload: &'a [u8],
+    },
     /// Clean end of the data.
     End,
     /// A bad record that extends to the end of the data: what a crash in
     /// the middle of an append leaves behind.
-    TornTail { offset: u64, reason: &'static str },
+    TornTail {
+        offset: u64,
+        reason: &'static str,
+    },
     /// A bad record with more data after it: damage, not a torn append.
-    Corrupt { offset: u64, reason: &'static str },
+    Corrupt {
+        offset: u64,
+        reason: &'static str,
+    },
 }
 
 /// Reads records from a file's contents, never panicking on bad bytes.

@@ -76,6 +76,7 @@ impl BlockBuilder {
         self.num_entries == 0
     }
 
+    #[cfg(test)]
     pub(crate) fn num_entries(&self) -> usize {
         self.num_entries
     }
@@ -334,6 +335,7 @@ impl BlockIter {
     }
 
     /// Positions at the last entry ≤ `target`.
+    #[cfg(test)]
     pub(crate) fn seek_for_prev(&mut self, target: &[u8]) -> Result<(), DecodeError> {
         self.seek(target)?;
         if !self.valid() {

@@ -120,6 +120,7 @@ impl TableBuilder {
         self.offset + pending as u64
     }
 
+    #[cfg(test)]
     pub(crate) fn num_entries(&self) -> u64 {
         self.props.num_entries
     }

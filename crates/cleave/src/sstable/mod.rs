@@ -14,8 +14,7 @@ use crate::Compression;
 pub(crate) use block::Block;
 pub(crate) use bloom::BloomFilter;
 pub(crate) use builder::TableBuilder;
-pub(crate) use properties::TableProperties;
-pub(crate) use reader::{Table, TableIter};
+pub(crate) use reader::Table;
 
 /// Metaindex names. Written to disk: never change.
 const META_FILTER: &[u8] = b"filter.bloom";

@@ -1,7 +1,7 @@
 //! Reads an sstable: point lookups through the bloom filter and index, and
 //! a two-level iterator (index block, then data blocks).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::base::coding::DecodeError;
@@ -95,14 +95,7 @@ impl Table {
         Ok(table)
     }
 
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    pub(crate) fn number(&self) -> FileNumber {
-        self.number
-    }
-
+    #[cfg(test)]
     pub(crate) fn properties(&self) -> &TableProperties {
         &self.properties
     }

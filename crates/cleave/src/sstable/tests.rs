@@ -7,6 +7,7 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::reader::TableIter;
 use super::*;
 use crate::base::key::{self, MAX_SEQ};
 use crate::base::{FileNumber, ValueKind};

@@ -254,12 +254,23 @@ mod tests {
     fn fails_the_chosen_operation_once() {
         let fs = FaultFs::new(Arc::new(MemFs::new()));
         fs.create_dir_all(Path::new("/d")).unwrap();
-        let mut f = fs.create(Path::new("/d/x.wal"), FileOptions::default()).unwrap();
+        let mut f = fs
+            .create(Path::new("/d/x.wal"), FileOptions::default())
+            .unwrap();
         fs.fail(&[FaultOp::Sync], Some(".wal"), 1, ErrorKind::Other, false);
         f.append(b"a").unwrap();
         f.sync().unwrap();
         let err = f.sync().unwrap_err();
-        assert!(matches!(err, Error::Io { op: "fdatasync", .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                Error::Io {
+                    op: "fdatasync",
+                    ..
+                }
+            ),
+            "{err}"
+        );
         f.sync().unwrap();
         assert_eq!(fs.injected(), 1);
         assert_eq!(fs.count(FaultOp::Sync), 3);

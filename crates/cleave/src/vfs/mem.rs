@@ -37,7 +37,11 @@ pub struct MemFs {
 }
 
 fn not_found(path: &Path, op: &'static str) -> Error {
-    Error::io(path, op, std::io::Error::new(ErrorKind::NotFound, "no such file"))
+    Error::io(
+        path,
+        op,
+        std::io::Error::new(ErrorKind::NotFound, "no such file"),
+    )
 }
 
 impl MemFs {
@@ -96,7 +100,11 @@ impl MemFs {
 
     /// Test helper: the size of a file, if it exists.
     pub fn file_len(&self, path: &Path) -> Option<usize> {
-        self.state.lock().live.get(path).map(|f| f.lock().data.len())
+        self.state
+            .lock()
+            .live
+            .get(path)
+            .map(|f| f.lock().data.len())
     }
 
     /// Test helper: cuts a file to `len` bytes (in both views).
@@ -133,14 +141,19 @@ impl Fs for MemFs {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let mut st = self.state.lock();
-        let f = st.live.remove(from).ok_or_else(|| not_found(from, "rename"))?;
+        let f = st
+            .live
+            .remove(from)
+            .ok_or_else(|| not_found(from, "rename"))?;
         st.live.insert(to.to_path_buf(), f);
         Ok(())
     }
 
     fn remove(&self, path: &Path) -> Result<()> {
         let mut st = self.state.lock();
-        st.live.remove(path).ok_or_else(|| not_found(path, "remove"))?;
+        st.live
+            .remove(path)
+            .ok_or_else(|| not_found(path, "remove"))?;
         Ok(())
     }
 
@@ -245,7 +258,10 @@ impl RandomAccessFile for MemRandomAccess {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let f = self.file.lock();
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        match start.checked_add(len).and_then(|end| f.data.get(start..end)) {
+        match start
+            .checked_add(len)
+            .and_then(|end| f.data.get(start..end))
+        {
             Some(s) => Ok(s.to_vec()),
             None => Err(Error::io(
                 &self.path,

@@ -52,6 +52,9 @@ pub trait WritableFile: Send {
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far.
     fn len(&self) -> u64;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// A file read at arbitrary offsets, shared between threads.
@@ -59,6 +62,9 @@ pub trait RandomAccessFile: Send + Sync {
     /// Reads exactly `len` bytes at `offset`; reading past the end is an error.
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
     fn len(&self) -> u64;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Holds a directory lock until dropped.
@@ -67,16 +73,21 @@ pub trait FileLock: Send + Sync {}
 /// Reads a whole file.
 pub(crate) fn read_all(fs: &dyn Fs, path: &Path) -> Result<Vec<u8>> {
     let f = fs.open(path, FileOptions::default())?;
-    let len = usize::try_from(f.len()).map_err(|_| {
-        crate::Error::corruption(path, 0, "file larger than the address space")
-    })?;
+    let len = usize::try_from(f.len())
+        .map_err(|_| crate::Error::corruption(path, 0, "file larger than the address space"))?;
     f.read_at(0, len)
 }
 
 /// Writes `data` to `path` via a temporary file and a rename, syncing both
 /// the file and the directory, so that `path` holds the old or the new
 /// contents after a crash, never a mix.
-pub(crate) fn write_atomically(fs: &dyn Fs, dir: &Path, tmp: &Path, path: &Path, data: &[u8]) -> Result<()> {
+pub(crate) fn write_atomically(
+    fs: &dyn Fs,
+    dir: &Path,
+    tmp: &Path,
+    path: &Path,
+    data: &[u8],
+) -> Result<()> {
     let mut f = fs.create(tmp, FileOptions::default())?;
     f.append(data)?;
     f.sync()?;

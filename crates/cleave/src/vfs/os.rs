@@ -133,7 +133,7 @@ unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
     fn new(cap: usize) -> Self {
-        assert!(cap > 0 && cap % DIRECT_ALIGN == 0);
+        assert!(cap > 0 && cap.is_multiple_of(DIRECT_ALIGN));
         let layout = Self::layout(cap);
         // SAFETY: layout has non-zero size.
         let raw = unsafe { alloc::alloc_zeroed(layout) };
@@ -162,7 +162,9 @@ impl AlignedBuf {
 
     fn spare(&mut self) -> &mut [u8] {
         // SAFETY: bytes len..cap are inside the allocation and not aliased.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(self.len), self.cap - self.len) }
+        unsafe {
+            std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(self.len), self.cap - self.len)
+        }
     }
 
     fn push(&mut self, data: &[u8]) -> usize {
@@ -192,7 +194,10 @@ enum Buffer {
     Plain(Vec<u8>),
     /// `O_DIRECT`: bytes from `base` (aligned) on; only whole aligned blocks
     /// are written, the tail is written padded at sync and rewritten later.
-    Direct { buf: AlignedBuf, base: u64 },
+    Direct {
+        buf: AlignedBuf,
+        base: u64,
+    },
 }
 
 struct OsWritable {
@@ -320,7 +325,10 @@ impl OsRandomAccess {
             "read",
             std::io::Error::new(
                 ErrorKind::UnexpectedEof,
-                format!("read of {len} bytes at {offset} past end of file ({} bytes)", self.len),
+                format!(
+                    "read of {len} bytes at {offset} past end of file ({} bytes)",
+                    self.len
+                ),
             ),
         )
     }
@@ -328,7 +336,9 @@ impl OsRandomAccess {
 
 impl RandomAccessFile for OsRandomAccess {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let end = offset.checked_add(len as u64).ok_or_else(|| self.eof(offset, len))?;
+        let end = offset
+            .checked_add(len as u64)
+            .ok_or_else(|| self.eof(offset, len))?;
         if end > self.len {
             return Err(self.eof(offset, len));
         }
@@ -376,7 +386,9 @@ mod tests {
         let p = dir.path().join("f");
         let fs = OsFs;
         let mut w = fs.create(&p, FileOptions { direct }).unwrap();
-        let data: Vec<u8> = (0..3 * WRITE_BUFFER + 777).map(|i| (i % 251) as u8).collect();
+        let data: Vec<u8> = (0..3 * WRITE_BUFFER + 777)
+            .map(|i| (i % 251) as u8)
+            .collect();
         w.append(&data[..100]).unwrap();
         w.sync().unwrap();
         for chunk in data[100..].chunks(5000) {

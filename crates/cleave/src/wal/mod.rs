@@ -23,7 +23,6 @@ fn header(number: FileNumber) -> Vec<u8> {
 
 /// Appends batches to one WAL file.
 pub(crate) struct WalWriter {
-    number: FileNumber,
     writer: RecordWriter,
     scratch: Vec<u8>,
 }
@@ -36,14 +35,9 @@ impl WalWriter {
         let mut writer = RecordWriter::new(file);
         writer.add(&header(number))?;
         Ok(WalWriter {
-            number,
             writer,
             scratch: Vec::new(),
         })
-    }
-
-    pub(crate) fn number(&self) -> FileNumber {
-        self.number
     }
 
     /// Appends one record per payload in a single write, then hands the
@@ -60,10 +54,6 @@ impl WalWriter {
 
     pub(crate) fn sync(&mut self) -> Result<()> {
         self.writer.sync()
-    }
-
-    pub(crate) fn len(&self) -> u64 {
-        self.writer.len()
     }
 }
 
@@ -105,11 +95,19 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path, number: FileNumber) -> Result<WalCon
             // A crash right after creation: the header never made it.
             Next::TornTail { offset: 0, .. } => break,
             Next::TornTail { offset, reason } => {
-                contents.damage = Some(Damage { offset, reason, torn_tail: true });
+                contents.damage = Some(Damage {
+                    offset,
+                    reason,
+                    torn_tail: true,
+                });
                 break;
             }
             Next::Corrupt { offset, reason } => {
-                contents.damage = Some(Damage { offset, reason, torn_tail: false });
+                contents.damage = Some(Damage {
+                    offset,
+                    reason,
+                    torn_tail: false,
+                });
                 break;
             }
         };
@@ -219,8 +217,11 @@ mod tests {
     fn header_for_another_number_is_corruption() {
         let (fs, dir) = setup();
         write_wal(&fs, &dir, 5);
-        fs.rename(&filename::wal(&dir, FileNumber(5)), &filename::wal(&dir, FileNumber(6)))
-            .unwrap();
+        fs.rename(
+            &filename::wal(&dir, FileNumber(5)),
+            &filename::wal(&dir, FileNumber(6)),
+        )
+        .unwrap();
         assert!(read(&fs, &dir, FileNumber(6)).unwrap_err().is_corruption());
     }
 }
