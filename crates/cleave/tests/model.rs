@@ -148,6 +148,13 @@ fn run(seed: u64, ops: usize) {
     let mut db = Db::open(dir, options(&fs, &mut rng)).unwrap();
     let mut model = Model::new();
     let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
+    // Background work seen across reopens, to show the run exercised it.
+    let mut work = (0u64, 0u64);
+    let mut tally = |db: &Db| {
+        let s = db.stats();
+        work.0 += s.flushes;
+        work.1 += s.compactions + s.trivial_moves;
+    };
     let wo = WriteOptions::default();
     for op in 0..ops {
         let ctx = format!("seed {seed} op {op}");
@@ -223,6 +230,7 @@ fn run(seed: u64, ops: usize) {
             }
             95..=96 => {
                 snapshots.clear();
+                tally(&db);
                 db.close().unwrap();
                 db = Db::open(dir, options(&fs, &mut rng)).unwrap();
             }
@@ -232,6 +240,7 @@ fn run(seed: u64, ops: usize) {
                 snapshots.clear();
                 db.flush().unwrap();
                 let crashed = fs.crash_clone();
+                tally(&db);
                 db.close().unwrap();
                 fs = crashed;
                 db = Db::open(dir, options(&fs, &mut rng)).unwrap();
@@ -240,7 +249,9 @@ fn run(seed: u64, ops: usize) {
     }
     // A full comparison at the end, after a reopen.
     snapshots.clear();
+    tally(&db);
     db.close().unwrap();
+    assert!(work.0 > 0 && work.1 > 0, "seed {seed}: no flush or compaction ran: {work:?}");
     let db = Db::open(dir, options(&fs, &mut rng)).unwrap();
     let mut it = db.iter(&ReadOptions::new());
     it.seek_to_first().unwrap();
