@@ -134,8 +134,8 @@ impl Options {
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
         }
-        if self.max_manifest_file_size < 64 << 10 {
-            return bad("max_manifest_file_size must be at least 64 KiB");
+        if self.max_manifest_file_size < 1 << 10 {
+            return bad("max_manifest_file_size must be at least 1 KiB");
         }
         Ok(())
     }

@@ -251,7 +251,10 @@ fn run(seed: u64, ops: usize) {
     snapshots.clear();
     tally(&db);
     db.close().unwrap();
-    assert!(work.0 > 0 && work.1 > 0, "seed {seed}: no flush or compaction ran: {work:?}");
+    assert!(
+        work.0 > 0 && work.1 > 0,
+        "seed {seed}: no flush or compaction ran: {work:?}"
+    );
     let db = Db::open(dir, options(&fs, &mut rng)).unwrap();
     let mut it = db.iter(&ReadOptions::new());
     it.seek_to_first().unwrap();

@@ -196,6 +196,12 @@ impl Busy {
         }
     }
 
+    /// Adds everything `other` holds busy.
+    pub(crate) fn extend(&mut self, other: &Busy) {
+        self.files.extend(&other.files);
+        self.outputs.extend(other.outputs.iter().cloned());
+    }
+
     pub(crate) fn contains_file(&self, n: FileNumber) -> bool {
         self.files.contains(&n)
     }

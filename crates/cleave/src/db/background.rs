@@ -10,18 +10,18 @@ use crate::compaction::picker::{self, Busy, CompactionPlan};
 use crate::error::Result;
 use crate::manifest::version::Version;
 
-/// A compaction in progress, so that the picker avoids its files and
-/// output range.
+/// A compaction in progress: the files and output range the picker must
+/// avoid. It holds no `FileMeta`, so that it never delays file deletion.
 pub(super) struct RunningCompaction {
     id: u64,
-    plan: Arc<CompactionPlan>,
+    busy: Busy,
 }
 
 impl State {
     fn busy(&self) -> Busy {
         let mut busy = Busy::default();
         for c in &self.compactions {
-            busy.add(&c.plan);
+            busy.extend(&c.busy);
         }
         busy
     }
@@ -49,7 +49,7 @@ pub(super) fn run(db: &DbInner) {
         if st.bg_error.is_none() {
             if let Some(plan) = picker::pick(&st.current, &db.picker_opts, &st.busy()) {
                 let version = st.current.clone();
-                st = run_registered(db, st, plan, &version);
+                st = run_registered(db, st, plan, version);
                 continue;
             }
         }
@@ -62,19 +62,21 @@ fn run_registered<'a>(
     db: &'a DbInner,
     mut st: parking_lot::MutexGuard<'a, State>,
     plan: CompactionPlan,
-    version: &Arc<Version>,
+    version: Arc<Version>,
 ) -> parking_lot::MutexGuard<'a, State> {
-    let plan = Arc::new(plan);
     let id = db.next_job_id.fetch_add(1, Ordering::Relaxed);
-    st.compactions.push(RunningCompaction {
-        id,
-        plan: plan.clone(),
-    });
+    let mut busy = Busy::default();
+    busy.add(&plan);
+    st.compactions.push(RunningCompaction { id, busy });
     drop(st);
-    let r = db.run_compaction(&plan, version);
+    let r = db.run_compaction(&plan, &version);
     if let Err(e) = &r {
         db.set_bg_error(e);
     }
+    // The plan and its Version are the last holders of the inputs: release
+    // them so that the inputs are deleted before the job counts as done.
+    drop(plan);
+    drop(version);
     db.delete_obsolete_files();
     let mut st = db.state.lock();
     st.compactions.retain(|c| c.id != id);
@@ -92,7 +94,9 @@ impl DbInner {
                 let mut st = self.state.lock();
                 Self::check_bg_error(&st)?;
                 let last = (0..NUM_LEVELS).rev().find(|&l| st.current.num_files(l) > 0);
-                if last.is_none_or(|last| level >= last) {
+                // L0 files overlap each other, so L0 is compacted even when
+                // it alone holds data; the last level is not rewritten.
+                if last.is_none_or(|last| level > 0 && level >= last) {
                     return Ok(());
                 }
                 if st.current.overlapping_files(level, begin, end).is_empty() {
@@ -103,7 +107,7 @@ impl DbInner {
                 {
                     Some(plan) => {
                         let version = st.current.clone();
-                        let st = run_registered(self, st, plan, &version);
+                        let st = run_registered(self, st, plan, version);
                         Self::check_bg_error(&st)?;
                     }
                     // Files in the range are being compacted: wait for them.

@@ -241,7 +241,12 @@ impl DbInner {
             .map(|l| LevelStats {
                 files: st.current.num_files(l),
                 bytes: st.current.level_bytes(l),
-                target_bytes: targets[l],
+                // Levels never compacted by size have no target.
+                target_bytes: if targets[l] == u64::MAX {
+                    0
+                } else {
+                    targets[l]
+                },
                 score: scores[l],
             })
             .collect();

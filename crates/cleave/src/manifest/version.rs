@@ -106,17 +106,22 @@ impl Version {
     /// the `Arc`s that Versions share.
     pub(crate) fn apply(&self, edit: VersionEdit) -> Result<Version, &'static str> {
         let mut levels = self.levels.clone();
+        let mut removed = Vec::new();
         for &(level, number) in &edit.deleted_files {
             let files = levels.get_mut(level).ok_or("level out of range")?;
-            let before = files.len();
-            files.retain(|f| f.number != number);
-            if files.len() == before {
-                return Err("edit deletes a file that is not in its level");
-            }
+            let at = files
+                .iter()
+                .position(|f| f.number == number)
+                .ok_or("edit deletes a file that is not in its level")?;
+            removed.push(files.remove(at));
         }
         for (level, meta) in edit.new_files {
             let files = levels.get_mut(level).ok_or("level out of range")?;
-            files.push(Arc::new(meta));
+            // A file moved between levels keeps its one `Arc`: deletion
+            // waits for the last holder of the file, whichever level it was
+            // read from.
+            let moved = removed.iter().find(|f| f.number == meta.number);
+            files.push(moved.map_or_else(|| Arc::new(meta), Arc::clone));
         }
         let mut v = Version { levels };
         v.sort();
@@ -205,6 +210,20 @@ mod tests {
             (3, meta(2, "b", "h", 10, 40)),
         ])
         .unwrap()
+    }
+
+    /// Regression: a trivial move once gave the moved file a second `Arc`,
+    /// and a reader holding the old one could see the file deleted.
+    #[test]
+    fn moved_file_keeps_its_arc() {
+        let v = sample();
+        let mut e = VersionEdit::default();
+        e.delete_file(1, FileNumber(6));
+        e.add_file(2, meta(6, "q", "t", 50, 20));
+        let moved = v.apply(e).unwrap();
+        let old = v.files(1).iter().find(|f| f.number.0 == 6).unwrap();
+        let new = moved.files(2).iter().find(|f| f.number.0 == 6).unwrap();
+        assert!(Arc::ptr_eq(old, new));
     }
 
     #[test]
