@@ -145,10 +145,7 @@ fn orphans_are_removed_on_open() {
         names.contains(&"user-notes.txt".to_string()),
         "a file not ours was removed"
     );
-    assert_eq!(
-        db.get(&ReadOptions::new(), b"key00007").unwrap().is_some(),
-        true
-    );
+    assert!(db.get(&ReadOptions::new(), b"key00007").unwrap().is_some());
 }
 
 #[test]
