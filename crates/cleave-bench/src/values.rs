@@ -116,6 +116,17 @@ mod tests {
     }
 
     #[test]
+    fn values_match_db_bench_byte_for_byte() {
+        // The first bytes of the values db_bench 7.8.3 wrote for keys 0 and 1
+        // of `fillseq --compression_ratio=0.5` (read back with `ldb scan --hex`).
+        let mut generator = ValueGenerator::new(100, 0.5);
+        let first = generator.next_value(100).to_vec();
+        let second = generator.next_value(100);
+        assert_eq!(&first[..8], &[0x5E, 0x7B, 0x56, 0x68, 0x7A, 0x22, 0x21, 0x2F]);
+        assert_eq!(&second[..8], &[0x62, 0x4F, 0x7B, 0x5C, 0x5E, 0x61, 0x54, 0x3F]);
+    }
+
+    #[test]
     fn pieces_repeat_their_random_prefix() {
         let mut generator = ValueGenerator::new(100, 0.5);
         let value = generator.next_value(100).to_vec();
