@@ -11,6 +11,8 @@ use crate::flags::{CompressionType, Flags};
 
 // TODO(lead): un-comment once crates/cleave exports the `Db` API that
 // engines/cleave.rs is written against, and the `"cleave"` arm in `open`.
+// (Checked: with both changes it builds, passes clippy and runs against
+// main at 54b865f.)
 // mod cleave;
 
 #[cfg(test)]
