@@ -1,0 +1,211 @@
+//! The engines the driver can run, behind one trait, so RocksDB and BlobDB
+//! adapters (through the `rocksdb` crate) can later run the same workloads
+//! in the same process.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::flags::{CompressionType, Flags};
+
+mod cleave;
+
+#[cfg(test)]
+pub mod memory;
+
+/// What a seek-then-next scan saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanOutcome {
+    /// The iterator landed exactly on the seek key (db_bench's "found").
+    pub found_exact: bool,
+    /// Entries read by the `next` calls.
+    pub entries: u64,
+    /// Key plus value bytes of those entries.
+    pub bytes: u64,
+}
+
+/// Byte counters an engine keeps about its own I/O, cumulative since open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct EngineCounters {
+    pub user_bytes_written: u64,
+    pub wal_bytes_written: u64,
+    pub flush_bytes_written: u64,
+    pub compaction_bytes_read: u64,
+    pub compaction_bytes_written: u64,
+    pub stall_micros: u64,
+}
+
+impl EngineCounters {
+    /// Counters accumulated between `earlier` and `self`.
+    pub fn since(&self, earlier: &Self) -> Self {
+        Self {
+            user_bytes_written: self
+                .user_bytes_written
+                .saturating_sub(earlier.user_bytes_written),
+            wal_bytes_written: self
+                .wal_bytes_written
+                .saturating_sub(earlier.wal_bytes_written),
+            flush_bytes_written: self
+                .flush_bytes_written
+                .saturating_sub(earlier.flush_bytes_written),
+            compaction_bytes_read: self
+                .compaction_bytes_read
+                .saturating_sub(earlier.compaction_bytes_read),
+            compaction_bytes_written: self
+                .compaction_bytes_written
+                .saturating_sub(earlier.compaction_bytes_written),
+            stall_micros: self.stall_micros.saturating_sub(earlier.stall_micros),
+        }
+    }
+
+    /// Everything the engine wrote (WAL, flushes, compactions) per user
+    /// byte; `None` when no user bytes were written.
+    pub fn write_amplification(&self) -> Option<f64> {
+        let written =
+            self.wal_bytes_written + self.flush_bytes_written + self.compaction_bytes_written;
+        (self.user_bytes_written > 0).then(|| written as f64 / self.user_bytes_written as f64)
+    }
+}
+
+/// A key-value engine under test. Write durability (`sync`, `disable_wal`)
+/// is fixed when the engine is opened, as db_bench fixes it per run.
+pub trait Engine: Send + Sync {
+    /// The `--engine` name.
+    fn name(&self) -> &'static str;
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Writes all entries atomically.
+    fn write_batch(&self, entries: &[(&[u8], &[u8])]) -> Result<()>;
+    /// Seeks a fresh iterator to `start`, then reads up to `nexts` entries
+    /// with `next`, as db_bench's seekrandom does.
+    fn scan(&self, start: &[u8], nexts: u64) -> Result<ScanOutcome>;
+    /// Writes the memtable out.
+    fn flush(&self) -> Result<()>;
+    /// Compacts the whole key range.
+    fn compact_all(&self) -> Result<()>;
+    /// Returns once no flush or compaction is pending or running.
+    fn wait_for_compactions(&self) -> Result<()>;
+    /// The engine's own human-readable statistics, if it has any.
+    fn stats_text(&self) -> Option<String>;
+    /// The engine's own I/O counters, if it keeps them.
+    fn counters(&self) -> Option<EngineCounters>;
+    /// A note for the run header about options the engine could not honour
+    /// exactly (e.g. a codec it lacks).
+    fn config_notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Closes the engine, reporting errors that dropping would hide.
+    fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// Engine options, from the db_bench flags.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub path: PathBuf,
+    pub write_buffer_size: u64,
+    pub max_write_buffer_number: u32,
+    pub target_file_size_base: u64,
+    pub max_bytes_for_level_base: u64,
+    pub max_background_jobs: u32,
+    pub cache_size: u64,
+    /// `None` leaves the engine's default; `Some(0)` disables the filter.
+    pub bloom_bits_per_key: Option<u32>,
+    pub compression: CompressionType,
+    pub sync: bool,
+    pub disable_wal: bool,
+    pub use_direct_reads: bool,
+    pub use_direct_io_for_flush_and_compaction: bool,
+}
+
+impl EngineConfig {
+    pub fn from_flags(flags: &Flags) -> Self {
+        Self {
+            path: flags.db.clone(),
+            write_buffer_size: flags.write_buffer_size,
+            max_write_buffer_number: flags.max_write_buffer_number,
+            target_file_size_base: flags.target_file_size_base,
+            max_bytes_for_level_base: flags.max_bytes_for_level_base,
+            max_background_jobs: flags.max_background_jobs,
+            cache_size: flags.cache_size,
+            bloom_bits_per_key: u32::try_from(flags.bloom_bits).ok(),
+            compression: flags.compression_type,
+            sync: flags.sync,
+            disable_wal: flags.disable_wal,
+            use_direct_reads: flags.use_direct_reads,
+            use_direct_io_for_flush_and_compaction: flags.use_direct_io_for_flush_and_compaction,
+        }
+    }
+
+    /// The options as one header line, so a result file says what ran.
+    pub fn describe(&self) -> String {
+        let bloom = match self.bloom_bits_per_key {
+            Some(bits) => bits.to_string(),
+            None => "engine default".to_owned(),
+        };
+        format!(
+            "path {} | write_buffer_size {} x {} | target_file_size_base {} | \
+             max_bytes_for_level_base {} | max_background_jobs {} | cache_size {} | \
+             bloom_bits {} | compression {:?} | sync {} | disable_wal {} | \
+             direct reads {} | direct flush/compaction {}",
+            self.path.display(),
+            self.write_buffer_size,
+            self.max_write_buffer_number,
+            self.target_file_size_base,
+            self.max_bytes_for_level_base,
+            self.max_background_jobs,
+            self.cache_size,
+            bloom,
+            self.compression,
+            self.sync,
+            self.disable_wal,
+            self.use_direct_reads,
+            self.use_direct_io_for_flush_and_compaction,
+        )
+    }
+}
+
+/// The engine names `open` knows.
+pub const ENGINE_NAMES: &[&str] = &["cleave"];
+
+/// Opens the engine named by `--engine` on `config.path`.
+pub fn open(name: &str, config: &EngineConfig) -> Result<Box<dyn Engine>> {
+    match name {
+        "cleave" => Ok(Box::new(cleave::CleaveEngine::open(config)?)),
+        other => bail!("unknown --engine={other:?}; known engines: {ENGINE_NAMES:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn counters_difference_and_write_amp() {
+        let before = EngineCounters {
+            user_bytes_written: 100,
+            wal_bytes_written: 100,
+            ..EngineCounters::default()
+        };
+        let after = EngineCounters {
+            user_bytes_written: 300,
+            wal_bytes_written: 300,
+            flush_bytes_written: 200,
+            compaction_bytes_written: 100,
+            ..EngineCounters::default()
+        };
+        let delta = after.since(&before);
+        assert_eq!(delta.user_bytes_written, 200);
+        assert_eq!(delta.write_amplification(), Some(2.5));
+        assert_eq!(EngineCounters::default().write_amplification(), None);
+    }
+
+    #[test]
+    fn unknown_engine_is_an_error() {
+        let config = EngineConfig::from_flags(&crate::flags::Flags::parse_from(["x"]));
+        let error = open("leveldb", &config).err().map(|e| e.to_string());
+        assert!(error.is_some_and(|message| message.contains("unknown --engine")));
+    }
+}

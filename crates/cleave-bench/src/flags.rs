@@ -1,0 +1,317 @@
+//! Command-line flags, named and defaulted as in RocksDB 7.8's `db_bench`, so
+//! one command line runs against both tools.
+//!
+//! `db_bench` parses flags with gflags, which accepts `--name=value`,
+//! `-name=value` and, for booleans, a bare `--name`, `--name=1` or
+//! `--name=true`. [`normalize_args`] and [`parse_bool`] give clap the same
+//! vocabulary.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{Parser, ValueEnum};
+
+/// The block compression to ask the engine for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompressionType {
+    None,
+    /// `db_bench`'s default. cleave has no snappy codec; engines without
+    /// one use lz4, the closest fast codec, and say so in the header.
+    Snappy,
+    Lz4,
+    Zstd,
+}
+
+/// Every flag of the driver. Field names are `db_bench`'s flag names.
+#[derive(Clone, Debug, Parser)]
+#[command(
+    name = "cleave-bench",
+    about = "A db_bench-compatible benchmark driver for cleave",
+    rename_all = "snake_case"
+)]
+pub struct Flags {
+    /// Comma-separated benchmarks to run in order: fillseq, fillrandom,
+    /// overwrite, readrandom, seekrandom, flush, compact,
+    /// waitforcompaction, stats.
+    #[arg(long, default_value = "fillrandom,readrandom")]
+    pub benchmarks: String,
+
+    /// Which engine to drive.
+    #[arg(long, default_value = "cleave")]
+    pub engine: String,
+
+    /// Number of keys in the key space; also the number of writes and reads
+    /// per thread unless --writes or --reads say otherwise.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub num: u64,
+
+    /// Reads (gets or seeks) per thread; negative means --num.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub reads: i64,
+
+    /// Writes per thread for fillrandom and overwrite; negative means --num.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub writes: i64,
+
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+
+    /// Concurrent benchmark threads. As in db_bench, every thread does the
+    /// full --num / --reads / --writes count and the report is the total.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+
+    /// Keep the database in --db instead of wiping it first.
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub use_existing_db: bool,
+
+    /// The database directory (db_bench's default is under /tmp; ours is
+    /// ./bench-data, which .gitignore covers).
+    #[arg(long, default_value = "./bench-data")]
+    pub db: PathBuf,
+
+    #[arg(long, value_enum, default_value = "snappy", ignore_case = true)]
+    pub compression_type: CompressionType,
+
+    #[arg(long, default_value_t = 64 << 20)]
+    pub write_buffer_size: u64,
+
+    #[arg(long, default_value_t = 2)]
+    pub max_write_buffer_number: u32,
+
+    #[arg(long, default_value_t = 64 << 20)]
+    pub target_file_size_base: u64,
+
+    #[arg(long, default_value_t = 256 << 20)]
+    pub max_bytes_for_level_base: u64,
+
+    #[arg(long, default_value_t = 2)]
+    pub max_background_jobs: u32,
+
+    /// Block cache capacity in bytes.
+    #[arg(long, default_value_t = 8 << 20)]
+    pub cache_size: u64,
+
+    /// Bloom filter bits per key; negative means the engine's default and 0
+    /// disables the filter. Note that db_bench's default (-1) means no
+    /// filter for RocksDB, so pass --bloom_bits=10 when comparing.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub bloom_bits: i32,
+
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub sync: bool,
+
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub disable_wal: bool,
+
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub use_direct_reads: bool,
+
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub use_direct_io_for_flush_and_compaction: bool,
+
+    /// Print db_bench's latency summary (Count/Min/Percentiles) after each
+    /// benchmark.
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub histogram: bool,
+
+    /// Seed base for the key generators; 0 derives one from the clock.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Entries per write batch for the fill and overwrite benchmarks.
+    #[arg(long, default_value_t = 1)]
+    pub batch_size: u64,
+
+    /// Values shrink to about this fraction of their size when compressed.
+    #[arg(long, default_value_t = 0.5)]
+    pub compression_ratio: f64,
+
+    /// Iterator Next() calls after each Seek() in seekrandom.
+    #[arg(long, default_value_t = 0)]
+    pub seek_nexts: u64,
+
+    /// Also write the results as a JSON array to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+impl Flags {
+    /// Parses the process's arguments, db_bench style.
+    pub fn from_env() -> Self {
+        Self::parse_from(normalize_args(std::env::args()))
+    }
+
+    /// Reads per thread, resolved as db_bench does (negative means --num).
+    pub fn reads_per_thread(&self) -> u64 {
+        u64::try_from(self.reads).unwrap_or(self.num)
+    }
+
+    /// Writes per thread for the fill and overwrite benchmarks, resolved as
+    /// db_bench's `DoWrite` does (zero or negative means --num).
+    pub fn writes_per_thread(&self) -> u64 {
+        match u64::try_from(self.writes) {
+            Ok(writes) if writes > 0 => writes,
+            _ => self.num,
+        }
+    }
+
+    /// Rejects values that would make a benchmark meaningless or divide by
+    /// zero, with a message naming the flag.
+    pub fn validate(&self) -> Result<()> {
+        if self.threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        if self.num == 0 {
+            // Random keys are drawn from [0, num).
+            bail!("--num must be at least 1");
+        }
+        if self.key_size == 0 {
+            bail!("--key_size must be at least 1");
+        }
+        if self.batch_size == 0 {
+            bail!("--batch_size must be at least 1");
+        }
+        if !(self.compression_ratio > 0.0 && self.compression_ratio <= 1.0) {
+            bail!("--compression_ratio must be in (0, 1]");
+        }
+        Ok(())
+    }
+
+    /// The benchmark names in order, empty entries skipped (db_bench allows
+    /// a trailing comma).
+    pub fn benchmark_names(&self) -> Vec<String> {
+        self.benchmarks
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// gflags booleans: `1/0`, `true/false`, `yes/no`, `t/f`, `y/n`.
+pub fn parse_bool(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "1" | "true" | "t" | "yes" | "y" => Ok(true),
+        "0" | "false" | "f" | "no" | "n" => Ok(false),
+        other => Err(format!(
+            "expected a boolean (1/0/true/false), got {other:?}"
+        )),
+    }
+}
+
+/// Turns gflags' single-dash long flags (`-num=10`) into clap's `--num=10`.
+/// The program name (first argument) and values after `--` are kept as is.
+pub fn normalize_args<I: IntoIterator<Item = String>>(args: I) -> Vec<String> {
+    let mut seen_separator = false;
+    args.into_iter()
+        .enumerate()
+        .map(|(index, arg)| {
+            if index == 0 || seen_separator {
+                return arg;
+            }
+            if arg == "--" {
+                seen_separator = true;
+                return arg;
+            }
+            let single_dash_long = arg.starts_with('-')
+                && !arg.starts_with("--")
+                && arg.len() > 2
+                && arg[1..].starts_with(|c: char| c.is_ascii_alphabetic());
+            if single_dash_long {
+                format!("-{arg}")
+            } else {
+                arg
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Flags {
+        let args = std::iter::once("cleave-bench")
+            .chain(args.iter().copied())
+            .map(str::to_owned);
+        Flags::try_parse_from(normalize_args(args)).expect("flags parse")
+    }
+
+    #[test]
+    fn defaults_match_db_bench() {
+        let flags = parse(&[]);
+        assert_eq!(flags.num, 1_000_000);
+        assert_eq!(flags.key_size, 16);
+        assert_eq!(flags.value_size, 100);
+        assert_eq!(flags.cache_size, 8 * 1024 * 1024);
+        assert_eq!(flags.write_buffer_size, 64 * 1024 * 1024);
+        assert_eq!(flags.max_bytes_for_level_base, 256 * 1024 * 1024);
+        assert_eq!(flags.bloom_bits, -1);
+        assert_eq!(flags.compression_type, CompressionType::Snappy);
+        assert_eq!(flags.db, PathBuf::from("./bench-data"));
+        assert_eq!(flags.reads_per_thread(), 1_000_000);
+        assert_eq!(flags.writes_per_thread(), 1_000_000);
+        assert!(!flags.histogram);
+    }
+
+    #[test]
+    fn gflags_spellings_parse() {
+        let flags = parse(&[
+            "--histogram",
+            "-num=20000",
+            "--use_existing_db=1",
+            "--sync=false",
+            "--disable_wal=true",
+            "--compression_type=none",
+            "--reads=5",
+            "--bloom_bits=-1",
+            "--value_size=1024",
+        ]);
+        assert!(flags.histogram);
+        assert_eq!(flags.num, 20_000);
+        assert!(flags.use_existing_db);
+        assert!(!flags.sync);
+        assert!(flags.disable_wal);
+        assert_eq!(flags.compression_type, CompressionType::None);
+        assert_eq!(flags.reads_per_thread(), 5);
+        assert_eq!(flags.writes_per_thread(), 20_000);
+        assert_eq!(flags.value_size, 1024);
+        assert_eq!(parse(&["--writes=0"]).writes_per_thread(), 1_000_000);
+        assert_eq!(parse(&["--writes=9"]).writes_per_thread(), 9);
+        assert_eq!(parse(&["--reads=0"]).reads_per_thread(), 0);
+    }
+
+    #[test]
+    fn bare_bool_does_not_swallow_next_flag() {
+        let flags = parse(&["--histogram", "--num=7"]);
+        assert!(flags.histogram);
+        assert_eq!(flags.num, 7);
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        let args = ["cleave-bench", "--histogram=maybe"].map(str::to_owned);
+        assert!(Flags::try_parse_from(args).is_err());
+        let args = ["cleave-bench", "--compression_type=brotli"].map(str::to_owned);
+        assert!(Flags::try_parse_from(args).is_err());
+        assert!(parse(&["--threads=0"]).validate().is_err());
+        assert!(parse(&["--batch_size=0"]).validate().is_err());
+    }
+
+    #[test]
+    fn benchmark_list_skips_empty_entries() {
+        let flags = parse(&["--benchmarks=fillseq,,readrandom,"]);
+        assert_eq!(flags.benchmark_names(), vec!["fillseq", "readrandom"]);
+    }
+}

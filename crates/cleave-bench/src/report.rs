@@ -1,0 +1,389 @@
+//! Output: db_bench 7.8's result and histogram lines, character for
+//! character, then our own cost lines, and the JSON records.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::engines::EngineCounters;
+use crate::workloads::{OpKind, RunOutcome};
+
+/// db_bench's "MB" is 2^20 bytes.
+const MIB: f64 = 1_048_576.0;
+const NANOS_PER_MICRO: f64 = 1_000.0;
+
+/// db_bench's elapsed time has microsecond resolution; a run shorter than
+/// that is treated as one microsecond instead of dividing by zero.
+fn elapsed_seconds(outcome: &RunOutcome) -> f64 {
+    outcome.elapsed.as_secs_f64().max(1e-6)
+}
+
+/// db_bench's `Stats::Report` line, e.g.
+/// `fillrandom   :       3.514 micros/op 284575 ops/sec 3.514 seconds 1000000 operations;  283.2 MB/s`
+/// and for reads the message suffix `(N of M found)` plus its newline.
+pub fn result_line(outcome: &RunOutcome) -> String {
+    // db_bench pretends one op was done so the division is defined.
+    let done = outcome.ops.max(1);
+    let elapsed = elapsed_seconds(outcome);
+    let mut extra = String::new();
+    if outcome.bytes > 0 {
+        // Rate over wall time, not summed thread time, as db_bench.
+        extra = format!("{:6.1} MB/s", outcome.bytes as f64 / MIB / elapsed);
+    }
+    if let Some(message) = &outcome.message {
+        if !extra.is_empty() && !message.is_empty() {
+            extra.push(' ');
+        }
+        extra.push_str(message);
+    }
+    let micros_per_op = outcome.thread_seconds * 1e6 / done as f64;
+    // `(long)throughput` in db_bench: truncation toward zero.
+    let ops_per_sec = (done as f64 / elapsed) as i64;
+    format!(
+        "{:<12} : {:11.3} micros/op {} ops/sec {:.3} seconds {} operations;{}{}",
+        outcome.benchmark.name(),
+        micros_per_op,
+        ops_per_sec,
+        elapsed,
+        done,
+        if extra.is_empty() { "" } else { " " },
+        extra
+    )
+}
+
+/// Latency summary in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub p50_us: f64,
+    pub p75_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub p9999_us: f64,
+    pub max_us: f64,
+}
+
+impl Percentiles {
+    pub fn of(latencies: &Histogram<u64>) -> Option<Self> {
+        if latencies.is_empty() {
+            return None;
+        }
+        let at = |quantile: f64| latencies.value_at_quantile(quantile) as f64 / NANOS_PER_MICRO;
+        Some(Self {
+            p50_us: at(0.50),
+            p75_us: at(0.75),
+            p99_us: at(0.99),
+            p999_us: at(0.999),
+            p9999_us: at(0.9999),
+            max_us: latencies.max() as f64 / NANOS_PER_MICRO,
+        })
+    }
+}
+
+/// db_bench's `--histogram` block: the title, `HistogramImpl::ToString`'s
+/// summary lines (Count/Average/StdDev, Min/Median/Max, Percentiles) and
+/// its dashed rule, then a blank line. db_bench's bucket table is left out.
+pub fn histogram_block(kind: OpKind, latencies: &Histogram<u64>) -> String {
+    let percentiles = Percentiles::of(latencies).unwrap_or_default();
+    let micros = |nanos: f64| nanos / NANOS_PER_MICRO;
+    let mut text = String::new();
+    // Writing to a String cannot fail; the results are ignored on purpose.
+    let _ = writeln!(text, "Microseconds per {}:", kind.name());
+    let _ = writeln!(
+        text,
+        "Count: {} Average: {:.4}  StdDev: {:.2}",
+        latencies.len(),
+        micros(latencies.mean()),
+        micros(latencies.stdev())
+    );
+    // db_bench prints Min and Max as whole microseconds.
+    let _ = writeln!(
+        text,
+        "Min: {}  Median: {:.4}  Max: {}",
+        latencies.min() / 1000,
+        percentiles.p50_us,
+        latencies.max() / 1000
+    );
+    let _ = writeln!(text, "{}", percentiles_line(&percentiles));
+    let _ = writeln!(
+        text,
+        "------------------------------------------------------"
+    );
+    text
+}
+
+/// `Percentiles: P50: 3.61 P75: 3.94 P99: 9.47 P99.9: 51.00 P99.99: 3945.00`
+pub fn percentiles_line(p: &Percentiles) -> String {
+    format!(
+        "Percentiles: P50: {:.2} P75: {:.2} P99: {:.2} P99.9: {:.2} P99.99: {:.2}",
+        p.p50_us, p.p75_us, p.p99_us, p.p999_us, p.p9999_us
+    )
+}
+
+/// One benchmark's results: one element of the `--json` array.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchmarkRecord {
+    pub engine: String,
+    pub benchmark: String,
+    pub threads: usize,
+    pub ops: u64,
+    pub elapsed_s: f64,
+    pub ops_per_sec: f64,
+    pub micros_per_op: f64,
+    pub mb_per_sec: f64,
+    /// Gets or seeks that found their key (readrandom, seekrandom).
+    pub found: Option<u64>,
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub p999_us: Option<f64>,
+    pub max_us: Option<f64>,
+    /// Key plus value bytes the benchmark asked the engine to write.
+    pub user_bytes: u64,
+    /// Bytes this process sent to the device during the benchmark.
+    pub device_write_bytes: Option<u64>,
+    /// `device_write_bytes / user_bytes`.
+    pub write_amp: Option<f64>,
+    /// Sum of file sizes in the database directory after the benchmark.
+    pub disk_bytes: Option<u64>,
+    /// Peak RSS during the benchmark (of the whole run if it could not be
+    /// reset between benchmarks).
+    pub peak_rss_bytes: Option<u64>,
+    pub cpu_s: Option<f64>,
+    /// The engine's own counters for this benchmark, if it keeps them.
+    pub engine_counters: Option<EngineCounters>,
+    pub engine_write_amp: Option<f64>,
+}
+
+/// Everything measured around one benchmark, besides its outcome.
+#[derive(Clone, Debug, Default)]
+pub struct Costs {
+    pub device_write_bytes: Option<u64>,
+    pub disk_bytes: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+    pub cpu_s: Option<f64>,
+    pub engine_counters: Option<EngineCounters>,
+}
+
+impl BenchmarkRecord {
+    pub fn new(
+        engine: &str,
+        threads: usize,
+        outcome: &RunOutcome,
+        user_bytes: u64,
+        costs: Costs,
+    ) -> Self {
+        let done = outcome.ops.max(1) as f64;
+        let elapsed = elapsed_seconds(outcome);
+        let percentiles = Percentiles::of(&outcome.latencies);
+        let write_amp = costs
+            .device_write_bytes
+            .filter(|_| user_bytes > 0)
+            .map(|device| device as f64 / user_bytes as f64);
+        let found = matches!(outcome.benchmark.op_kind(), OpKind::Read | OpKind::Seek)
+            .then_some(outcome.found);
+        Self {
+            engine: engine.to_owned(),
+            benchmark: outcome.benchmark.name().to_owned(),
+            threads,
+            ops: outcome.ops,
+            elapsed_s: outcome.elapsed.as_secs_f64(),
+            ops_per_sec: outcome.ops as f64 / elapsed,
+            micros_per_op: outcome.thread_seconds * 1e6 / done,
+            mb_per_sec: outcome.bytes as f64 / MIB / elapsed,
+            found,
+            p50_us: percentiles.map(|p| p.p50_us),
+            p99_us: percentiles.map(|p| p.p99_us),
+            p999_us: percentiles.map(|p| p.p999_us),
+            max_us: percentiles.map(|p| p.max_us),
+            user_bytes,
+            device_write_bytes: costs.device_write_bytes,
+            write_amp,
+            disk_bytes: costs.disk_bytes,
+            peak_rss_bytes: costs.peak_rss_bytes,
+            cpu_s: costs.cpu_s,
+            engine_write_amp: costs
+                .engine_counters
+                .and_then(|counters| counters.write_amplification()),
+            engine_counters: costs.engine_counters,
+        }
+    }
+
+    /// Our lines beside db_bench's, indented so that a grep for db_bench's
+    /// `^name ` lines does not match them.
+    pub fn cost_lines(&self) -> String {
+        let mut text = format!(
+            "  cost of {}: user {} written, device {} written (write-amp {}), disk {}, \
+             peak RSS {}, CPU {}\n",
+            self.benchmark,
+            mebibytes(Some(self.user_bytes)),
+            mebibytes(self.device_write_bytes),
+            ratio(self.write_amp),
+            mebibytes(self.disk_bytes),
+            mebibytes(self.peak_rss_bytes),
+            self.cpu_s
+                .map_or_else(|| "n/a".to_owned(), |s| format!("{s:.2} s")),
+        );
+        if let Some(counters) = &self.engine_counters {
+            text.push_str(&format!(
+                "  engine counters: wal {}, flush {}, compaction read {} written {}, \
+                 stalls {:.3} s, write-amp {}\n",
+                mebibytes(Some(counters.wal_bytes_written)),
+                mebibytes(Some(counters.flush_bytes_written)),
+                mebibytes(Some(counters.compaction_bytes_read)),
+                mebibytes(Some(counters.compaction_bytes_written)),
+                counters.stall_micros as f64 / 1e6,
+                ratio(self.engine_write_amp),
+            ));
+        }
+        text
+    }
+}
+
+fn mebibytes(bytes: Option<u64>) -> String {
+    bytes.map_or_else(|| "n/a".to_owned(), |b| format!("{:.1} MB", b as f64 / MIB))
+}
+
+fn ratio(value: Option<f64>) -> String {
+    value.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"))
+}
+
+/// Writes all records so far as a JSON array (rewritten after every
+/// benchmark, so a failed run keeps the results it had).
+pub fn write_json(path: &Path, records: &[BenchmarkRecord]) -> Result<()> {
+    let text = serde_json::to_string_pretty(records).context("encoding results as JSON")?;
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::workloads::{new_latency_histogram, Benchmark};
+
+    fn outcome(benchmark: Benchmark, ops: u64, bytes: u64, seconds: f64) -> RunOutcome {
+        RunOutcome {
+            benchmark,
+            ops,
+            bytes,
+            thread_seconds: seconds,
+            elapsed: Duration::from_secs_f64(seconds),
+            message: None,
+            found: 0,
+            attempted: 0,
+            latencies: new_latency_histogram().expect("histogram"),
+        }
+    }
+
+    #[test]
+    fn write_line_matches_db_bench() {
+        // From db_bench 7.8.3 on this machine:
+        // "fillseq      :       8.425 micros/op 118378 ops/sec 0.017 seconds 2000 operations;   13.1 MB/s"
+        let run = outcome(Benchmark::FillSeq, 2000, 2000 * 116, 0.01685);
+        assert_eq!(
+            result_line(&run),
+            concat!(
+                "fillseq      :       8.425 micros/op 118694 ops/sec 0.017 seconds ",
+                "2000 operations;   13.1 MB/s"
+            )
+        );
+    }
+
+    #[test]
+    fn read_line_has_found_suffix_and_newline() {
+        // db_bench: "readrandom   :       1.197 micros/op 825423 ops/sec 0.002 seconds
+        // 2000 operations;   91.3 MB/s (2000 of 2000 found)\n" and a blank line.
+        let mut run = outcome(Benchmark::ReadRandom, 2000, 2000 * 116, 0.002);
+        run.message = Some("(2000 of 2000 found)\n".to_owned());
+        assert_eq!(
+            result_line(&run),
+            concat!(
+                "readrandom   :       1.000 micros/op 1000000 ops/sec 0.002 seconds ",
+                "2000 operations;  110.6 MB/s (2000 of 2000 found)\n"
+            )
+        );
+        // With no bytes (seekrandom without nexts) the message follows ';'.
+        let mut run = outcome(Benchmark::SeekRandom, 2000, 0, 0.002);
+        run.message = Some("(872 of 1000 found)\n".to_owned());
+        assert!(result_line(&run).ends_with("2000 operations; (872 of 1000 found)\n"));
+    }
+
+    #[test]
+    fn maintenance_line_has_nothing_after_semicolon() {
+        // db_bench: "compact      :    4169.000 micros/op 239 ops/sec 0.004 seconds 1 operations;"
+        let run = outcome(Benchmark::Compact, 1, 0, 0.004169);
+        assert_eq!(
+            result_line(&run),
+            "compact      :    4169.000 micros/op 239 ops/sec 0.004 seconds 1 operations;"
+        );
+    }
+
+    #[test]
+    fn histogram_block_in_microseconds() {
+        let mut latencies = new_latency_histogram().expect("histogram");
+        // 10 ns .. 1 µs: below 2048 ns the histogram is exact.
+        for step in 1..=100u64 {
+            latencies.record(step * 10).expect("record");
+        }
+        let run = RunOutcome {
+            latencies,
+            ..outcome(Benchmark::FillRandom, 100, 0, 1.0)
+        };
+        let block = histogram_block(OpKind::Write, &run.latencies);
+        let lines: Vec<&str> = block.lines().collect();
+        assert_eq!(lines[0], "Microseconds per write:");
+        assert_eq!(lines[1], "Count: 100 Average: 0.5050  StdDev: 0.29");
+        assert_eq!(lines[2], "Min: 0  Median: 0.5000  Max: 1");
+        assert_eq!(
+            lines[3],
+            "Percentiles: P50: 0.50 P75: 0.75 P99: 0.99 P99.9: 1.00 P99.99: 1.00"
+        );
+        assert!(lines[4].starts_with("-----"));
+    }
+
+    #[test]
+    fn record_computes_write_amp_and_serializes_the_required_fields() {
+        let mut run = outcome(Benchmark::FillRandom, 1000, 116_000, 0.5);
+        run.latencies.record(2_000).expect("record");
+        let costs = Costs {
+            device_write_bytes: Some(232_000),
+            disk_bytes: Some(50_000),
+            peak_rss_bytes: Some(1 << 20),
+            cpu_s: Some(0.4),
+            engine_counters: None,
+        };
+        let record = BenchmarkRecord::new("memory", 1, &run, 116_000, costs);
+        assert_eq!(record.write_amp, Some(2.0));
+        assert_eq!(record.p50_us, Some(2.0));
+        assert_eq!(record.found, None);
+        let json = serde_json::to_value(&record).expect("json");
+        for field in [
+            "engine",
+            "benchmark",
+            "ops",
+            "ops_per_sec",
+            "micros_per_op",
+            "mb_per_sec",
+            "p50_us",
+            "p99_us",
+            "p999_us",
+            "max_us",
+            "user_bytes",
+            "device_write_bytes",
+            "write_amp",
+            "disk_bytes",
+            "peak_rss_bytes",
+            "cpu_s",
+        ] {
+            assert!(json.get(field).is_some(), "missing {field}");
+        }
+        assert_eq!(json["ops_per_sec"], 2000.0);
+        assert!(record.cost_lines().contains("write-amp 2.00"));
+        // No user bytes (a read benchmark): no write amplification.
+        let read = BenchmarkRecord::new("memory", 1, &run, 0, Costs::default());
+        assert_eq!(read.write_amp, None);
+        assert!(read.cost_lines().contains("device n/a written"));
+    }
+}
