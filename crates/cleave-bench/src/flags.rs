@@ -92,6 +92,28 @@ pub struct Flags {
     #[arg(long, default_value_t = 2)]
     pub max_background_jobs: u32,
 
+    #[arg(long, default_value_t = 10.0)]
+    pub max_bytes_for_level_multiplier: f64,
+
+    /// db_bench 7.8 defaults to false; pass it explicitly when comparing,
+    /// since cleave's own default is true.
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub level_compaction_dynamic_level_bytes: bool,
+
+    #[arg(long, default_value_t = 4)]
+    pub level0_file_num_compaction_trigger: u32,
+
+    #[arg(long, default_value_t = 20)]
+    pub level0_slowdown_writes_trigger: u32,
+
+    #[arg(long, default_value_t = 36)]
+    pub level0_stop_writes_trigger: u32,
+
+    /// Uncompressed bytes per sstable data block.
+    #[arg(long, default_value_t = 4096)]
+    pub block_size: u64,
+
     /// Block cache capacity in bytes.
     #[arg(long, default_value_t = 8 << 20)]
     pub cache_size: u64,

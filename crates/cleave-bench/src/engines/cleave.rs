@@ -1,9 +1,5 @@
-//! The cleave adapter.
-//!
-//! Written against the engine's public API as specified for the first
-//! release (`Db`, `Options`, `ReadOptions`, `WriteOptions`, `WriteBatch`,
-//! `Compression`). It is not compiled until `mod cleave;` in `mod.rs` is
-//! un-commented, because that API is being written in parallel.
+//! The cleave adapter: maps db_bench's flags to `cleave::Options` and the
+//! engine trait to the public API.
 
 use anyhow::{anyhow, Result};
 use cleave::{Compression, Db, Options, ReadOptions, WriteBatch, WriteOptions};
@@ -67,6 +63,21 @@ impl CleaveEngine {
                 u64::from(config.max_background_jobs),
                 "max_background_jobs",
             )?,
+            max_bytes_for_level_multiplier: config.max_bytes_for_level_multiplier,
+            level_compaction_dynamic_level_bytes: config.level_compaction_dynamic_level_bytes,
+            level0_file_num_compaction_trigger: option_value(
+                u64::from(config.level0_file_num_compaction_trigger),
+                "level0_file_num_compaction_trigger",
+            )?,
+            level0_slowdown_writes_trigger: option_value(
+                u64::from(config.level0_slowdown_writes_trigger),
+                "level0_slowdown_writes_trigger",
+            )?,
+            level0_stop_writes_trigger: option_value(
+                u64::from(config.level0_stop_writes_trigger),
+                "level0_stop_writes_trigger",
+            )?,
+            block_size: option_value(config.block_size, "block_size")?,
             block_cache_capacity: option_value(config.cache_size, "cache_size")?,
             bloom_bits_per_key,
             compression,
