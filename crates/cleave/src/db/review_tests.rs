@@ -116,3 +116,31 @@ fn failed_manifest_sync_in_compaction_keeps_outputs() {
         );
     }
 }
+
+/// Manifest rotation (every open, and whenever the manifest outgrows its
+/// bound) renames the temp file over CURRENT and then syncs the directory.
+/// If only that directory sync fails, `write_manifest` removes the new
+/// manifest, which the renamed CURRENT already names: the database no
+/// longer opens.
+#[test]
+fn failed_dir_sync_after_current_rename_keeps_the_manifest() {
+    let mem = MemFs::new();
+    {
+        let db = Db::open(DIR, options(Arc::new(mem.clone()))).unwrap();
+        db.put(&SYNC, b"k", b"v").unwrap();
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    // Open: the replay is empty, so the first directory sync is the new
+    // WAL's and the second is CURRENT's, inside the manifest rotation.
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    fault.fail(&[FaultOp::SyncDir], None, 1, ErrorKind::Other, false);
+    let r = Db::open(DIR, options(Arc::new(fault.clone())));
+    assert_eq!(fault.injected(), 1);
+    assert!(r.is_err());
+    drop(r);
+
+    let db = Db::open(DIR, options(Arc::new(mem.clone())))
+        .expect("reopen after a failed directory sync in manifest rotation");
+    assert_eq!(db.get(&ReadOptions::new(), b"k").unwrap(), Some(b"v".to_vec()));
+}
