@@ -194,12 +194,10 @@ impl DbInner {
             written += o.summary.file_size;
             edit.add_file(plan.output_level, o.meta());
         }
-        if let Err(e) = self.apply_edit(edit) {
-            for o in &outputs {
-                let _ = self.fs.remove(&filename::sstable(&self.dir, o.number));
-            }
-            return Err(e);
-        }
+        // On failure the manifest may or may not hold the edit (a failed
+        // fsync says nothing about what reached the disk): keep the outputs;
+        // the next open removes them if the manifest does not name them.
+        self.apply_edit(edit)?;
         let read: u64 = plan
             .inputs
             .iter()

@@ -9,6 +9,8 @@ mod read;
 mod snapshot;
 mod stats;
 mod write;
+#[cfg(test)]
+mod review_tests;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};

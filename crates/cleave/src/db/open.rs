@@ -106,6 +106,14 @@ impl DbInner {
         let parsed: Vec<(FileKind, FileNumber)> =
             names.iter().filter_map(|n| filename::parse(n)).collect();
         self.check_live_files(&parsed)?;
+        {
+            // WALs created after the last manifest edit are not covered by
+            // its next_file_number: never reuse (and truncate) one.
+            let mut v = self.versions.lock();
+            for &(_, n) in &parsed {
+                v.mark_file_number_used(n);
+            }
+        }
 
         let log_number = self.versions.lock().log_number();
         let mut wals: Vec<FileNumber> = parsed

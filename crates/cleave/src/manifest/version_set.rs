@@ -172,6 +172,7 @@ impl VersionSet {
     /// CURRENT at it. On failure the new manifest is removed (best effort).
     fn write_manifest(&self, number: FileNumber, version: &Version) -> Result<RecordWriter> {
         let path = filename::manifest(&self.dir, number);
+        let mut renamed = false;
         let result = (|| {
             let mut w = RecordWriter::new(self.fs.create(&path, FileOptions::default())?);
             let mut payload = Vec::new();
@@ -180,6 +181,10 @@ impl VersionSet {
             w.sync()?;
             let mut current = Vec::new();
             record::encode(&mut current, &encode_current_payload(number));
+            // Once the rename may have happened, CURRENT may name the new
+            // manifest: it must stay (it is complete and synced); whichever
+            // one CURRENT does not name is an orphan on the next open.
+            renamed = true;
             vfs::write_atomically(
                 &*self.fs,
                 &self.dir,
@@ -189,7 +194,7 @@ impl VersionSet {
             )?;
             Ok(w)
         })();
-        if result.is_err() {
+        if result.is_err() && !renamed {
             let _ = self.fs.remove(&path);
         }
         result
@@ -217,6 +222,13 @@ impl VersionSet {
         let n = FileNumber(self.next_file_number);
         self.next_file_number += 1;
         n
+    }
+
+    /// Makes sure `number` is never handed out again (a file found on disk
+    /// that the manifest does not cover, such as a WAL created after the
+    /// last edit).
+    pub(crate) fn mark_file_number_used(&mut self, number: FileNumber) {
+        self.next_file_number = self.next_file_number.max(number.0 + 1);
     }
 
     pub(crate) fn last_seq(&self) -> SeqNo {
