@@ -124,7 +124,11 @@ fn failed_wal_sync_poisons_then_reopen_recovers() {
     let err = db.put(&ASYNC, &k(101), &v(101)).unwrap_err();
     assert!(matches!(err, Error::Poisoned(_)), "{err}");
     assert_eq!(get(&db, 5), Some(v(5)), "reads still work");
-    drop(db);
+    let err = db.close().unwrap_err();
+    assert!(
+        matches!(err, Error::Poisoned(_)),
+        "close must report the poison: {err}"
+    );
     fs.heal();
     let db = Db::open(DIR, options(Arc::new(mem.crash_clone()))).unwrap();
     for i in 0..100 {

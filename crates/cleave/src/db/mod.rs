@@ -6,11 +6,11 @@ mod compact;
 mod flush;
 mod open;
 mod read;
+#[cfg(test)]
+mod review_tests;
 mod snapshot;
 mod stats;
 mod write;
-#[cfg(test)]
-mod review_tests;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -109,20 +109,27 @@ impl Db {
     /// recovering from the manifest and the WALs.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let inner = Arc::new(open::open(path.as_ref(), opts)?);
-        let threads = (0..inner.opts.max_background_jobs)
-            .map(|i| {
-                let worker = inner.clone();
-                std::thread::Builder::new()
-                    .name(format!("cleave-bg-{i}"))
-                    .spawn(move || background::run(&worker))
-                    .map_err(|e| Error::io(&inner.dir, "spawn background thread", e))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        inner.bg_cv.notify_all();
-        Ok(Db {
+        let db = Db {
             inner,
-            threads: Mutex::new(threads),
-        })
+            threads: Mutex::new(Vec::new()),
+        };
+        for i in 0..db.inner.opts.max_background_jobs {
+            let worker = db.inner.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("cleave-bg-{i}"))
+                .spawn(move || background::run(&worker))
+                .map_err(|e| Error::io(&db.inner.dir, "spawn background thread", e));
+            match spawned {
+                Ok(t) => db.threads.lock().push(t),
+                Err(e) => {
+                    // Stops and joins the threads already started.
+                    let _ = db.shutdown();
+                    return Err(e);
+                }
+            }
+        }
+        db.inner.bg_cv.notify_all();
+        Ok(db)
     }
 
     /// Sets `key` to `value`.
@@ -221,7 +228,16 @@ impl Db {
         }
         let sync = self.inner.sync_wal();
         self.inner.delete_obsolete_files();
-        result.and(sync)
+        // A poisoned database may hold writes that never reached an sstable
+        // or a synced WAL: say so instead of closing quietly.
+        let poisoned = Self::poison_status(&self.inner);
+        result.and(sync).and(poisoned)
+    }
+}
+
+impl Db {
+    fn poison_status(inner: &DbInner) -> Result<()> {
+        DbInner::check_bg_error(&inner.state.lock())
     }
 }
 

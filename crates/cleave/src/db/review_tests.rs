@@ -67,7 +67,13 @@ fn recovery_does_not_truncate_a_replayed_wal() {
     // Recovery fails when it logs its edit (a full disk, an EIO, or a crash
     // at this point).
     let fault = FaultFs::new(Arc::new(crashed.clone()));
-    fault.fail(&[FaultOp::Create], Some("MANIFEST"), 0, ErrorKind::Other, true);
+    fault.fail(
+        &[FaultOp::Create],
+        Some("MANIFEST"),
+        0,
+        ErrorKind::Other,
+        true,
+    );
     assert!(Db::open(DIR, options(Arc::new(fault))).is_err());
 
     let db = Db::open(DIR, options(Arc::new(crashed))).unwrap();
@@ -101,7 +107,13 @@ fn failed_manifest_sync_in_compaction_keeps_outputs() {
     }
     // The next manifest fsync fails (EIO); the appended record stays in the
     // file, as it does in the page cache of a real file system.
-    fault.fail(&[FaultOp::Sync], Some("MANIFEST"), 0, ErrorKind::Other, false);
+    fault.fail(
+        &[FaultOp::Sync],
+        Some("MANIFEST"),
+        0,
+        ErrorKind::Other,
+        false,
+    );
     assert!(db.compact_range(None, None).is_err());
     drop(db);
     fault.heal();
@@ -142,5 +154,8 @@ fn failed_dir_sync_after_current_rename_keeps_the_manifest() {
 
     let db = Db::open(DIR, options(Arc::new(mem.clone())))
         .expect("reopen after a failed directory sync in manifest rotation");
-    assert_eq!(db.get(&ReadOptions::new(), b"k").unwrap(), Some(b"v".to_vec()));
+    assert_eq!(
+        db.get(&ReadOptions::new(), b"k").unwrap(),
+        Some(b"v".to_vec())
+    );
 }

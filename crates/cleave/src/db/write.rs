@@ -42,6 +42,12 @@ pub(crate) struct WriteQueue {
 
 impl DbInner {
     pub(super) fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        if opts.sync && opts.disable_wal {
+            // Nothing would be synced: refuse rather than pretend.
+            return Err(Error::InvalidArgument(
+                "sync and disable_wal cannot both be set".to_string(),
+            ));
+        }
         batch.validate()?;
         if batch.is_empty() {
             return Ok(());
