@@ -294,6 +294,15 @@ fn oversized_key_or_value_is_rejected_and_nothing_is_written() {
     drop(big);
     db.put(&SYNC, &vec![b'k'; 64 << 10], b"max key is fine")
         .unwrap();
+    let no_wal_sync = WriteOptions {
+        sync: true,
+        disable_wal: true,
+    };
+    let err = db.put(&no_wal_sync, b"k", b"v").unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument(_)),
+        "sync without a WAL: {err}"
+    );
 }
 
 #[test]

@@ -226,12 +226,16 @@ impl Db {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
-        let sync = self.inner.sync_wal();
-        self.inner.delete_obsolete_files();
         // A poisoned database may hold writes that never reached an sstable
         // or a synced WAL: say so instead of closing quietly.
         let poisoned = Self::poison_status(&self.inner);
-        result.and(sync).and(poisoned)
+        let sync = if poisoned.is_ok() {
+            self.inner.sync_wal()
+        } else {
+            Ok(())
+        };
+        self.inner.delete_obsolete_files();
+        poisoned.and(result).and(sync)
     }
 }
 
