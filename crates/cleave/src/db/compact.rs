@@ -153,7 +153,7 @@ impl DbInner {
             add(&self.counters.trivial_moves, 1);
             return Ok(());
         }
-        let opener = self.table_opener();
+        let opener = self.table_scan_opener();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         if plan.level == 0 {
             for f in &plan.inputs {

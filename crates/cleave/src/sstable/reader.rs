@@ -141,6 +141,24 @@ impl Table {
             index: None,
             data: None,
             data_handle: BlockHandle::default(),
+            readahead: Readahead::adaptive(),
+        }
+    }
+
+    /// An iterator for one sequential pass (compaction): data blocks are
+    /// read `readahead_bytes` at a time and bypass the block cache, so that
+    /// a compaction neither pays a read per block nor evicts what readers
+    /// use.
+    pub(crate) fn scan_iter(self: &Arc<Self>, readahead_bytes: usize) -> TableIter {
+        TableIter {
+            readahead: Readahead {
+                size: readahead_bytes.max(1),
+                scan: true,
+                next_offset: 0,
+                start: 0,
+                buf: Vec::new(),
+            },
+            ..self.iter()
         }
     }
 
@@ -229,9 +247,53 @@ impl Table {
         BlockHandle::decode_varint(value).map_err(|e| self.corruption(self.footer.index.offset, e))
     }
 
-    /// Reads a block's bytes from the file, checks its checksum and
-    /// decompresses it. The length is bounded by the file before reading.
-    fn read_contents(&self, h: BlockHandle) -> Result<Vec<u8>> {
+    /// A data block for an iterator: from `ra`'s window or the cache, else
+    /// read from the file (through a window when reading sequentially).
+    fn data_block(&self, h: BlockHandle, ra: &mut Readahead) -> Result<Arc<Block>> {
+        let len = self.block_len(h)?;
+        let sequential = h.offset == ra.next_offset;
+        ra.next_offset = h.offset + len as u64;
+        let key = (self.number, h.offset);
+        if !ra.scan {
+            if let Some(CachedBlock::Block(b)) = self.cache.get(&key) {
+                return Ok(b);
+            }
+            ra.size = if sequential {
+                (ra.size * 2).clamp(READAHEAD_MIN_BYTES, READAHEAD_MAX_BYTES)
+            } else {
+                0
+            };
+        }
+        let bytes = if ra.holds(h.offset, len) || ra.size > len {
+            if !ra.holds(h.offset, len) {
+                let want = (self.blocks_end - h.offset).min(ra.size as u64);
+                // `want` exceeds `len` here and is bounded by the window.
+                ra.buf = self.file.read_at(h.offset, want as usize)?;
+                ra.start = h.offset;
+            }
+            let at = (h.offset - ra.start) as usize;
+            ra.buf
+                .get(at..at + len)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default()
+        } else {
+            self.file.read_at(h.offset, len)?
+        };
+        let contents = self.check_contents(h, bytes)?;
+        let block = Arc::new(Block::new(contents).map_err(|e| self.corruption(h.offset, e))?);
+        if !ra.scan {
+            self.cache.insert(
+                key,
+                CachedBlock::Block(block.clone()),
+                block.charge(),
+                Priority::Low,
+            );
+        }
+        Ok(block)
+    }
+
+    /// Bytes of a block with its trailer, bounded by the file's blocks.
+    fn block_len(&self, h: BlockHandle) -> Result<usize> {
         let err = |e| self.corruption(h.offset, e);
         let end = h
             .end_with_trailer()
@@ -241,13 +303,23 @@ impl Table {
                 "block handle points beyond the blocks of the file",
             )));
         }
-        // Fits in usize: it is smaller than the file, which was read into
-        // memory-addressable offsets.
-        let len = usize::try_from(end - h.offset)
-            .map_err(|_| err(DecodeError("block larger than the address space")))?;
-        let buf = self.file.read_at(h.offset, len)?;
-        let (stored, kind) = check_block(buf).map_err(err)?;
+        usize::try_from(end - h.offset)
+            .map_err(|_| err(DecodeError("block larger than the address space")))
+    }
+
+    /// Checks a block's checksum and decompresses it.
+    fn check_contents(&self, h: BlockHandle, bytes: Vec<u8>) -> Result<Vec<u8>> {
+        let err = |e| self.corruption(h.offset, e);
+        let (stored, kind) = check_block(bytes).map_err(err)?;
         decompress_block(stored, kind).map_err(err)
+    }
+
+    /// Reads a block's bytes from the file, checks its checksum and
+    /// decompresses it. The length is bounded by the file before reading.
+    fn read_contents(&self, h: BlockHandle) -> Result<Vec<u8>> {
+        let len = self.block_len(h)?;
+        let bytes = self.file.read_at(h.offset, len)?;
+        self.check_contents(h, bytes)
     }
 
     fn read_block(&self, h: BlockHandle) -> Result<Arc<Block>> {
@@ -300,6 +372,44 @@ pub(crate) struct TableIter {
     /// The data block under the cursor; `None` when not valid.
     data: Option<BlockIter>,
     data_handle: BlockHandle,
+    readahead: Readahead,
+}
+
+/// Smallest and largest windows of an iterator's adaptive readahead (as
+/// RocksDB's auto-readahead for iterators).
+const READAHEAD_MIN_BYTES: usize = 8 << 10;
+const READAHEAD_MAX_BYTES: usize = 256 << 10;
+
+/// A window of file bytes read in one call, serving the blocks inside it.
+///
+/// A scan (compaction) reads fixed windows and bypasses the block cache. An
+/// ordinary iterator reads through the cache; when it misses on the block
+/// right after the previous one, it reads a window that doubles with each
+/// such miss, so a long range scan costs a few large reads instead of one
+/// per block, and a seek costs no more than before.
+struct Readahead {
+    size: usize,
+    scan: bool,
+    /// End of the last block loaded: a miss here is a sequential one.
+    next_offset: u64,
+    start: u64,
+    buf: Vec<u8>,
+}
+
+impl Readahead {
+    fn adaptive() -> Self {
+        Readahead {
+            size: 0,
+            scan: false,
+            next_offset: u64::MAX,
+            start: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    fn holds(&self, offset: u64, len: usize) -> bool {
+        offset >= self.start && (offset - self.start) as usize + len <= self.buf.len()
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -342,7 +452,7 @@ impl TableIter {
         let reuse = self.data.is_some() && handle == self.data_handle;
         if !reuse {
             self.data = None;
-            let block = self.table.cached_block(handle, Priority::Low)?;
+            let block = self.table.data_block(handle, &mut self.readahead)?;
             self.data_handle = handle;
             self.data = Some(block.iter(KeyOrder::Internal));
         }

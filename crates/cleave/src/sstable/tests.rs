@@ -502,3 +502,44 @@ fn tables_and_their_iterators_cross_threads() {
         "the spec names this value"
     );
 }
+
+/// Reads issued by a full forward pass over a table of many small blocks.
+fn reads_of_full_pass(scan: bool) -> (u64, u64, usize) {
+    use crate::vfs::{FaultFs, FaultOp};
+    let mem = MemFs::new();
+    let path = Path::new("/t/ra.sst");
+    let entries = model(11, 4000, false);
+    let opts = TableOptions {
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    let summary = build(&mem, path, opts, &entries);
+    let fs = FaultFs::new(Arc::new(mem));
+    let cache = Arc::new(new_block_cache(8 << 20));
+    let file = fs.open(path, FileOptions::default()).unwrap();
+    let table =
+        Arc::new(Table::open(file, path.to_path_buf(), FileNumber(7), cache.clone()).unwrap());
+    let before = fs.count(FaultOp::Read);
+    let mut it = if scan {
+        table.scan_iter(1 << 20)
+    } else {
+        table.iter()
+    };
+    assert_eq!(collect_forward(&mut it).unwrap(), entries);
+    let blocks = summary.file_size / 256;
+    (fs.count(FaultOp::Read) - before, blocks, cache.usage())
+}
+
+#[test]
+fn sequential_iteration_reads_windows_not_blocks() {
+    let (reads, blocks, _) = reads_of_full_pass(false);
+    assert!(blocks > 100, "test needs many blocks, has {blocks}");
+    assert!(reads * 10 < blocks, "{reads} reads for {blocks} blocks");
+    let (reads, _, cached) = reads_of_full_pass(true);
+    assert!(reads <= 4, "a scan read {reads} times");
+    // Only the index block (read at the first seek) may be cached.
+    assert!(
+        cached < 64 << 10,
+        "a scan filled the block cache: {cached} bytes"
+    );
+}
