@@ -159,20 +159,12 @@ pub struct ReadOptions<'a> {
     pub lower_bound: Option<Vec<u8>>,
     /// Iterators stop before this user key.
     pub upper_bound: Option<Vec<u8>>,
-    /// Verify block checksums (always true today; kept for RocksDB parity).
-    pub verify_checksums: bool,
-    /// Put blocks read by this operation into the block cache.
-    pub fill_cache: bool,
 }
 
-impl<'a> ReadOptions<'a> {
+impl ReadOptions<'_> {
+    /// Reads of the latest state, unbounded. Every block read is verified
+    /// against its checksum; there is no option to skip that.
     pub fn new() -> Self {
-        ReadOptions {
-            snapshot: None,
-            lower_bound: None,
-            upper_bound: None,
-            verify_checksums: true,
-            fill_cache: true,
-        }
+        Self::default()
     }
 }
