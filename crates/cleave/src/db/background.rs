@@ -46,7 +46,7 @@ pub(super) fn run(db: &DbInner) {
         if st.shutting_down {
             return;
         }
-        if st.bg_error.is_none() {
+        if st.bg_error.is_none() && st.compactions.len() < db.max_compactions() {
             if let Some(plan) = picker::pick(&st.current, &db.picker_opts, &st.busy()) {
                 let version = st.current.clone();
                 st = run_registered(db, st, plan, version);
@@ -85,6 +85,13 @@ fn run_registered<'a>(
 }
 
 impl DbInner {
+    /// Background compactions allowed at once: all threads but one, so that
+    /// a flush never waits behind long compactions (writes would stop while
+    /// memtables pile up). RocksDB splits its background jobs the same way.
+    fn max_compactions(&self) -> usize {
+        self.opts.max_background_jobs.saturating_sub(1).max(1)
+    }
+
     /// Compacts `[begin, end]` level by level down to the last level with
     /// data, waiting for conflicting background compactions.
     pub(super) fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {

@@ -41,6 +41,38 @@ use background::RunningCompaction;
 use snapshot::SnapshotList;
 use write::WriteQueue;
 
+/// The WAL being written, and earlier ones not yet known to be durable.
+///
+/// A memtable switch does not sync the old WAL (that would stall writers
+/// for the fsync of a whole memtable's worth of bytes). Instead the first
+/// synced write after it syncs the old WALs first, in order, and the new
+/// WAL's directory entry: replay stops at the first damaged WAL, so a
+/// synced write must never sit behind an unsynced one.
+#[derive(Default)]
+struct WalState {
+    current: Option<WalWriter>,
+    unsynced: Vec<WalWriter>,
+    dir_synced: bool,
+}
+
+impl WalState {
+    /// Makes everything written to every WAL durable.
+    fn sync(&mut self, fs: &dyn Fs, dir: &Path) -> Result<()> {
+        for old in &mut self.unsynced {
+            old.sync()?;
+        }
+        self.unsynced.clear();
+        if !self.dir_synced {
+            fs.sync_dir(dir)?;
+            self.dir_synced = true;
+        }
+        match self.current.as_mut() {
+            Some(w) => w.sync(),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A memtable waiting to be flushed, with the WAL that holds its writes.
 struct Immutable {
     mem: Arc<MemTable>,
@@ -80,7 +112,7 @@ pub(crate) struct DbInner {
     writers: Mutex<WriteQueue>,
     writers_cv: Condvar,
     /// Touched only by the write leader, and by open and close.
-    wal: Mutex<Option<WalWriter>>,
+    wal: Mutex<WalState>,
     /// Sequence number of the last write visible to readers.
     visible_seq: AtomicU64,
     block_cache: Arc<BlockCache>,
@@ -358,19 +390,70 @@ impl DbInner {
             st.live_wals = keep;
             old
         };
+        // A flushed WAL is never replayed, so it no longer needs a sync.
+        self.wal
+            .lock()
+            .unsynced
+            .retain(|w| w.number() >= log_number);
         for w in wals {
             let _ = self.fs.remove(&filename::wal(&self.dir, w));
         }
     }
 
     fn sync_wal(&self) -> Result<()> {
-        match self.wal.lock().as_mut() {
-            Some(w) => w.sync(),
-            None => Ok(()),
-        }
+        self.wal.lock().sync(self.fs.as_ref(), &self.dir)
     }
 
     fn last_seq(&self) -> SeqNo {
         self.visible_seq.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfs::MemFs;
+
+    /// A synced write after a memtable switch must make the older,
+    /// unsynced WAL and the new WAL's directory entry durable too, or a
+    /// crash could tear the old WAL and replay would stop before the
+    /// synced write.
+    #[test]
+    fn sync_covers_older_wals_and_the_new_directory_entry() {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        let mut old = WalWriter::create(&fs, dir, FileNumber(1)).unwrap();
+        fs.sync_dir(dir).unwrap();
+        let mut b = WriteBatch::new();
+        b.put(b"k", b"async");
+        old.append(&[b.encode_with_seq(1)]).unwrap();
+        let new = WalWriter::create(&fs, dir, FileNumber(2)).unwrap();
+        let mut wal = WalState {
+            current: Some(new),
+            unsynced: vec![old],
+            dir_synced: false,
+        };
+        let crashed = fs.crash_clone();
+        assert!(!crashed.exists(&filename::wal(dir, FileNumber(2))).unwrap());
+        assert_eq!(
+            crate::wal::read(&crashed, dir, FileNumber(1))
+                .unwrap()
+                .batches
+                .len(),
+            0
+        );
+
+        wal.sync(&fs, dir).unwrap();
+        let crashed = fs.crash_clone();
+        assert!(crashed.exists(&filename::wal(dir, FileNumber(2))).unwrap());
+        assert_eq!(
+            crate::wal::read(&crashed, dir, FileNumber(1))
+                .unwrap()
+                .batches
+                .len(),
+            1
+        );
+        assert!(wal.unsynced.is_empty() && wal.dir_synced);
     }
 }

@@ -9,7 +9,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::snapshot::SnapshotList;
 use super::stats::Counters;
-use super::{DbInner, State};
+use super::{DbInner, State, WalState};
 use crate::base::filename::{self, FileKind};
 use crate::base::FileNumber;
 use crate::cache::{new_block_cache, TableCache};
@@ -84,7 +84,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         versions: Mutex::new(versions),
         writers: Mutex::default(),
         writers_cv: Condvar::new(),
-        wal: Mutex::new(None),
+        wal: Mutex::default(),
         visible_seq: AtomicU64::new(last_seq),
         block_cache,
         table_cache,
@@ -128,7 +128,11 @@ impl DbInner {
         let number = self.versions.lock().new_file_number();
         let writer = WalWriter::create(self.fs.as_ref(), &self.dir, number)?;
         self.fs.sync_dir(&self.dir)?;
-        *self.wal.lock() = Some(writer);
+        *self.wal.lock() = WalState {
+            current: Some(writer),
+            unsynced: Vec::new(),
+            dir_synced: true,
+        };
         {
             let mut st = self.state.lock();
             st.mem_wal = number;

@@ -153,14 +153,15 @@ impl DbInner {
         let last_seq = seq - 1;
         let disable_wal = leader.opts.disable_wal;
         if !disable_wal {
-            let wal = wal
+            let current = wal
+                .current
                 .as_mut()
                 .ok_or_else(|| Error::Poisoned("no WAL is open".to_string()))?;
-            let logged = wal.append(&payloads).and_then(|n| {
+            let logged = current.append(&payloads).and_then(|n| {
                 add(&self.counters.wal_bytes_written, n);
                 if group.iter().any(|w| w.opts.sync) {
                     add(&self.counters.wal_syncs, 1);
-                    wal.sync()
+                    wal.sync(self.fs.as_ref(), &self.dir)
                 } else {
                     Ok(())
                 }
@@ -255,15 +256,13 @@ impl DbInner {
         drop(st);
         let switched = (|| {
             let mut wal = self.wal.lock();
-            if let Some(old) = wal.as_mut() {
-                // Later WALs are replayed only after earlier ones: make the
-                // old one whole on disk before anything lands in the new.
-                old.sync()?;
-            }
             let number = self.versions.lock().new_file_number();
             let new = WalWriter::create(self.fs.as_ref(), &self.dir, number)?;
-            self.fs.sync_dir(&self.dir)?;
-            *wal = Some(new);
+            // Synced by the next synced write (see `WalState`).
+            if let Some(old) = wal.current.replace(new) {
+                wal.unsynced.push(old);
+            }
+            wal.dir_synced = false;
             Ok::<FileNumber, Error>(number)
         })();
         let number = match switched {

@@ -23,6 +23,7 @@ fn header(number: FileNumber) -> Vec<u8> {
 
 /// Appends batches to one WAL file.
 pub(crate) struct WalWriter {
+    number: FileNumber,
     writer: RecordWriter,
     scratch: Vec<u8>,
 }
@@ -35,9 +36,14 @@ impl WalWriter {
         let mut writer = RecordWriter::new(file);
         writer.add(&header(number))?;
         Ok(WalWriter {
+            number,
             writer,
             scratch: Vec::new(),
         })
+    }
+
+    pub(crate) fn number(&self) -> FileNumber {
+        self.number
     }
 
     /// Appends one record per payload in a single write, then hands the
