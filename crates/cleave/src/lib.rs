@@ -22,3 +22,8 @@ pub use db::{Db, LevelStats, Snapshot, Stats};
 pub use error::{Error, Result};
 pub use iter::DbIterator;
 pub use options::{Compression, Options, ReadOptions, WriteOptions};
+
+/// The README's example, compiled and run as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExample;

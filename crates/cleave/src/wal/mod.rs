@@ -220,6 +220,25 @@ mod tests {
     }
 
     #[test]
+    fn newer_format_version_is_refused() {
+        let (fs, dir) = setup();
+        let path = filename::wal(&dir, FileNumber(5));
+        let mut header = MAGIC.to_vec();
+        put_fixed32(&mut header, FORMAT_VERSION + 1);
+        put_fixed64(&mut header, 5);
+        let mut bytes = Vec::new();
+        record::encode(&mut bytes, &header);
+        let mut f = fs.create(&path, FileOptions::default()).unwrap();
+        f.append(&bytes).unwrap();
+        drop(f);
+        let err = read(&fs, &dir, FileNumber(5)).unwrap_err();
+        assert!(
+            matches!(err, Error::UnsupportedFormatVersion { found: 2, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn header_for_another_number_is_corruption() {
         let (fs, dir) = setup();
         write_wal(&fs, &dir, 5);
