@@ -366,3 +366,43 @@ fn second_open_of_a_directory_fails_with_locked() {
     .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
 }
+
+/// A damaged WAL record with valid records after it: with paranoid_checks
+/// the open fails naming the WAL; without, replay stops at the damage
+/// (point-in-time) and nothing after it appears.
+#[test]
+fn damaged_wal_middle_fails_paranoid_open_or_stops_replay() {
+    let mem = MemFs::new();
+    let opts = |paranoid| Options {
+        paranoid_checks: paranoid,
+        write_buffer_size: 1 << 20,
+        ..options(Arc::new(mem.clone()))
+    };
+    let db = Db::open(DIR, opts(false)).unwrap();
+    for i in 0..100 {
+        db.put(&SYNC, &k(i), &v(i)).unwrap();
+    }
+    db.close().unwrap();
+    let wal = newest(&mem, "wal");
+    let len = mem.file_len(&wal).unwrap();
+    mem.corrupt_byte(&wal, len / 2);
+
+    let err = Db::open(DIR, opts(true)).unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains(".wal"), "{err}");
+
+    let db = Db::open(DIR, opts(false)).unwrap();
+    let present: Vec<bool> = (0..100).map(|i| get(&db, i).is_some()).collect();
+    let first_missing = present
+        .iter()
+        .position(|p| !p)
+        .expect("damage must cut replay");
+    assert!(
+        first_missing > 10,
+        "replay stopped too early: {first_missing}"
+    );
+    assert!(
+        present[first_missing..].iter().all(|p| !p),
+        "a write after the damage was replayed"
+    );
+}
