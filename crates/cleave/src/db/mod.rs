@@ -23,7 +23,6 @@ use parking_lot::{Condvar, Mutex};
 use crate::base::limits::NUM_LEVELS;
 use crate::base::{filename, FileNumber, SeqNo};
 use crate::batch::WriteBatch;
-use crate::cache::{BlockCache, TableCache};
 use crate::compaction::picker::{self, PickerOptions};
 use crate::error::{Error, Result};
 use crate::iter::db_iter::DbIterator;
@@ -31,6 +30,7 @@ use crate::manifest::version::Version;
 use crate::manifest::version_set::VersionSet;
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::sstable::{BlockCache, TableCache};
 use crate::vfs::{FileLock, Fs};
 use crate::wal::WalWriter;
 

@@ -12,7 +12,6 @@ use super::stats::Counters;
 use super::{DbInner, State, WalState};
 use crate::base::filename::{self, FileKind};
 use crate::base::FileNumber;
-use crate::cache::{new_block_cache, TableCache};
 use crate::compaction::picker::PickerOptions;
 use crate::compaction::stream::DropRules;
 use crate::error::{Error, Result};
@@ -21,6 +20,7 @@ use crate::manifest::edit::VersionEdit;
 use crate::manifest::version_set::VersionSet;
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::sstable::{new_block_cache, TableCache};
 use crate::wal::{self, WalWriter};
 
 pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {

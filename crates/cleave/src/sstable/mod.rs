@@ -7,6 +7,7 @@ mod builder;
 mod format;
 mod properties;
 mod reader;
+mod table_cache;
 
 use crate::base::{InternalKey, SeqNo};
 use crate::Compression;
@@ -15,6 +16,27 @@ pub(crate) use block::Block;
 pub(crate) use bloom::BloomFilter;
 pub(crate) use builder::TableBuilder;
 pub(crate) use reader::Table;
+pub(crate) use table_cache::TableCache;
+
+use crate::base::FileNumber;
+use crate::cache::ShardedCache;
+
+/// Blocks of all sstables, keyed by (file number, block offset). File
+/// numbers are never reused, so entries of deleted files are never served
+/// again and simply age out.
+pub(crate) type BlockCache = ShardedCache<(FileNumber, u64), CachedBlock>;
+
+/// Shards of the block cache: enough to keep lock contention low on a
+/// many-core machine.
+const BLOCK_CACHE_SHARD_BITS: u32 = 4;
+
+/// Share of the block cache reserved for index and filter blocks.
+const BLOCK_CACHE_HIGH_PRI_RATIO: f64 = 0.5;
+
+/// A block cache of `capacity` bytes with the default shards and pool.
+pub(crate) fn new_block_cache(capacity: usize) -> BlockCache {
+    ShardedCache::new(capacity, BLOCK_CACHE_SHARD_BITS, BLOCK_CACHE_HIGH_PRI_RATIO)
+}
 
 /// Metaindex names. Written to disk: never change.
 const META_FILTER: &[u8] = b"filter.bloom";

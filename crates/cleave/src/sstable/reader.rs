@@ -4,10 +4,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::BlockCache;
 use crate::base::coding::DecodeError;
 use crate::base::key;
 use crate::base::FileNumber;
-use crate::cache::{BlockCache, Priority};
+use crate::cache::Priority;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::vfs::RandomAccessFile;

@@ -3,12 +3,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::{BlockCache, Table};
 use crate::base::{filename, FileNumber};
+use crate::cache::{Priority, ShardedCache};
 use crate::error::Result;
-use crate::sstable::Table;
 use crate::vfs::{FileOptions, Fs};
-
-use super::{BlockCache, Priority, ShardedCache};
 
 /// Shards of the table cache: opens are rare next to lookups, so a few.
 const SHARD_BITS: u32 = 2;
