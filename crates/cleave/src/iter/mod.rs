@@ -1,4 +1,6 @@
-//! Iterators over internal keys, and the user-facing [`DbIterator`].
+//! Iterators that combine sources (merging, level) and the user-facing
+//! [`DbIterator`]. The trait they implement, `InternalIterator`, lives in
+//! `base` so that the memtable and sstables below can implement it.
 
 pub(crate) mod db_iter;
 pub(crate) mod level;
@@ -6,23 +8,5 @@ pub(crate) mod merging;
 #[cfg(test)]
 pub(crate) mod testutil;
 
+pub(crate) use crate::base::InternalIterator;
 pub use db_iter::DbIterator;
-
-/// An iterator over encoded internal keys in [`crate::base::key::compare`]
-/// order. Every layer (block, sstable, level, memtable, merge) implements
-/// it; movement returns `Result` so that I/O errors are never hidden.
-///
-/// REQUIRES: `key`, `value`, `next` and `prev` only while `valid()`.
-pub(crate) trait InternalIterator: Send {
-    fn valid(&self) -> bool;
-    fn seek_to_first(&mut self) -> crate::Result<()>;
-    fn seek_to_last(&mut self) -> crate::Result<()>;
-    /// Positions at the first entry ≥ `target`.
-    fn seek(&mut self, target: &[u8]) -> crate::Result<()>;
-    /// Positions at the last entry ≤ `target`.
-    fn seek_for_prev(&mut self, target: &[u8]) -> crate::Result<()>;
-    fn next(&mut self) -> crate::Result<()>;
-    fn prev(&mut self) -> crate::Result<()>;
-    fn key(&self) -> &[u8];
-    fn value(&self) -> &[u8];
-}

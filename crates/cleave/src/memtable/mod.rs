@@ -13,7 +13,7 @@ use crossbeam_skiplist::map::Entry;
 use crossbeam_skiplist::SkipMap;
 
 use crate::base::key::{self, InternalKey, SeqNo, ValueKind};
-use crate::iter::InternalIterator;
+use crate::base::InternalIterator;
 
 /// Memory a skiplist node costs beyond its key and value: the node header,
 /// its tower of next pointers (about two on average), and the boxed

@@ -8,9 +8,9 @@ use super::BlockCache;
 use crate::base::coding::DecodeError;
 use crate::base::key;
 use crate::base::FileNumber;
+use crate::base::InternalIterator;
 use crate::cache::Priority;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
 use crate::vfs::RandomAccessFile;
 
 use super::block::{Block, BlockIter, KeyOrder};

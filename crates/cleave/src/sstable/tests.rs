@@ -11,8 +11,8 @@ use super::reader::TableIter;
 use super::*;
 use super::{new_block_cache, BlockCache};
 use crate::base::key::{self, MAX_SEQ};
+use crate::base::InternalIterator;
 use crate::base::{FileNumber, ValueKind};
-use crate::iter::InternalIterator;
 use crate::vfs::{FileOptions, Fs, MemFs};
 use crate::{Compression, Error};
 
