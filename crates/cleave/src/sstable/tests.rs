@@ -543,3 +543,74 @@ fn sequential_iteration_reads_windows_not_blocks() {
         "a scan filled the block cache: {cached} bytes"
     );
 }
+
+/// Review 2: every readahead window size (smaller than, equal to and larger
+/// than blocks, and blocks bigger than the window, up to the end of the
+/// file) serves the same entries, forward, backward and after seeks, with
+/// and without the block cache, and with a cache shared with a plain
+/// iterator that interleaves its reads.
+#[test]
+fn review2_readahead_windows_of_every_size_serve_exact_blocks() {
+    let mem = MemFs::new();
+    let path = Path::new("/t/w.sst");
+    let mut entries = model(21, 600, false);
+    // A few big values make blocks larger than small windows.
+    for (i, e) in entries.iter_mut().enumerate() {
+        if i % 97 == 3 {
+            e.1 = vec![b'q'; 3000 + i];
+        }
+    }
+    let opts = TableOptions {
+        block_size: 300,
+        ..TableOptions::default()
+    };
+    let summary = build(&mem, path, opts, &entries);
+    let mut rng = StdRng::seed_from_u64(5);
+    for window in [1usize, 13, 299, 300, 301, 512, 4096, 4097, 10_000, summary.file_size as usize, 1 << 22] {
+        for cap in [0usize, 1 << 20] {
+            let table = open(&mem, path, Arc::new(new_block_cache(cap))).unwrap();
+            let mut it = table.scan_iter(window);
+            assert_eq!(collect_forward(&mut it).unwrap(), entries, "window {window}");
+            assert_eq!(collect_backward(&mut it).unwrap(), entries, "window {window} backward");
+            let mut plain = table.iter();
+            // Random walks with seeks, interleaving a plain iterator.
+            for _ in 0..200 {
+                let i = rng.gen_range(0..entries.len());
+                let t = &entries[i].0;
+                it.seek(t).unwrap();
+                plain.seek(t).unwrap();
+                let mut p = i as isize;
+                for _ in 0..rng.gen_range(0..40) {
+                    let fwd = rng.gen_bool(0.6);
+                    if fwd {
+                        it.next().unwrap();
+                        plain.next().unwrap();
+                        p += 1;
+                    } else {
+                        it.prev().unwrap();
+                        plain.prev().unwrap();
+                        p -= 1;
+                    }
+                    if p < 0 || p as usize >= entries.len() {
+                        assert!(!it.valid() && !plain.valid());
+                        break;
+                    }
+                    assert_eq!(it.key(), entries[p as usize].0.as_slice(), "window {window}");
+                    assert_eq!(it.value(), entries[p as usize].1.as_slice());
+                    assert_eq!(plain.key(), entries[p as usize].0.as_slice());
+                    assert_eq!(plain.value(), entries[p as usize].1.as_slice());
+                }
+                let sfp = ikey(key::user_key(t), MAX_SEQ, ValueKind::Value);
+                it.seek_for_prev(&sfp).unwrap();
+                let want = seek_index(&entries, &sfp).checked_sub(1);
+                match want {
+                    Some(w) if seek_index(&entries, &sfp) < entries.len() && key::compare(&entries[seek_index(&entries, &sfp)].0, &sfp).is_eq() => {
+                        assert_eq!(it.key(), entries[w + 1].0.as_slice());
+                    }
+                    Some(w) => assert_eq!(it.key(), entries[w].0.as_slice()),
+                    None => assert!(!it.valid()),
+                }
+            }
+        }
+    }
+}
