@@ -550,7 +550,7 @@ fn sequential_iteration_reads_windows_not_blocks() {
 /// and without the block cache, and with a cache shared with a plain
 /// iterator that interleaves its reads.
 #[test]
-fn review2_readahead_windows_of_every_size_serve_exact_blocks() {
+fn readahead_windows_of_every_size_serve_exact_blocks() {
     let mem = MemFs::new();
     let path = Path::new("/t/w.sst");
     let mut entries = model(21, 600, false);
@@ -566,12 +566,32 @@ fn review2_readahead_windows_of_every_size_serve_exact_blocks() {
     };
     let summary = build(&mem, path, opts, &entries);
     let mut rng = StdRng::seed_from_u64(5);
-    for window in [1usize, 13, 299, 300, 301, 512, 4096, 4097, 10_000, summary.file_size as usize, 1 << 22] {
+    for window in [
+        1usize,
+        13,
+        299,
+        300,
+        301,
+        512,
+        4096,
+        4097,
+        10_000,
+        summary.file_size as usize,
+        1 << 22,
+    ] {
         for cap in [0usize, 1 << 20] {
             let table = open(&mem, path, Arc::new(new_block_cache(cap))).unwrap();
             let mut it = table.scan_iter(window);
-            assert_eq!(collect_forward(&mut it).unwrap(), entries, "window {window}");
-            assert_eq!(collect_backward(&mut it).unwrap(), entries, "window {window} backward");
+            assert_eq!(
+                collect_forward(&mut it).unwrap(),
+                entries,
+                "window {window}"
+            );
+            assert_eq!(
+                collect_backward(&mut it).unwrap(),
+                entries,
+                "window {window} backward"
+            );
             let mut plain = table.iter();
             // Random walks with seeks, interleaving a plain iterator.
             for _ in 0..200 {
@@ -595,7 +615,11 @@ fn review2_readahead_windows_of_every_size_serve_exact_blocks() {
                         assert!(!it.valid() && !plain.valid());
                         break;
                     }
-                    assert_eq!(it.key(), entries[p as usize].0.as_slice(), "window {window}");
+                    assert_eq!(
+                        it.key(),
+                        entries[p as usize].0.as_slice(),
+                        "window {window}"
+                    );
                     assert_eq!(it.value(), entries[p as usize].1.as_slice());
                     assert_eq!(plain.key(), entries[p as usize].0.as_slice());
                     assert_eq!(plain.value(), entries[p as usize].1.as_slice());
@@ -604,7 +628,11 @@ fn review2_readahead_windows_of_every_size_serve_exact_blocks() {
                 it.seek_for_prev(&sfp).unwrap();
                 let want = seek_index(&entries, &sfp).checked_sub(1);
                 match want {
-                    Some(w) if seek_index(&entries, &sfp) < entries.len() && key::compare(&entries[seek_index(&entries, &sfp)].0, &sfp).is_eq() => {
+                    Some(w)
+                        if seek_index(&entries, &sfp) < entries.len()
+                            && key::compare(&entries[seek_index(&entries, &sfp)].0, &sfp)
+                                .is_eq() =>
+                    {
                         assert_eq!(it.key(), entries[w + 1].0.as_slice());
                     }
                     Some(w) => assert_eq!(it.key(), entries[w].0.as_slice()),

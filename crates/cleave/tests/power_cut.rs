@@ -1,4 +1,4 @@
-//! Review 2: random writes (some synced), flushes and compactions with power
+//! Power cuts: random writes (some synced), flushes and compactions with power
 //! losses at random moments (while background work runs). After each crash
 //! the database must hold exactly the state after some prefix of the
 //! acknowledged batches, and that prefix must cover every synced batch and
@@ -198,20 +198,20 @@ fn run(seed: u64, steps: usize, unlogged: bool) {
 }
 
 #[test]
-fn review2_crash_prefix_random() {
-    let seeds = env("CLEAVE_R2_SEEDS", 6);
-    let steps = env("CLEAVE_R2_STEPS", 3000) as usize;
-    let base = env("CLEAVE_R2_SEED", 0x5eed);
+fn power_cut_recovers_a_prefix() {
+    let seeds = env("CLEAVE_POWER_CUT_SEEDS", 6);
+    let steps = env("CLEAVE_POWER_CUT_STEPS", 3000) as usize;
+    let base = env("CLEAVE_POWER_CUT_SEED", 0x5eed);
     for s in 0..seeds {
         run(base + s, steps, false);
     }
 }
 
 #[test]
-fn review2_crash_prefix_random_with_unlogged_writes() {
-    let seeds = env("CLEAVE_R2_SEEDS", 6);
-    let steps = env("CLEAVE_R2_STEPS", 3000) as usize;
-    let base = env("CLEAVE_R2_SEED", 0x5eed);
+fn power_cut_recovers_a_prefix_with_unlogged_writes() {
+    let seeds = env("CLEAVE_POWER_CUT_SEEDS", 6);
+    let steps = env("CLEAVE_POWER_CUT_STEPS", 3000) as usize;
+    let base = env("CLEAVE_POWER_CUT_SEED", 0x5eed);
     for s in 0..seeds {
         run(base + s, steps, true);
     }
