@@ -7,7 +7,7 @@ mod flush;
 mod open;
 mod read;
 #[cfg(test)]
-mod review_tests;
+mod regression_tests;
 mod snapshot;
 mod stats;
 mod write;
