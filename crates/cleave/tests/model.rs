@@ -2,48 +2,17 @@
 //! oracle must agree. `CLEAVE_MODEL_SEEDS` and `CLEAVE_MODEL_OPS` scale it
 //! up (e.g. 50 seeds × 100,000 ops locally).
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::Arc;
 
 use cleave::vfs::MemFs;
-use cleave::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use cleave::{Db, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn options(fs: &MemFs, rng: &mut StdRng) -> Options {
-    Options {
-        create_if_missing: true,
-        fs: Arc::new(fs.clone()),
-        write_buffer_size: rng.gen_range(4 << 10..32 << 10),
-        target_file_size_base: rng.gen_range(8 << 10..64 << 10),
-        max_bytes_for_level_base: rng.gen_range(32 << 10..256 << 10),
-        level0_file_num_compaction_trigger: 2,
-        level0_slowdown_writes_trigger: 8,
-        level0_stop_writes_trigger: 12,
-        block_size: rng.gen_range(256..4096),
-        bloom_bits_per_key: if rng.gen_bool(0.8) { 10 } else { 0 },
-        block_cache_capacity: rng.gen_range(0..1 << 20),
-        max_background_jobs: rng.gen_range(1..4),
-        level_compaction_dynamic_level_bytes: rng.gen_bool(0.7),
-        compression: match rng.gen_range(0..3) {
-            0 => cleave::Compression::None,
-            1 => cleave::Compression::Lz4,
-            _ => cleave::Compression::Zstd,
-        },
-        ..Options::default()
-    }
-}
+use common::{env, random_options, Model};
 
 fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
     format!("k{:05}", rng.gen_range(0..space)).into_bytes()
@@ -145,7 +114,7 @@ fn run(seed: u64, ops: usize) {
     let mut fs = MemFs::new();
     let dir = Path::new("/model");
     let space = rng.gen_range(50..2000);
-    let mut db = Db::open(dir, options(&fs, &mut rng)).unwrap();
+    let mut db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
     let mut model = Model::new();
     let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
     // Background work seen across reopens, to show the run exercised it.
@@ -232,7 +201,7 @@ fn run(seed: u64, ops: usize) {
                 snapshots.clear();
                 tally(&db);
                 db.close().unwrap();
-                db = Db::open(dir, options(&fs, &mut rng)).unwrap();
+                db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
             }
             _ => {
                 // Power loss right after a flush: the flush made every
@@ -243,7 +212,7 @@ fn run(seed: u64, ops: usize) {
                 tally(&db);
                 db.close().unwrap();
                 fs = crashed;
-                db = Db::open(dir, options(&fs, &mut rng)).unwrap();
+                db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
             }
         }
     }
@@ -255,7 +224,7 @@ fn run(seed: u64, ops: usize) {
         work.0 > 0 && work.1 > 0,
         "seed {seed}: no flush or compaction ran: {work:?}"
     );
-    let db = Db::open(dir, options(&fs, &mut rng)).unwrap();
+    let db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
     let mut it = db.iter(&ReadOptions::new());
     it.seek_to_first().unwrap();
     let mut got = Model::new();

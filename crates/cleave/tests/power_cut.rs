@@ -4,46 +4,18 @@
 //! acknowledged batches, and that prefix must cover every synced batch and
 //! everything a completed `flush()` covered.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::path::Path;
-use std::sync::Arc;
 
 use cleave::vfs::MemFs;
-use cleave::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use cleave::{Db, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+use common::{env, random_options, Model};
 
 const LAST: &[u8] = b"~last";
-
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn options(fs: &MemFs, rng: &mut StdRng) -> Options {
-    Options {
-        create_if_missing: true,
-        fs: Arc::new(fs.clone()),
-        write_buffer_size: rng.gen_range(4 << 10..16 << 10),
-        target_file_size_base: rng.gen_range(4 << 10..32 << 10),
-        max_bytes_for_level_base: rng.gen_range(16 << 10..128 << 10),
-        level0_file_num_compaction_trigger: 2,
-        level0_slowdown_writes_trigger: 8,
-        level0_stop_writes_trigger: 12,
-        block_size: rng.gen_range(256..2048),
-        bloom_bits_per_key: if rng.gen_bool(0.8) { 10 } else { 0 },
-        block_cache_capacity: rng.gen_range(0..256 << 10),
-        max_background_jobs: rng.gen_range(1..4),
-        max_write_buffer_number: rng.gen_range(2..5),
-        level_compaction_dynamic_level_bytes: rng.gen_bool(0.5),
-        max_manifest_file_size: rng.gen_range(1 << 10..64 << 10),
-        ..Options::default()
-    }
-}
 
 /// One acknowledged batch: (key, Some(value) | None for a delete).
 type Op = Vec<(Vec<u8>, Option<Vec<u8>>)>;
@@ -79,7 +51,7 @@ fn run(seed: u64, steps: usize, unlogged: bool) {
     let mut fs = MemFs::new();
     let dir = Path::new("/crashmodel");
     let space = rng.gen_range(20..400u32);
-    let mut db = Db::open(dir, options(&fs, &mut rng)).unwrap();
+    let mut db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
     let mut ops: Vec<Op> = Vec::new();
     // Number of leading batches that must survive a crash.
     let mut durable = 0usize;
@@ -141,7 +113,7 @@ fn run(seed: u64, steps: usize, unlogged: bool) {
             94..=95 => {
                 // A clean close keeps everything, unlogged writes included.
                 db.close().unwrap_or_else(|e| panic!("{ctx}: close: {e}"));
-                db = Db::open(dir, options(&fs, &mut rng)).unwrap();
+                db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
                 let want = replay(&ops);
                 let got = contents(&db);
                 assert!(got == want, "{ctx}: state after a clean close differs");
@@ -161,7 +133,7 @@ fn run(seed: u64, steps: usize, unlogged: bool) {
                 drop(db);
                 fs = crashed;
                 crashes += 1;
-                db = Db::open(dir, options(&fs, &mut rng))
+                db = Db::open(dir, random_options(&fs, &mut rng))
                     .unwrap_or_else(|e| panic!("{ctx}: reopen after crash: {e}"));
                 let got = contents(&db);
                 let prefix = match got.get(LAST) {

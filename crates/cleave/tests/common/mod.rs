@@ -1,0 +1,49 @@
+//! Helpers shared by the randomized integration tests.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use cleave::vfs::MemFs;
+use cleave::{Compression, Options};
+use rand::rngs::StdRng;
+use rand::Rng;
+
+/// What the database should hold: the oracle of the randomized tests.
+pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// A number from the environment, so that CI runs small and a developer can
+/// run long: e.g. `CLEAVE_MODEL_OPS=1000000`.
+pub fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Options drawn at random, all small so that every background job (flush,
+/// compaction, manifest rotation) runs often.
+pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
+    Options {
+        create_if_missing: true,
+        fs: Arc::new(fs.clone()),
+        write_buffer_size: rng.gen_range(4 << 10..32 << 10),
+        max_write_buffer_number: rng.gen_range(2..5),
+        target_file_size_base: rng.gen_range(4 << 10..64 << 10),
+        max_bytes_for_level_base: rng.gen_range(16 << 10..256 << 10),
+        level0_file_num_compaction_trigger: 2,
+        level0_slowdown_writes_trigger: 8,
+        level0_stop_writes_trigger: 12,
+        block_size: rng.gen_range(256..4096),
+        bloom_bits_per_key: if rng.gen_bool(0.8) { 10 } else { 0 },
+        block_cache_capacity: rng.gen_range(0..1 << 20),
+        max_background_jobs: rng.gen_range(1..4),
+        level_compaction_dynamic_level_bytes: rng.gen_bool(0.6),
+        max_manifest_file_size: rng.gen_range(1 << 10..64 << 10),
+        compression: match rng.gen_range(0..3) {
+            0 => Compression::None,
+            1 => Compression::Lz4,
+            _ => Compression::Zstd,
+        },
+        ..Options::default()
+    }
+}
