@@ -117,6 +117,8 @@ impl DbInner {
                         let st = run_registered(self, st, plan, version);
                         Self::check_bg_error(&st)?;
                     }
+                    // Nothing conflicts, so the picker has nothing to do here.
+                    None if st.compactions.is_empty() => break,
                     // Files in the range are being compacted: wait for them.
                     None => self.bg_cv.wait(&mut st),
                 }

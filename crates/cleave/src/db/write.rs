@@ -227,15 +227,16 @@ impl DbInner {
                 continue;
             }
             let full = st.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
-            if !force && !full {
+            // At the L0 stop trigger every write waits, not only the one
+            // that fills the memtable; a flush request still goes through.
+            let l0_stop = !force && l0 >= self.opts.level0_stop_writes_trigger;
+            if !force && !full && !l0_stop {
                 return Ok(());
             }
             if force && st.mem.is_empty() {
                 return Ok(());
             }
-            if st.imm.len() + 1 >= self.opts.max_write_buffer_number
-                || l0 >= self.opts.level0_stop_writes_trigger
-            {
+            if l0_stop || st.imm.len() + 1 >= self.opts.max_write_buffer_number {
                 let start = Instant::now();
                 add(&self.counters.stopped_writes, 1);
                 self.bg_cv.notify_all();
