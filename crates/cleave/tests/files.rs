@@ -266,3 +266,24 @@ fn lock_excludes_another_process() {
     assert!(stdout.contains("child: locked"), "{stdout}");
     db.close().unwrap();
 }
+
+/// Regression: compact_range returned at once when L0 alone held data.
+#[test]
+fn compact_range_compacts_l0_when_it_alone_holds_data() {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(&fs)).unwrap();
+    db.put(&WriteOptions::default(), b"a", b"1").unwrap();
+    db.flush().unwrap();
+    assert_eq!(level_files(&db, 0), 1);
+    db.compact_range(None, None).unwrap();
+    assert_eq!(
+        level_files(&db, 0),
+        0,
+        "{}",
+        db.property("cleave.stats").unwrap()
+    );
+    assert_eq!(
+        db.get(&ReadOptions::new(), b"a").unwrap().as_deref(),
+        Some(&b"1"[..])
+    );
+}
