@@ -12,7 +12,7 @@ use cleave::{Db, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use common::{env, random_options, Model};
+use common::{contents, env, random_options, Model};
 
 fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
     format!("k{:05}", rng.gen_range(0..space)).into_bytes()
@@ -225,15 +225,7 @@ fn run(seed: u64, ops: usize) {
         "seed {seed}: no flush or compaction ran: {work:?}"
     );
     let db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
-    let mut it = db.iter(&ReadOptions::new());
-    it.seek_to_first().unwrap();
-    let mut got = Model::new();
-    while it.valid() {
-        got.insert(it.key().to_vec(), it.value().to_vec());
-        it.next().unwrap();
-    }
-    it.status().unwrap();
-    assert_eq!(got, model, "seed {seed}: final contents");
+    assert_eq!(contents(&db), model, "seed {seed}: final contents");
 }
 
 #[test]

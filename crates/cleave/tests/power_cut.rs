@@ -13,7 +13,7 @@ use cleave::{Db, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use common::{env, random_options, Model};
+use common::{contents, env, random_options, Model};
 
 const LAST: &[u8] = b"~last";
 
@@ -32,18 +32,6 @@ fn replay(ops: &[Op]) -> Model {
         m.insert(LAST.to_vec(), i.to_string().into_bytes());
     }
     m
-}
-
-fn contents(db: &Db) -> Model {
-    let mut it = db.iter(&ReadOptions::new());
-    it.seek_to_first().unwrap();
-    let mut got = Model::new();
-    while it.valid() {
-        got.insert(it.key().to_vec(), it.value().to_vec());
-        it.next().unwrap();
-    }
-    it.status().unwrap();
-    got
 }
 
 fn run(seed: u64, steps: usize, unlogged: bool) {

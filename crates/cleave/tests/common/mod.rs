@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cleave::vfs::MemFs;
-use cleave::{Compression, Options};
+use cleave::{Compression, Db, Options, ReadOptions};
 use rand::rngs::StdRng;
 use rand::Rng;
 
@@ -46,4 +46,17 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         },
         ..Options::default()
     }
+}
+
+/// Everything the database holds now, read with a full forward scan.
+pub fn contents(db: &Db) -> Model {
+    let mut it = db.iter(&ReadOptions::new());
+    it.seek_to_first().unwrap();
+    let mut got = Model::new();
+    while it.valid() {
+        got.insert(it.key().to_vec(), it.value().to_vec());
+        it.next().unwrap();
+    }
+    it.status().unwrap();
+    got
 }
