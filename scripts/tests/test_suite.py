@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Self-test of scripts/suite.py on fake cleave-bench results.
+
+    python3 scripts/tests/test_suite.py -v     (or scripts/suite.py --self-test)
+
+Set SUITE_TEST_OUT=DIR to keep the fake results, table and plots there.
+"""
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import random
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("suite", os.path.join(HERE, "..", "suite.py"))
+suite = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(suite)
+
+GIB = 1 << 30
+ENGINES = ["cleave", "rocksdb", "blobdb"]
+# Overwrite ops/s per engine: the ratios the table must show are 0.50 and 0.80.
+OVERWRITE_OPS = {"cleave": 30000.0, "rocksdb": 15000.0, "blobdb": 24000.0}
+
+
+def fake_record(engine, bench, ops_per_sec, rng, live=2 * GIB):
+    """One record as the driver's --json writes it, with a plausible series."""
+    writes = suite.is_write_bench(bench)
+    duration = {"cleave": 50, "rocksdb": 70, "blobdb": 60}[engine]
+    amp = {"cleave": 1.2, "rocksdb": 1.8, "blobdb": 1.6}[engine]
+    if bench == "waitforcompaction":  # settled
+        amp = {"cleave": 1.15, "rocksdb": 1.1, "blobdb": 1.4}[engine]
+    mb_s = ops_per_sec * 8216 / (1 << 20)
+    series = []
+    for t in range(1, duration + 1):
+        grow = min(1.0, t / (duration * 0.3)) if bench.startswith("fill") else 1.0
+        wobble = rng.uniform(0.7, 1.3) if engine != "cleave" else rng.uniform(0.95, 1.05)
+        series.append({"t_s": float(t), "ops_per_sec": ops_per_sec * wobble,
+                       "mb_per_sec": mb_s * wobble, "live_bytes": int(live * grow),
+                       "disk_bytes": int(live * grow * (amp + 0.2 * rng.random()))})
+    user = int(ops_per_sec * duration * 8216) if writes else 0
+    device = int(user * amp * 1.5) if writes else None
+    return {
+        "engine": engine, "benchmark": bench, "threads": 1,
+        "ops": int(ops_per_sec * duration), "elapsed_s": float(duration),
+        "ops_per_sec": ops_per_sec, "micros_per_op": 1e6 / ops_per_sec,
+        "mb_per_sec": mb_s if writes else 0.0, "found": None if writes else 1000,
+        "p50_us": 10.0, "p99_us": 300.0, "p999_us": 2500.0, "max_us": 9000.0,
+        "user_bytes": user, "device_write_bytes": device,
+        "write_amp": device / user if writes else None, "engine_write_amp": None,
+        "disk_bytes": int(live * amp), "live_bytes": live, "space_amp": amp,
+        "throttled_s": 0.0, "peak_rss_bytes": 300 << 20, "cpu_s": duration * 1.3,
+        "engine_counters": None, "series": series,
+    }
+
+
+def fake_results(benchmarks=suite.KV_PHASES.split(",")):
+    """3 engines x the fixed-8k benchmarks, engine-major as the driver runs."""
+    rng = random.Random(42)
+    base = {"filluniquerandom": 40000.0, "waitforcompaction": 1.0,
+            "readrandom": 15000.0, "seekrandom": 1500.0}
+    records = []
+    for engine in ENGINES:
+        for bench in benchmarks:
+            if bench == "overwrite":
+                ops = OVERWRITE_OPS[engine]
+            else:
+                ops = base.get(bench, 20000.0) * (1.0 if engine == "cleave" else 0.8)
+            records.append(fake_record(engine, bench, ops, rng))
+    return records
+
+
+def args_for(*argv):
+    return suite.parse_args(list(argv))
+
+
+class CommandTest(unittest.TestCase):
+    def test_fixed_8k_flags(self):
+        flags = suite.suite_flags(args_for("fixed-8k", "--live-gib", "2"))
+        num = 2 * GIB // (24 + 8192)
+        for flag in [f"--num={num}", f"--writes={2 * num}", "--value_size=8192",
+                     "--cache_size=21474836", "--key_distribution=zipfian",
+                     "--read_key_distribution=uniform", "--reads=200000",
+                     "--seeks=20000", "--seek_nexts=100", "--compression_type=none",
+                     "--benchmarks=" + suite.KV_PHASES]:
+            self.assertIn(flag, flags)
+        self.assertFalse(any(f.startswith("--space_limit_ratio") for f in flags))
+
+    def test_small_live_cache_floor_and_options(self):
+        flags = suite.suite_flags(args_for("pareto-1k", "--live-gib", "0.25", "--space-limit",
+                                           "1.5", "--extra=--threads=2"))
+        self.assertIn(f"--cache_size={8 << 20}", flags)
+        self.assertIn("--value_size_distribution=pareto-1k", flags)
+        self.assertIn("--space_limit_ratio=1.5", flags)
+        self.assertEqual(flags[-1], "--threads=2")
+        flags = suite.suite_flags(args_for("fixed-1k", "--extra=--a=1", "--", "--b=2", "--c"))
+        self.assertEqual(flags[-3:], ["--a=1", "--b=2", "--c"])
+
+    def test_ycsb_flags(self):
+        flags = suite.suite_flags(args_for("ycsb", "--ycsb-ops", "1000"))
+        self.assertIn(f"--num={2 * GIB // 1024}", flags)
+        self.assertIn("--ycsb_operation_count=1000", flags)
+        self.assertIn("--benchmarks=" + suite.YCSB_PHASES, flags)
+        self.assertFalse(any(f.startswith("--writes") for f in flags))
+
+    def test_driver_command(self):
+        args = args_for("fixed-1k", "--engines", "cleave,rocksdb", "--bench-bin", "/b")
+        cmd = suite.driver_command(args, "/b", "/d", "/o/results.json")
+        self.assertEqual(cmd[:4], ["/b", "--engine=cleave,rocksdb", "--db=/d",
+                                   "--json=/o/results.json"])
+
+
+class TableTest(unittest.TestCase):
+    def rows(self, table, bench):
+        cells = [[c.strip() for c in line.strip("|").split("|")]
+                 for line in table.splitlines() if line.startswith(f"| {bench} |")]
+        return {c[1]: c for c in cells}
+
+    def test_ratios_and_summary(self):
+        rng = random.Random(1)
+        records = [fake_record(e, "overwrite", ops, rng)
+                   for e, ops in (("cleave", 100.0), ("rocksdb", 50.0), ("blobdb", 80.0))]
+        table = suite.make_table(records, "fixed-8k test")
+        rows = self.rows(table, "overwrite")
+        ratio_col = 4
+        self.assertEqual(rows["cleave"][ratio_col], "1.00")
+        self.assertEqual(rows["RocksDB"][ratio_col], "0.50")
+        self.assertEqual(rows["BlobDB"][ratio_col], "0.80")
+        self.assertEqual(rows["RocksDB"][2], "50")
+        self.assertIn("engine / cleave", table.splitlines()[4])
+        self.assertIn("- overwrite: cleave is 2.00x RocksDB and 1.25x BlobDB on ops/s", table)
+
+    def test_groups_in_run_order(self):
+        table = suite.make_table(fake_results(), "t")
+        benches = [line.split("|")[1].strip() for line in table.splitlines()
+                   if line.startswith("| ") and line.split("|")[1].strip() not in ("benchmark", "---")]
+        self.assertEqual(benches, [b for b in suite.KV_PHASES.split(",") for _ in ENGINES])
+
+    def test_nulls_and_repeats(self):
+        records = fake_results(["overwrite", "overwrite"])
+        for key in ("ops_per_sec", "p99_us", "write_amp", "space_amp", "disk_bytes",
+                    "cpu_s", "peak_rss_bytes"):
+            records[2][key] = None  # rocksdb's first overwrite
+        table = suite.make_table(records, "t")
+        self.assertIn("| overwrite#2 | RocksDB |", table)
+        self.assertEqual(self.rows(table, "overwrite")["RocksDB"][4], "–")
+        self.assertIn("- overwrite: cleave is –x RocksDB and 1.25x BlobDB on ops/s", table)
+
+
+class RenderTest(unittest.TestCase):
+    def test_pngs_written(self):
+        if suite.import_pyplot() is None:
+            self.skipTest("matplotlib is not available")
+        keep = os.environ.get("SUITE_TEST_OUT")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = keep or tmp
+            os.makedirs(out, exist_ok=True)
+            records = fake_results()
+            records[0]["series"][5]["mb_per_sec"] = None  # a gap must not break plots
+            with open(os.path.join(out, "results.json"), "w") as f:
+                json.dump(records, f)
+            with contextlib.redirect_stdout(io.StringIO()):
+                written = suite.render(records, out, suite.suite_title("fixed-8k", 2.0), 1.5)
+            self.assertEqual(sorted(os.path.basename(p) for p in written),
+                             ["throughput_over_time.png", "throughput_vs_space.png"])
+            for path in written:
+                with open(path, "rb") as f:
+                    self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+                self.assertGreater(os.path.getsize(path), 10000)
+            self.assertTrue(os.path.exists(os.path.join(out, "table.md")))
+
+    def test_ycsb_plots(self):
+        if suite.import_pyplot() is None:
+            self.skipTest("matplotlib is not available")
+        with tempfile.TemporaryDirectory() as out:
+            records = fake_results(suite.YCSB_PHASES.split(","))
+            with contextlib.redirect_stdout(io.StringIO()):
+                written = suite.render(records, out, suite.suite_title("ycsb", 2.0), None)
+            self.assertEqual(len(written), 2)
+
+
+FAKE_DRIVER = """#!/usr/bin/env python3
+import json, sys
+flags = dict(a[2:].split("=", 1) for a in sys.argv[1:] if "=" in a)
+print("fake driver:", " ".join(sys.argv[1:]))
+print("a line on stderr", file=sys.stderr)
+json.dump(json.load(open(%r)), open(flags["json"], "w"))
+"""
+
+
+class EndToEndTest(unittest.TestCase):
+    def test_run_with_fake_driver(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            if os.stat(tmp).st_dev != os.stat(suite.REPO).st_dev:
+                self.skipTest("the temp dir is not on the repo's filesystem")
+            with open(os.path.join(tmp, "fake.json"), "w") as f:
+                json.dump(fake_results(), f)
+            driver = os.path.join(tmp, "fake-bench")
+            with open(driver, "w") as f:
+                f.write(FAKE_DRIVER % os.path.join(tmp, "fake.json"))
+            os.chmod(driver, 0o755)
+            out = os.path.join(tmp, "out")
+            suite.drop_page_cache = lambda: None
+            with contextlib.redirect_stdout(io.TextIOWrapper(io.BytesIO())):
+                status = suite.main(["fixed-8k", "--bench-bin", driver, "--out", out,
+                                     "--live-gib", "0.1"])
+            self.assertEqual(status, 0)
+            for name in ("command.txt", "driver.log", "results.json", "table.md"):
+                self.assertTrue(os.path.exists(os.path.join(out, name)), name)
+            with open(os.path.join(out, "driver.log")) as f:
+                log = f.read()
+            self.assertIn("fake driver: --engine=cleave,rocksdb,blobdb --db=" + out + "/db", log)
+            self.assertIn("a line on stderr", log)
+
+
+if __name__ == "__main__":
+    unittest.main()
