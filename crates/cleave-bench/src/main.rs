@@ -6,11 +6,15 @@
 //! driver prints what each benchmark cost (device writes, write
 //! amplification, disk size, peak RSS, CPU) and can write it all as JSON.
 
+#[allow(dead_code)] // wired into workloads in the next commit
+mod distributions;
 mod engines;
 mod flags;
 mod keys;
 mod process;
 mod report;
+#[allow(dead_code)] // wired into workloads in the next commit
+mod value_sizes;
 mod values;
 mod workloads;
 
