@@ -77,6 +77,7 @@ impl Zipfian {
     }
 
     /// The item count ζ currently covers: the largest `items` seen so far.
+    #[cfg(test)]
     pub fn items(&self) -> u64 {
         self.items
     }

@@ -11,6 +11,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 
+use crate::distributions::{KeyDistribution, DEFAULT_ZIPF_THETA};
+use crate::value_sizes::ValueSizeDistribution;
+
 /// The block compression to ask the engine for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum CompressionType {
@@ -31,12 +34,14 @@ pub enum CompressionType {
 )]
 pub struct Flags {
     /// Comma-separated benchmarks to run in order: fillseq, fillrandom,
-    /// overwrite, readrandom, seekrandom, flush, compact,
-    /// waitforcompaction, stats.
+    /// filluniquerandom, overwrite, updaterandom, readrandom,
+    /// readwhilewriting, seekrandom, readrandomwriterandom, ycsb_load,
+    /// ycsb_a .. ycsb_f, flush, compact, waitforcompaction, stats.
     #[arg(long, default_value = "fillrandom,readrandom")]
     pub benchmarks: String,
 
-    /// Which engine to drive.
+    /// Engines to drive, comma-separated: each runs every benchmark in turn,
+    /// on a fresh directory, with the same seeds and so the same operations.
     #[arg(long, default_value = "cleave")]
     pub engine: String,
 
@@ -56,8 +61,79 @@ pub struct Flags {
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,
 
+    /// The value size of `--value_size_distribution=fixed`.
     #[arg(long, default_value_t = 100)]
     pub value_size: usize,
+
+    /// How value sizes are drawn: fixed (--value_size), mixed-8k, pareto-1k,
+    /// or uniform (--value_size_min..=--value_size_max).
+    #[arg(long, value_enum, default_value = "fixed")]
+    pub value_size_distribution: ValueSizeDistribution,
+
+    #[arg(long, default_value_t = 100)]
+    pub value_size_min: usize,
+
+    #[arg(long, default_value_t = 1024)]
+    pub value_size_max: usize,
+
+    /// Which keys updates pick (overwrite, updaterandom, the writes of
+    /// readwhilewriting and readrandomwriterandom). Fills are unaffected;
+    /// YCSB's run phases use their workload's own distribution.
+    #[arg(long, value_enum, default_value = "uniform")]
+    pub key_distribution: KeyDistribution,
+
+    /// Which keys reads and seeks pick; defaults to --key_distribution.
+    #[arg(long, value_enum)]
+    pub read_key_distribution: Option<KeyDistribution>,
+
+    /// The zipfian constant (YCSB's default 0.99).
+    #[arg(long, default_value_t = DEFAULT_ZIPF_THETA)]
+    pub zipf_theta: f64,
+
+    /// Run each data benchmark for this many seconds instead of its count
+    /// (0: use the counts).
+    #[arg(long, default_value_t = 0)]
+    pub duration: u64,
+
+    /// readrandomwriterandom: the percentage of operations that are reads.
+    #[arg(long, default_value_t = 90)]
+    pub readwritepercent: u32,
+
+    /// Seeks per thread for seekrandom; negative means --reads.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub seeks: i64,
+
+    /// YCSB run phases: operations in all (split across threads); 0 means
+    /// --num. The record count of ycsb_load is --num.
+    #[arg(long, default_value_t = 0)]
+    pub ycsb_operation_count: u64,
+
+    /// YCSB record shape: a value is field_count x field_length bytes.
+    #[arg(long, default_value_t = 10)]
+    pub ycsb_field_count: usize,
+
+    #[arg(long, default_value_t = 100)]
+    pub ycsb_field_length: usize,
+
+    /// YCSB E: scan lengths are uniform in 1..=this.
+    #[arg(long, default_value_t = 100)]
+    pub ycsb_max_scan_length: u64,
+
+    /// Throttle writers whenever the database directory holds more than
+    /// this many times the live logical bytes (0: no limit). The same for
+    /// every engine: the papers' fair-comparison mode.
+    #[arg(long, default_value_t = 0.0)]
+    pub space_limit_ratio: f64,
+
+    /// Give up throttling for the rest of a benchmark once writers have
+    /// waited this long in one stretch (an engine that cannot get under the
+    /// limit would otherwise hang the run); the record says so.
+    #[arg(long, default_value_t = 60)]
+    pub space_limit_max_wait: u64,
+
+    /// BlobDB: values at least this large go to blob files.
+    #[arg(long, default_value_t = 512)]
+    pub min_blob_size: u64,
 
     /// Concurrent benchmark threads. As in db_bench, every thread does the
     /// full --num / --reads / --writes count and the report is the total.
@@ -178,6 +254,25 @@ impl Flags {
         u64::try_from(self.reads).unwrap_or(self.num)
     }
 
+    /// Seeks per thread for seekrandom (negative means --reads).
+    pub fn seeks_per_thread(&self) -> u64 {
+        u64::try_from(self.seeks).unwrap_or_else(|_| self.reads_per_thread())
+    }
+
+    /// YCSB run-phase operations in all.
+    pub fn ycsb_operations(&self) -> u64 {
+        if self.ycsb_operation_count == 0 {
+            self.num
+        } else {
+            self.ycsb_operation_count
+        }
+    }
+
+    /// The engines of `--engine`, in order.
+    pub fn engine_names(&self) -> Vec<String> {
+        split_list(&self.engine)
+    }
+
     /// Writes per thread for the fill and overwrite benchmarks, resolved as
     /// db_bench's `DoWrite` does (zero or negative means --num).
     pub fn writes_per_thread(&self) -> u64 {
@@ -206,19 +301,41 @@ impl Flags {
         if !(self.compression_ratio > 0.0 && self.compression_ratio <= 1.0) {
             bail!("--compression_ratio must be in (0, 1]");
         }
+        if !(self.zipf_theta > 0.0 && self.zipf_theta < 1.0) {
+            bail!("--zipf_theta must be in (0, 1)");
+        }
+        if self.readwritepercent > 100 {
+            bail!("--readwritepercent must be at most 100");
+        }
+        let limit = self.space_limit_ratio;
+        if limit != 0.0 && (limit.is_nan() || limit < 1.0) {
+            bail!("--space_limit_ratio must be 0 (off) or at least 1");
+        }
+        if self.ycsb_field_count == 0 || self.ycsb_field_length == 0 {
+            bail!("--ycsb_field_count and --ycsb_field_length must be at least 1");
+        }
+        if self.ycsb_max_scan_length == 0 {
+            bail!("--ycsb_max_scan_length must be at least 1");
+        }
+        if self.engine_names().is_empty() {
+            bail!("--engine names no engine");
+        }
         Ok(())
     }
 
     /// The benchmark names in order, empty entries skipped (db_bench allows
     /// a trailing comma).
     pub fn benchmark_names(&self) -> Vec<String> {
-        self.benchmarks
-            .split(',')
-            .map(str::trim)
-            .filter(|name| !name.is_empty())
-            .map(str::to_owned)
-            .collect()
+        split_list(&self.benchmarks)
     }
+}
+
+fn split_list(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// gflags booleans: `1/0`, `true/false`, `yes/no`, `t/f`, `y/n`.
@@ -335,5 +452,39 @@ mod tests {
     fn benchmark_list_skips_empty_entries() {
         let flags = parse(&["--benchmarks=fillseq,,readrandom,"]);
         assert_eq!(flags.benchmark_names(), vec!["fillseq", "readrandom"]);
+    }
+
+    #[test]
+    fn workload_flags_parse_and_resolve() {
+        let flags = parse(&[
+            "--engine=cleave,rocksdb,blobdb",
+            "--key_distribution=zipfian",
+            "--value_size_distribution=mixed-8k",
+            "--reads=7",
+            "--ycsb_operation_count=0",
+            "--num=50",
+        ]);
+        assert_eq!(flags.engine_names(), vec!["cleave", "rocksdb", "blobdb"]);
+        assert_eq!(flags.key_distribution, KeyDistribution::Zipfian);
+        assert_eq!(flags.read_key_distribution, None);
+        assert_eq!(
+            flags.value_size_distribution,
+            ValueSizeDistribution::Mixed8k
+        );
+        assert_eq!(flags.seeks_per_thread(), 7);
+        assert_eq!(parse(&["--seeks=3"]).seeks_per_thread(), 3);
+        assert_eq!(flags.ycsb_operations(), 50);
+        assert_eq!(flags.zipf_theta, 0.99);
+        assert!(flags.validate().is_ok());
+        for bad in [
+            "--zipf_theta=1.0",
+            "--readwritepercent=101",
+            "--space_limit_ratio=0.5",
+            "--engine=,",
+            "--ycsb_field_count=0",
+        ] {
+            assert!(parse(&[bad]).validate().is_err(), "{bad} accepted");
+        }
+        assert!(parse(&["--space_limit_ratio=1.5"]).validate().is_ok());
     }
 }

@@ -6,14 +6,15 @@
 //! driver prints what each benchmark cost (device writes, write
 //! amplification, disk size, peak RSS, CPU) and can write it all as JSON.
 
-#[allow(dead_code)] // wired into workloads in the next commit
 mod distributions;
 mod engines;
 mod flags;
 mod keys;
+mod live;
+mod monitor;
 mod process;
 mod report;
-#[allow(dead_code)] // wired into workloads in the next commit
+mod space_limit;
 mod value_sizes;
 mod values;
 mod workloads;
@@ -21,16 +22,21 @@ mod workloads;
 use std::fs;
 use std::io::{ErrorKind, IsTerminal, Write};
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use engines::{Engine, EngineConfig};
 use flags::Flags;
+use live::LiveSet;
+use monitor::{run_watched, Progress, Watch};
 use process::ProcessSnapshot;
 use report::{BenchmarkRecord, Costs};
-use workloads::{Benchmark, OpKind, RunOutcome, SeedSequence, WorkloadParams};
+use space_limit::SpaceLimit;
+use value_sizes::ValueSizeDistribution;
+use workloads::{Benchmark, RunOutcome, SeedSequence, Shared, WorkloadParams};
 
 /// Marks a directory as created by this driver, so wiping it can never
 /// delete a directory someone pointed --db at by mistake.
@@ -75,22 +81,33 @@ fn seed_from_clock() -> u64 {
 }
 
 /// db_bench's run header, with our engine and options.
-fn print_header(flags: &Flags, engine: &dyn Engine, config: &EngineConfig) {
+fn print_header(
+    flags: &Flags,
+    params: &WorkloadParams,
+    engine: &dyn Engine,
+    config: &EngineConfig,
+) {
     let rows = flags.num as f64;
-    let raw_mb = (flags.key_size + flags.value_size) as f64 * rows / 1_048_576.0;
-    let compressed_value = (flags.value_size as f64 * flags.compression_ratio + 0.5) as u64;
-    let file_mb = (flags.key_size as f64 + flags.value_size as f64 * flags.compression_ratio)
-        * rows
-        / 1_048_576.0;
+    let value_size = params.value_sizes.mean();
+    let raw_mb = (flags.key_size as f64 + value_size) * rows / 1_048_576.0;
+    let compressed_value = (value_size * flags.compression_ratio + 0.5) as u64;
+    let file_mb =
+        (flags.key_size as f64 + value_size * flags.compression_ratio) * rows / 1_048_576.0;
     println!("cleave-bench: engine {}", engine.name());
     println!(
         "Keys:       {} bytes each (+ 0 bytes user-defined timestamp)",
         flags.key_size
     );
-    println!(
-        "Values:     {} bytes each ({compressed_value} bytes after compression)",
-        flags.value_size
-    );
+    match flags.value_size_distribution {
+        ValueSizeDistribution::Fixed => println!(
+            "Values:     {} bytes each ({compressed_value} bytes after compression)",
+            flags.value_size
+        ),
+        other => println!(
+            "Values:     {other:?} sizes, mean {value_size:.0} bytes ({compressed_value} bytes \
+             after compression)"
+        ),
+    }
     println!("Entries:    {}", flags.num);
     println!("RawSize:    {raw_mb:.1} MB (estimated)");
     println!("FileSize:   {file_mb:.1} MB (estimated)");
@@ -108,11 +125,16 @@ fn progress_bar(benchmark: Benchmark, params: &WorkloadParams) -> Option<Progres
     if !std::io::stdout().is_terminal() {
         return None;
     }
-    let total = benchmark.ops_per_thread(params) * params.threads as u64;
-    let bar = ProgressBar::new(total);
-    if let Ok(style) = ProgressStyle::with_template(
-        "{prefix:<12} [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec}, eta {eta})",
-    ) {
+    let total: Option<u64> = (0..params.threads)
+        .map(|index| benchmark.ops_for_thread(params, index))
+        .sum();
+    let template = match total {
+        Some(_) => "{prefix:<12} [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec}, eta {eta})",
+        // A --duration run has no count to fill a bar with.
+        None => "{prefix:<12} [{elapsed_precise}] {spinner} {pos} ops ({per_sec})",
+    };
+    let bar = ProgressBar::new(total.unwrap_or(0));
+    if let Ok(style) = ProgressStyle::with_template(template) {
         bar.set_style(style);
     }
     bar.set_prefix(benchmark.name());
@@ -121,35 +143,136 @@ fn progress_bar(benchmark: Benchmark, params: &WorkloadParams) -> Option<Progres
 
 type OpenEngine = fn(&str, &EngineConfig) -> Result<Box<dyn Engine>>;
 
-/// The benchmark driver's state across benchmarks.
+/// One engine's run of the benchmark list.
+struct EngineRun {
+    /// `None` only between closing and reopening for a fresh database.
+    engine: Option<Box<dyn Engine>>,
+    seeds: SeedSequence,
+    /// What the harness has written; `None` on an existing database.
+    live: Option<LiveSet>,
+    /// YCSB's record count: keys `0..records` exist after ycsb_load.
+    records: AtomicU64,
+    /// True while the database is freshly created and nothing has run, so a
+    /// fill benchmark need not recreate it.
+    pristine: bool,
+}
+
+/// The benchmark driver's state across engines and benchmarks.
 struct Driver {
     flags: Flags,
     config: EngineConfig,
     params: WorkloadParams,
-    seeds: SeedSequence,
+    seed: u64,
+    benchmarks: Vec<Benchmark>,
     /// `engines::open`, or a test engine in tests.
     open_engine: OpenEngine,
-    engine: Option<Box<dyn Engine>>,
-    /// True while the database is freshly created and nothing has run, so a
-    /// fill benchmark need not recreate it.
-    pristine: bool,
     records: Vec<BenchmarkRecord>,
 }
 
 impl Driver {
-    /// Closes the engine, wipes the directory and opens a new database, as
-    /// db_bench does before each fill benchmark.
-    fn recreate(&mut self) -> Result<()> {
-        if let Some(engine) = self.engine.take() {
-            engine.close().context("closing the engine")?;
+    /// Validates the flags and the benchmark list and prepares the run.
+    fn start(flags: Flags, open_engine: OpenEngine) -> Result<Self> {
+        flags.validate()?;
+        // Unknown names fail before anything runs.
+        let benchmarks = flags
+            .benchmark_names()
+            .iter()
+            .map(|name| Benchmark::parse(name))
+            .collect::<Result<Vec<_>>>()?;
+        let seed = if flags.seed == 0 {
+            let seed = seed_from_clock();
+            println!("Set seed to {seed} because --seed was 0");
+            seed
+        } else {
+            flags.seed
+        };
+        Ok(Self {
+            params: WorkloadParams::from_flags(&flags)?,
+            config: EngineConfig::from_flags(&flags),
+            seed,
+            benchmarks,
+            open_engine,
+            records: Vec::new(),
+            flags,
+        })
+    }
+
+    /// Runs the benchmark list on each engine in turn.
+    fn run_all(&mut self) -> Result<()> {
+        for name in self.flags.engine_names() {
+            self.run_engine(&name)
+                .with_context(|| format!("engine {name}"))?;
         }
-        reset_db_dir(&self.flags.db)?;
-        self.engine = Some((self.open_engine)(&self.flags.engine, &self.config)?);
-        self.pristine = true;
         Ok(())
     }
 
-    fn run_benchmark(&mut self, benchmark: Benchmark) -> Result<()> {
+    /// Key numbers the live set must cover: the key space, fillseq's
+    /// writes beyond it, and every record YCSB may insert.
+    fn live_capacity(&self) -> u64 {
+        let mut records = self.params.num;
+        let mut end = self.params.num;
+        for benchmark in &self.benchmarks {
+            let benchmark_end = benchmark.key_space_end(&self.params, records);
+            if let Benchmark::Ycsb(_) = benchmark {
+                records = records.max(benchmark_end);
+            }
+            end = end.max(benchmark_end);
+        }
+        end
+    }
+
+    fn fresh_state(&self) -> (Option<LiveSet>, AtomicU64) {
+        let live = (!self.flags.use_existing_db)
+            .then(|| LiveSet::new(self.flags.key_size, self.live_capacity()));
+        (live, AtomicU64::new(self.params.num))
+    }
+
+    fn run_engine(&mut self, name: &str) -> Result<()> {
+        if self.flags.use_existing_db {
+            fs::create_dir_all(&self.flags.db)
+                .with_context(|| format!("creating {}", self.flags.db.display()))?;
+        } else {
+            reset_db_dir(&self.flags.db)?;
+        }
+        let engine = (self.open_engine)(name, &self.config)?;
+        print_header(&self.flags, &self.params, engine.as_ref(), &self.config);
+        let (live, records) = self.fresh_state();
+        let mut run = EngineRun {
+            engine: Some(engine),
+            // The same seeds for every engine: the same operations.
+            seeds: SeedSequence::new(self.seed),
+            live,
+            records,
+            pristine: !self.flags.use_existing_db,
+        };
+        for benchmark in self.benchmarks.clone() {
+            self.run_benchmark(&mut run, name, benchmark)?;
+        }
+        match run.engine.take() {
+            Some(engine) => engine.close().context("closing the engine"),
+            None => Ok(()),
+        }
+    }
+
+    /// Closes the engine, wipes the directory and opens a new database, as
+    /// db_bench does before each fill benchmark.
+    fn recreate(&self, run: &mut EngineRun, name: &str) -> Result<()> {
+        if let Some(engine) = run.engine.take() {
+            engine.close().context("closing the engine")?;
+        }
+        reset_db_dir(&self.flags.db)?;
+        run.engine = Some((self.open_engine)(name, &self.config)?);
+        (run.live, run.records) = self.fresh_state();
+        run.pristine = true;
+        Ok(())
+    }
+
+    fn run_benchmark(
+        &mut self,
+        run: &mut EngineRun,
+        name: &str,
+        benchmark: Benchmark,
+    ) -> Result<()> {
         if benchmark.wants_fresh_db() {
             if self.flags.use_existing_db {
                 println!(
@@ -158,13 +281,12 @@ impl Driver {
                 );
                 return Ok(());
             }
-            if !self.pristine {
-                self.recreate()?;
+            if !run.pristine {
+                self.recreate(run, name)?;
             }
         }
-        self.pristine = false;
-        // Borrows only the engine field, so the seeds stay mutable below.
-        let Some(engine) = self.engine.as_deref() else {
+        run.pristine = false;
+        let Some(engine) = run.engine.as_deref() else {
             bail!("the engine is not open");
         };
         if benchmark == Benchmark::Stats {
@@ -174,31 +296,52 @@ impl Driver {
             }
             return Ok(());
         }
+        let limit = (self.flags.space_limit_ratio > 0.0).then(|| {
+            // What no engine can reclaim: its memtables and their WALs.
+            let slack =
+                self.config.write_buffer_size * u64::from(self.config.max_write_buffer_number) * 2;
+            SpaceLimit::new(
+                self.flags.space_limit_ratio,
+                slack,
+                Duration::from_secs(self.flags.space_limit_max_wait),
+            )
+        });
+        let progress = Progress::default();
+        let watch = Watch {
+            dir: &self.flags.db,
+            live: run.live.as_ref(),
+            limit: limit.as_ref(),
+            progress: &progress,
+        };
 
         // Measure around the benchmark only, not around setup or printing.
         let peak_is_per_benchmark = process::reset_peak_rss();
         let counters_before = engine.counters();
         let before = ProcessSnapshot::take();
-        let outcome = match benchmark {
-            Benchmark::Flush | Benchmark::Compact | Benchmark::WaitForCompaction => {
-                workloads::run_maintenance(engine, benchmark)?
+        let (outcome, series) = if benchmark.is_maintenance() {
+            run_watched(&watch, || workloads::run_maintenance(engine, benchmark))
+        } else {
+            println!("DB path: [{}]", self.flags.db.display());
+            let bar = progress_bar(benchmark, &self.params);
+            let context = Shared {
+                engine,
+                live: run.live.as_ref(),
+                limit: limit.as_ref(),
+                progress: &progress,
+                bar: bar.as_ref(),
+                records: &run.records,
+            };
+            let seeds = &mut run.seeds;
+            let params = &self.params;
+            let result = run_watched(&watch, || {
+                workloads::run_parallel(&context, benchmark, params, seeds)
+            });
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
             }
-            _ => {
-                println!("DB path: [{}]", self.flags.db.display());
-                let bar = progress_bar(benchmark, &self.params);
-                let outcome = workloads::run_parallel(
-                    engine,
-                    benchmark,
-                    &self.params,
-                    &mut self.seeds,
-                    bar.as_ref(),
-                );
-                if let Some(bar) = bar {
-                    bar.finish_and_clear();
-                }
-                outcome?
-            }
+            result
         };
+        let outcome = outcome?;
         let after = ProcessSnapshot::take();
         let costs = Costs {
             device_write_bytes: after
@@ -206,6 +349,10 @@ impl Driver {
                 .zip(before.device_write_bytes)
                 .map(|(end, start)| end.saturating_sub(start)),
             disk_bytes: process::dir_size_bytes(&self.flags.db).ok(),
+            live_bytes: run.live.as_ref().map(LiveSet::bytes),
+            live_keys: run.live.as_ref().map(LiveSet::keys),
+            throttled_s: limit.as_ref().map(|limit| limit.throttled().as_secs_f64()),
+            space_limit_gave_up: limit.as_ref().map(SpaceLimit::gave_up),
             peak_rss_bytes: process::peak_rss_bytes(),
             cpu_s: after
                 .cpu_seconds
@@ -215,17 +362,13 @@ impl Driver {
                 .counters()
                 .zip(counters_before)
                 .map(|(end, start)| end.since(&start)),
-        };
-        let user_bytes = if benchmark.op_kind() == OpKind::Write {
-            outcome.bytes
-        } else {
-            0
+            series,
         };
         let record = BenchmarkRecord::new(
             engine.name(),
             self.flags.threads,
             &outcome,
-            user_bytes,
+            outcome.written_bytes,
             costs,
         );
         self.print_outcome(benchmark, &outcome, &record, peak_is_per_benchmark);
@@ -271,58 +414,6 @@ impl Driver {
 fn run(flags: Flags) -> Result<()> {
     let mut driver = Driver::start(flags, engines::open)?;
     driver.run_all()
-}
-
-impl Driver {
-    /// Validates the flags, prepares the directory, opens the engine and
-    /// prints the header.
-    fn start(flags: Flags, open_engine: OpenEngine) -> Result<Self> {
-        flags.validate()?;
-        let seed = if flags.seed == 0 {
-            let seed = seed_from_clock();
-            println!("Set seed to {seed} because --seed was 0");
-            seed
-        } else {
-            flags.seed
-        };
-        if flags.use_existing_db {
-            fs::create_dir_all(&flags.db)
-                .with_context(|| format!("creating {}", flags.db.display()))?;
-        } else {
-            reset_db_dir(&flags.db)?;
-        }
-        let config = EngineConfig::from_flags(&flags);
-        let engine = open_engine(&flags.engine, &config)?;
-        print_header(&flags, engine.as_ref(), &config);
-        Ok(Self {
-            params: WorkloadParams::from_flags(&flags),
-            seeds: SeedSequence::new(seed),
-            config,
-            open_engine,
-            engine: Some(engine),
-            pristine: !flags.use_existing_db,
-            records: Vec::new(),
-            flags,
-        })
-    }
-
-    /// Runs the --benchmarks in order, then closes the engine.
-    fn run_all(&mut self) -> Result<()> {
-        // Unknown names fail before anything runs.
-        let benchmarks = self
-            .flags
-            .benchmark_names()
-            .iter()
-            .map(|name| Benchmark::parse(name))
-            .collect::<Result<Vec<_>>>()?;
-        for benchmark in benchmarks {
-            self.run_benchmark(benchmark)?;
-        }
-        if let Some(engine) = self.engine.take() {
-            engine.close().context("closing the engine")?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -384,6 +475,11 @@ mod tests {
         assert_eq!(records[3]["found"], 600);
         assert_eq!(records[2]["user_bytes"], 0);
         assert!(records[2]["write_amp"].is_null());
+        // fillseq wrote 300 keys of 16 + 100 bytes, overwrite rewrote them.
+        assert_eq!(records[2]["live_bytes"], 300 * 116);
+        // The memory engine keeps nothing on disk.
+        assert_eq!(records[2]["space_amp"], 0.0);
+        assert!(records[2]["throttled_s"].is_null());
         assert!(db.join(DB_DIR_MARKER).exists());
     }
 
@@ -408,16 +504,52 @@ mod tests {
     }
 
     #[test]
-    fn unknown_benchmark_is_an_error() {
+    fn unknown_benchmark_is_an_error_before_anything_runs() {
         let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("db");
         let flags = Flags::parse_from([
             "cleave-bench".to_owned(),
-            "--benchmarks=fillrandom,readwhilewriting".to_owned(),
-            format!("--db={}", dir.path().join("db").display()),
+            "--benchmarks=fillrandom,readwhilemerging".to_owned(),
+            format!("--db={}", db.display()),
+        ]);
+        assert!(Driver::start(flags, open_memory).is_err());
+        assert!(!db.exists());
+    }
+
+    #[test]
+    fn every_engine_gets_a_fresh_directory_and_the_same_operations() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("db");
+        let json = dir.path().join("out.json");
+        let flags = Flags::parse_from([
+            "cleave-bench".to_owned(),
+            "--engine=memory,memory".to_owned(),
+            "--benchmarks=fillrandom,overwrite,readrandom".to_owned(),
+            "--num=400".to_owned(),
+            "--key_distribution=zipfian".to_owned(),
+            "--space_limit_ratio=2".to_owned(),
+            "--seed=9".to_owned(),
+            format!("--db={}", db.display()),
+            format!("--json={}", json.display()),
         ]);
         let mut driver = Driver::start(flags, open_memory).expect("start");
-        assert!(driver.run_all().is_err());
-        assert!(driver.records.is_empty());
+        driver.run_all().expect("run");
+        let records: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&json).expect("json")).expect("valid");
+        let records = records.as_array().expect("array");
+        assert_eq!(records.len(), 6);
+        for (first, second) in records[..3].iter().zip(&records[3..]) {
+            assert_eq!(first["benchmark"], second["benchmark"]);
+            // The same seeds: the same keys found, the same live set.
+            assert_eq!(first["found"], second["found"]);
+            assert_eq!(first["live_bytes"], second["live_bytes"]);
+            assert_eq!(first["user_bytes"], second["user_bytes"]);
+            assert!(first["throttled_s"].is_number());
+            assert!(first["series"].is_array());
+        }
+        assert!(records[2]["found"]
+            .as_u64()
+            .is_some_and(|found| found < 400));
     }
 
     #[test]

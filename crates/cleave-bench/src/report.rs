@@ -9,6 +9,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::engines::EngineCounters;
+use crate::monitor::SeriesPoint;
 use crate::workloads::{OpKind, RunOutcome};
 
 /// db_bench's "MB" is 2^20 bytes.
@@ -147,6 +148,18 @@ pub struct BenchmarkRecord {
     pub write_amp: Option<f64>,
     /// Sum of file sizes in the database directory after the benchmark.
     pub disk_bytes: Option<u64>,
+    /// Key plus value bytes of the keys that exist, as the harness wrote
+    /// them (`None` on a database it did not create).
+    pub live_bytes: Option<u64>,
+    pub live_keys: Option<u64>,
+    /// `disk_bytes / live_bytes`.
+    pub space_amp: Option<f64>,
+    /// Writer time spent waiting under `--space_limit_ratio`, summed over
+    /// writers (`None` without a limit).
+    pub throttled_s: Option<f64>,
+    /// The engine stayed over the space limit for the maximum wait, and the
+    /// rest of the benchmark ran unthrottled.
+    pub space_limit_gave_up: Option<bool>,
     /// Peak RSS during the benchmark (of the whole run if it could not be
     /// reset between benchmarks).
     pub peak_rss_bytes: Option<u64>,
@@ -154,6 +167,8 @@ pub struct BenchmarkRecord {
     /// The engine's own counters for this benchmark, if it keeps them.
     pub engine_counters: Option<EngineCounters>,
     pub engine_write_amp: Option<f64>,
+    /// Once a second: throughput and disk size, for stability plots.
+    pub series: Vec<SeriesPoint>,
 }
 
 /// Everything measured around one benchmark, besides its outcome.
@@ -161,9 +176,14 @@ pub struct BenchmarkRecord {
 pub struct Costs {
     pub device_write_bytes: Option<u64>,
     pub disk_bytes: Option<u64>,
+    pub live_bytes: Option<u64>,
+    pub live_keys: Option<u64>,
+    pub throttled_s: Option<f64>,
+    pub space_limit_gave_up: Option<bool>,
     pub peak_rss_bytes: Option<u64>,
     pub cpu_s: Option<f64>,
     pub engine_counters: Option<EngineCounters>,
+    pub series: Vec<SeriesPoint>,
 }
 
 impl BenchmarkRecord {
@@ -201,12 +221,21 @@ impl BenchmarkRecord {
             device_write_bytes: costs.device_write_bytes,
             write_amp,
             disk_bytes: costs.disk_bytes,
+            live_bytes: costs.live_bytes,
+            live_keys: costs.live_keys,
+            space_amp: costs
+                .disk_bytes
+                .zip(costs.live_bytes.filter(|&live| live > 0))
+                .map(|(disk, live)| disk as f64 / live as f64),
+            throttled_s: costs.throttled_s,
+            space_limit_gave_up: costs.space_limit_gave_up,
             peak_rss_bytes: costs.peak_rss_bytes,
             cpu_s: costs.cpu_s,
             engine_write_amp: costs
                 .engine_counters
                 .and_then(|counters| counters.write_amplification()),
             engine_counters: costs.engine_counters,
+            series: costs.series,
         }
     }
 
@@ -215,16 +244,30 @@ impl BenchmarkRecord {
     pub fn cost_lines(&self) -> String {
         let mut text = format!(
             "  cost of {}: user {} written, device {} written (write-amp {}), disk {}, \
-             peak RSS {}, CPU {}\n",
+             live {} in {} keys (space-amp {}), peak RSS {}, CPU {}\n",
             self.benchmark,
             mebibytes(Some(self.user_bytes)),
             mebibytes(self.device_write_bytes),
             ratio(self.write_amp),
             mebibytes(self.disk_bytes),
+            mebibytes(self.live_bytes),
+            self.live_keys
+                .map_or_else(|| "n/a".to_owned(), |keys| keys.to_string()),
+            ratio(self.space_amp),
             mebibytes(self.peak_rss_bytes),
             self.cpu_s
                 .map_or_else(|| "n/a".to_owned(), |s| format!("{s:.2} s")),
         );
+        if let Some(throttled) = self.throttled_s {
+            text.push_str(&format!(
+                "  space limit: writers throttled {throttled:.3} s{}\n",
+                if self.space_limit_gave_up == Some(true) {
+                    "; the engine stayed over the limit, so the rest ran unthrottled"
+                } else {
+                    ""
+                }
+            ));
+        }
         if let Some(counters) = &self.engine_counters {
             text.push_str(&format!(
                 "  engine counters: wal {}, flush {}, compaction read {} written {}, \
@@ -268,6 +311,7 @@ mod tests {
             benchmark,
             ops,
             bytes,
+            written_bytes: bytes,
             thread_seconds: seconds,
             elapsed: Duration::from_secs_f64(seconds),
             message: None,
@@ -350,12 +394,24 @@ mod tests {
         let costs = Costs {
             device_write_bytes: Some(232_000),
             disk_bytes: Some(50_000),
+            live_bytes: Some(40_000),
+            live_keys: Some(100),
+            throttled_s: Some(0.25),
+            space_limit_gave_up: Some(false),
             peak_rss_bytes: Some(1 << 20),
             cpu_s: Some(0.4),
             engine_counters: None,
+            series: vec![SeriesPoint {
+                t_s: 1.0,
+                ops_per_sec: 10.0,
+                mb_per_sec: 1.0,
+                disk_bytes: 5,
+                live_bytes: Some(4),
+            }],
         };
         let record = BenchmarkRecord::new("memory", 1, &run, 116_000, costs);
         assert_eq!(record.write_amp, Some(2.0));
+        assert_eq!(record.space_amp, Some(1.25));
         assert_eq!(record.p50_us, Some(2.0));
         assert_eq!(record.found, None);
         let json = serde_json::to_value(&record).expect("json");
@@ -374,16 +430,24 @@ mod tests {
             "device_write_bytes",
             "write_amp",
             "disk_bytes",
+            "live_bytes",
+            "space_amp",
+            "throttled_s",
             "peak_rss_bytes",
             "cpu_s",
+            "series",
         ] {
             assert!(json.get(field).is_some(), "missing {field}");
         }
         assert_eq!(json["ops_per_sec"], 2000.0);
         assert!(record.cost_lines().contains("write-amp 2.00"));
+        assert!(record.cost_lines().contains("space-amp 1.25"));
+        assert!(record.cost_lines().contains("throttled 0.250 s"));
+        assert_eq!(json["series"][0]["ops_per_sec"], 10.0);
         // No user bytes (a read benchmark): no write amplification.
         let read = BenchmarkRecord::new("memory", 1, &run, 0, Costs::default());
         assert_eq!(read.write_amp, None);
+        assert_eq!(read.space_amp, None);
         assert!(read.cost_lines().contains("device n/a written"));
     }
 }

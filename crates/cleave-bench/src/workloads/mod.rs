@@ -1,0 +1,773 @@
+//! The benchmarks, with db_bench's semantics: what each thread does, how
+//! operations, bytes and "found" are counted, and how threads are merged.
+//! The per-thread loops are in `thread.rs`, YCSB's mixes in `ycsb.rs`.
+
+mod thread;
+pub mod ycsb;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use hdrhistogram::Histogram;
+use indicatif::ProgressBar;
+
+use crate::distributions::KeyDistribution;
+use crate::engines::Engine;
+use crate::flags::Flags;
+use crate::live::LiveSet;
+use crate::monitor::Progress;
+use crate::space_limit::SpaceLimit;
+use crate::value_sizes::ValueSizes;
+use thread::{Role, ThreadStats};
+use ycsb::Workload;
+
+/// Latencies are recorded in nanoseconds up to an hour, to 3 significant
+/// digits: enough to print db_bench's two decimals of microseconds.
+const LATENCY_MAX_NANOS: u64 = 3_600_000_000_000;
+const LATENCY_SIGNIFICANT_DIGITS: u8 = 3;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Benchmark {
+    FillSeq,
+    FillRandom,
+    /// Every key of the key space exactly once, in random order.
+    FillUniqueRandom,
+    Overwrite,
+    /// Read-modify-write: a get, then a put of a new value.
+    UpdateRandom,
+    ReadRandom,
+    /// `--threads` readers and one extra writer; the readers are reported.
+    ReadWhileWriting,
+    SeekRandom,
+    /// Each operation a get (`--readwritepercent`) or else a put.
+    ReadRandomWriteRandom,
+    /// YCSB's load phase: `--num` records in hashed (random) order.
+    YcsbLoad,
+    Ycsb(Workload),
+    Flush,
+    Compact,
+    WaitForCompaction,
+    Stats,
+}
+
+/// The operation a latency sample measures, named as in db_bench's
+/// "Microseconds per <kind>:" histogram title.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    Write,
+    Read,
+    Seek,
+    Compact,
+    /// Mixed or maintenance operations.
+    Other,
+}
+
+impl OpKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Write => "write",
+            OpKind::Read => "read",
+            OpKind::Seek => "seek",
+            OpKind::Compact => "compact",
+            OpKind::Other => "op",
+        }
+    }
+}
+
+impl Benchmark {
+    pub const ALL: [Benchmark; 20] = [
+        Benchmark::FillSeq,
+        Benchmark::FillRandom,
+        Benchmark::FillUniqueRandom,
+        Benchmark::Overwrite,
+        Benchmark::UpdateRandom,
+        Benchmark::ReadRandom,
+        Benchmark::ReadWhileWriting,
+        Benchmark::SeekRandom,
+        Benchmark::ReadRandomWriteRandom,
+        Benchmark::YcsbLoad,
+        Benchmark::Ycsb(Workload::A),
+        Benchmark::Ycsb(Workload::B),
+        Benchmark::Ycsb(Workload::C),
+        Benchmark::Ycsb(Workload::D),
+        Benchmark::Ycsb(Workload::E),
+        Benchmark::Ycsb(Workload::F),
+        Benchmark::Flush,
+        Benchmark::Compact,
+        Benchmark::WaitForCompaction,
+        Benchmark::Stats,
+    ];
+
+    pub fn parse(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|benchmark| benchmark.name() == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Self::ALL.iter().map(|b| b.name()).collect();
+                anyhow!("unknown benchmark {name:?}; known: {}", known.join(", "))
+            })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Benchmark::FillSeq => "fillseq",
+            Benchmark::FillRandom => "fillrandom",
+            Benchmark::FillUniqueRandom => "filluniquerandom",
+            Benchmark::Overwrite => "overwrite",
+            Benchmark::UpdateRandom => "updaterandom",
+            Benchmark::ReadRandom => "readrandom",
+            Benchmark::ReadWhileWriting => "readwhilewriting",
+            Benchmark::SeekRandom => "seekrandom",
+            Benchmark::ReadRandomWriteRandom => "readrandomwriterandom",
+            Benchmark::YcsbLoad => "ycsb_load",
+            Benchmark::Ycsb(workload) => workload.name(),
+            Benchmark::Flush => "flush",
+            Benchmark::Compact => "compact",
+            Benchmark::WaitForCompaction => "waitforcompaction",
+            Benchmark::Stats => "stats",
+        }
+    }
+
+    /// db_bench destroys the database before these (its `fresh_db`), and
+    /// skips them under --use_existing_db.
+    pub fn wants_fresh_db(self) -> bool {
+        matches!(
+            self,
+            Benchmark::FillSeq
+                | Benchmark::FillRandom
+                | Benchmark::FillUniqueRandom
+                | Benchmark::YcsbLoad
+        )
+    }
+
+    pub fn is_maintenance(self) -> bool {
+        matches!(
+            self,
+            Benchmark::Flush | Benchmark::Compact | Benchmark::WaitForCompaction | Benchmark::Stats
+        )
+    }
+
+    pub fn op_kind(self) -> OpKind {
+        match self {
+            Benchmark::FillSeq
+            | Benchmark::FillRandom
+            | Benchmark::FillUniqueRandom
+            | Benchmark::Overwrite
+            | Benchmark::YcsbLoad => OpKind::Write,
+            Benchmark::ReadRandom | Benchmark::ReadWhileWriting => OpKind::Read,
+            Benchmark::SeekRandom => OpKind::Seek,
+            Benchmark::Compact => OpKind::Compact,
+            Benchmark::UpdateRandom
+            | Benchmark::ReadRandomWriteRandom
+            | Benchmark::Ycsb(_)
+            | Benchmark::Flush
+            | Benchmark::WaitForCompaction
+            | Benchmark::Stats => OpKind::Other,
+        }
+    }
+
+    /// Operations thread `index` will do, for the progress bar and the
+    /// loops; `None` when `--duration` bounds the benchmark instead.
+    pub fn ops_for_thread(self, params: &WorkloadParams, index: usize) -> Option<u64> {
+        let split = |total: u64| {
+            let threads = params.threads as u64;
+            let index = index as u64;
+            total / threads + u64::from(index < total % threads)
+        };
+        let timed = params.duration.is_some();
+        match self {
+            // A key space is split across threads so each key is written
+            // once; the YCSB counts are totals, as YCSB's own.
+            Benchmark::FillUniqueRandom | Benchmark::YcsbLoad => Some(split(params.num)),
+            Benchmark::Ycsb(_) => Some(split(params.ycsb_operations)),
+            _ if timed => None,
+            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite => {
+                Some(params.writes / params.batch_size * params.batch_size)
+            }
+            Benchmark::SeekRandom => Some(params.seeks),
+            Benchmark::UpdateRandom
+            | Benchmark::ReadRandom
+            | Benchmark::ReadWhileWriting
+            | Benchmark::ReadRandomWriteRandom => Some(params.reads),
+            Benchmark::Flush
+            | Benchmark::Compact
+            | Benchmark::WaitForCompaction
+            | Benchmark::Stats => Some(1),
+        }
+    }
+
+    /// The largest key number this benchmark can write, plus one, given the
+    /// YCSB records inserted so far: how large the live set must be.
+    pub fn key_space_end(self, params: &WorkloadParams, records: u64) -> u64 {
+        match self {
+            Benchmark::FillSeq => params.num.max(params.writes),
+            Benchmark::Ycsb(workload) if workload.inserts() => records + params.ycsb_operations,
+            _ => params.num,
+        }
+    }
+}
+
+/// The per-thread shape of a workload, resolved from the flags.
+#[derive(Clone, Debug)]
+pub struct WorkloadParams {
+    pub num: u64,
+    pub reads: u64,
+    pub seeks: u64,
+    pub writes: u64,
+    pub key_size: usize,
+    pub value_sizes: ValueSizes,
+    pub batch_size: u64,
+    pub seek_nexts: u64,
+    pub threads: usize,
+    pub compression_ratio: f64,
+    pub write_keys: KeyDistribution,
+    pub read_keys: KeyDistribution,
+    pub zipf_theta: f64,
+    pub duration: Option<Duration>,
+    pub readwritepercent: u32,
+    /// YCSB run-phase operations in all.
+    pub ycsb_operations: u64,
+    /// YCSB record size: field count times field length.
+    pub ycsb_record_bytes: usize,
+    pub ycsb_max_scan_length: u64,
+}
+
+impl WorkloadParams {
+    pub fn from_flags(flags: &Flags) -> Result<Self> {
+        Ok(Self {
+            num: flags.num,
+            reads: flags.reads_per_thread(),
+            seeks: flags.seeks_per_thread(),
+            writes: flags.writes_per_thread(),
+            key_size: flags.key_size,
+            value_sizes: ValueSizes::new(
+                flags.value_size_distribution,
+                flags.value_size,
+                flags.value_size_min,
+                flags.value_size_max,
+            )?,
+            batch_size: flags.batch_size,
+            seek_nexts: flags.seek_nexts,
+            threads: flags.threads,
+            compression_ratio: flags.compression_ratio,
+            write_keys: flags.key_distribution,
+            read_keys: flags
+                .read_key_distribution
+                .unwrap_or(flags.key_distribution),
+            zipf_theta: flags.zipf_theta,
+            duration: (flags.duration > 0).then(|| Duration::from_secs(flags.duration)),
+            readwritepercent: flags.readwritepercent,
+            ycsb_operations: flags.ycsb_operations(),
+            ycsb_record_bytes: flags.ycsb_field_count * flags.ycsb_field_length,
+            ycsb_max_scan_length: flags.ycsb_max_scan_length,
+        })
+    }
+}
+
+/// Hands each benchmark thread its own seed, as db_bench gives every
+/// thread of every benchmark `seed_base + (a running thread count)`.
+#[derive(Clone, Debug)]
+pub struct SeedSequence {
+    base: u64,
+    issued: u64,
+}
+
+impl SeedSequence {
+    pub fn new(base: u64) -> Self {
+        Self { base, issued: 0 }
+    }
+
+    pub fn next_seed(&mut self) -> u64 {
+        self.issued += 1;
+        self.base.wrapping_add(self.issued)
+    }
+}
+
+/// What the benchmark threads share besides the engine.
+pub struct Shared<'a> {
+    pub engine: &'a dyn Engine,
+    /// The keys the harness wrote and their sizes; `None` on an existing
+    /// database whose contents the harness does not know.
+    pub live: Option<&'a LiveSet>,
+    pub limit: Option<&'a SpaceLimit>,
+    pub progress: &'a Progress,
+    pub bar: Option<&'a ProgressBar>,
+    /// YCSB records so far: keys `0..records` exist; inserts take the next.
+    pub records: &'a AtomicU64,
+}
+
+/// The merged result of one benchmark, db_bench's `Stats` after `Merge`.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    pub benchmark: Benchmark,
+    /// Operations done by the reported threads (a batch counts its entries).
+    pub ops: u64,
+    /// Key and value bytes moved: written, or read when found.
+    pub bytes: u64,
+    /// Key and value bytes written, by every thread (for write amp).
+    pub written_bytes: u64,
+    /// The sum of each thread's running time, which db_bench divides by the
+    /// op count for micros/op.
+    pub thread_seconds: f64,
+    /// Wall time from the first thread's start to the last one's finish.
+    pub elapsed: Duration,
+    /// db_bench's suffix, e.g. "(1253 of 2000 found)\n", from thread 0.
+    pub message: Option<String>,
+    pub found: u64,
+    pub attempted: u64,
+    /// Per-operation (per-batch for batched writes) latencies in ns.
+    pub latencies: Histogram<u64>,
+}
+
+pub fn new_latency_histogram() -> Result<Histogram<u64>> {
+    Histogram::new_with_bounds(1, LATENCY_MAX_NANOS, LATENCY_SIGNIFICANT_DIGITS)
+        .map_err(|error| anyhow!("latency histogram: {error}"))
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Runs a data benchmark in `params.threads` threads (plus a writer for
+/// readwhilewriting) and merges their results.
+pub fn run_parallel(
+    context: &Shared<'_>,
+    benchmark: Benchmark,
+    params: &WorkloadParams,
+    seeds: &mut SeedSequence,
+) -> Result<RunOutcome> {
+    let mut roles: Vec<(Role, u64)> = (0..params.threads)
+        .map(|index| (Role::Reported(index), seeds.next_seed()))
+        .collect();
+    if benchmark == Benchmark::ReadWhileWriting {
+        roles.push((Role::BackgroundWriter, seeds.next_seed()));
+    }
+    // All threads start timing together, after their setup (value buffers,
+    // zipfian tables).
+    let barrier = Barrier::new(roles.len());
+    let readers_left = AtomicUsize::new(params.threads);
+    let writer_stop = AtomicBool::new(false);
+    let results: Vec<(Role, Result<ThreadStats>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = roles
+            .iter()
+            .map(|&(role, seed)| {
+                let barrier = &barrier;
+                let readers_left = &readers_left;
+                let writer_stop = &writer_stop;
+                let handle = scope.spawn(move || {
+                    let result =
+                        thread::run(context, benchmark, params, role, seed, barrier, writer_stop);
+                    // The background writer runs until the last reported
+                    // thread is done, even if one failed.
+                    if matches!(role, Role::Reported(_))
+                        && readers_left.fetch_sub(1, Ordering::AcqRel) == 1
+                    {
+                        writer_stop.store(true, Ordering::Release);
+                    }
+                    result
+                });
+                (role, handle)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(role, handle)| {
+                let result = handle
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow!("a benchmark thread panicked")));
+                (role, result)
+            })
+            .collect()
+    });
+    let mut reported = Vec::with_capacity(results.len());
+    let mut background = Vec::new();
+    for (role, result) in results {
+        let stats = result.with_context(|| format!("benchmark {}", benchmark.name()))?;
+        match role {
+            Role::Reported(_) => reported.push(stats),
+            Role::BackgroundWriter => background.push(stats),
+        }
+    }
+    merge(benchmark, reported, &background)
+}
+
+fn merge(
+    benchmark: Benchmark,
+    stats: Vec<ThreadStats>,
+    background: &[ThreadStats],
+) -> Result<RunOutcome> {
+    let Some(first) = stats.first() else {
+        bail!("no benchmark threads ran");
+    };
+    let message = thread::message(benchmark, first, &stats, background);
+    let start = stats.iter().map(|s| s.start).min().unwrap_or(first.start);
+    let finish = stats.iter().map(|s| s.finish).max().unwrap_or(first.finish);
+    let mut outcome = RunOutcome {
+        benchmark,
+        ops: 0,
+        bytes: 0,
+        written_bytes: background.iter().map(|s| s.written_bytes).sum(),
+        thread_seconds: 0.0,
+        elapsed: finish.saturating_duration_since(start),
+        message,
+        found: 0,
+        attempted: 0,
+        latencies: new_latency_histogram()?,
+    };
+    for thread in &stats {
+        outcome.ops += thread.ops;
+        outcome.bytes += thread.bytes;
+        outcome.written_bytes += thread.written_bytes;
+        outcome.found += thread.found;
+        outcome.attempted += thread.attempted;
+        outcome.thread_seconds += thread
+            .finish
+            .saturating_duration_since(thread.start)
+            .as_secs_f64();
+        outcome
+            .latencies
+            .add(&thread.latencies)
+            .map_err(|error| anyhow!("merging latencies: {error}"))?;
+    }
+    Ok(outcome)
+}
+
+/// Runs a single-operation maintenance benchmark (flush, compact,
+/// waitforcompaction) on the calling thread and times it as one op.
+pub fn run_maintenance(engine: &dyn Engine, benchmark: Benchmark) -> Result<RunOutcome> {
+    let start = Instant::now();
+    match benchmark {
+        Benchmark::Flush => engine.flush()?,
+        Benchmark::Compact => engine.compact_all()?,
+        Benchmark::WaitForCompaction => engine.wait_for_compactions()?,
+        other => bail!("{} is not a maintenance benchmark", other.name()),
+    }
+    let elapsed = start.elapsed();
+    let mut latencies = new_latency_histogram()?;
+    latencies.saturating_record(nanos(elapsed).max(1));
+    Ok(RunOutcome {
+        benchmark,
+        ops: 1,
+        bytes: 0,
+        written_bytes: 0,
+        thread_seconds: elapsed.as_secs_f64(),
+        elapsed,
+        message: None,
+        found: 0,
+        attempted: 0,
+        latencies,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+
+    use super::*;
+    use crate::engines::memory::MemoryEngine;
+    use crate::keys::KeyFormat;
+    use crate::value_sizes::ValueSizeDistribution;
+
+    fn params(num: u64, threads: usize) -> WorkloadParams {
+        WorkloadParams {
+            num,
+            reads: num,
+            seeks: num,
+            writes: num,
+            key_size: 16,
+            value_sizes: ValueSizes::new(ValueSizeDistribution::Fixed, 100, 0, 0)
+                .expect("fixed sizes"),
+            batch_size: 1,
+            seek_nexts: 0,
+            threads,
+            compression_ratio: 0.5,
+            write_keys: KeyDistribution::Uniform,
+            read_keys: KeyDistribution::Uniform,
+            zipf_theta: 0.99,
+            duration: None,
+            readwritepercent: 90,
+            ycsb_operations: num,
+            ycsb_record_bytes: 1000,
+            ycsb_max_scan_length: 10,
+        }
+    }
+
+    /// An engine with the harness state a driver would give it.
+    struct Harness {
+        engine: MemoryEngine,
+        live: LiveSet,
+        records: AtomicU64,
+        progress: Progress,
+        limit: Option<SpaceLimit>,
+        seeds: SeedSequence,
+    }
+
+    impl Harness {
+        fn new(params: &WorkloadParams, capacity: u64) -> Self {
+            Self {
+                engine: MemoryEngine::default(),
+                live: LiveSet::new(params.key_size, capacity),
+                records: AtomicU64::new(params.num),
+                progress: Progress::default(),
+                limit: None,
+                // A new seed base per harness, as each db_bench run
+                // derives fresh seeds per benchmark from one base.
+                seeds: SeedSequence::new(1000),
+            }
+        }
+
+        fn run(&mut self, benchmark: Benchmark, params: &WorkloadParams) -> RunOutcome {
+            let shared = Shared {
+                engine: &self.engine,
+                live: Some(&self.live),
+                limit: self.limit.as_ref(),
+                progress: &self.progress,
+                bar: None,
+                records: &self.records,
+            };
+            run_parallel(&shared, benchmark, params, &mut self.seeds).expect("benchmark runs")
+        }
+    }
+
+    #[test]
+    fn fillseq_writes_every_key_once_and_readrandom_finds_all() {
+        let params = params(500, 1);
+        let mut harness = Harness::new(&params, 500);
+        let fill = harness.run(Benchmark::FillSeq, &params);
+        assert_eq!(fill.ops, 500);
+        assert_eq!(fill.bytes, 500 * 116);
+        assert_eq!(fill.written_bytes, 500 * 116);
+        assert_eq!(harness.engine.len(), 500);
+        assert_eq!(fill.latencies.len(), 500);
+        assert_eq!(harness.live.bytes(), 500 * 116);
+        let read = harness.run(Benchmark::ReadRandom, &params);
+        assert_eq!((read.found, read.attempted), (500, 500));
+        assert_eq!(read.message.as_deref(), Some("(500 of 500 found)\n"));
+        assert_eq!(read.bytes, 500 * 116);
+        assert_eq!(read.written_bytes, 0);
+    }
+
+    #[test]
+    fn fillrandom_repeats_keys_and_the_live_set_counts_each_once() {
+        let params = params(1000, 1);
+        let mut harness = Harness::new(&params, 1000);
+        let fill = harness.run(Benchmark::FillRandom, &params);
+        assert_eq!(fill.ops, 1000);
+        // Uniform draws with replacement leave about 1/e of keys unwritten.
+        let distinct = harness.engine.len();
+        assert!((550..=720).contains(&distinct), "{distinct} distinct keys");
+        assert_eq!(harness.live.keys(), distinct as u64);
+        assert_eq!(harness.live.bytes(), distinct as u64 * 116);
+        let read = harness.run(Benchmark::ReadRandom, &params);
+        assert!(read.found < read.attempted);
+        // No key lies outside [0, num).
+        let beyond = KeyFormat::new(16).encode(1000);
+        assert_eq!(harness.engine.scan(&beyond, 1).expect("scan").entries, 0);
+    }
+
+    #[test]
+    fn filluniquerandom_writes_each_key_exactly_once_across_threads() {
+        let params = params(1001, 3);
+        let mut harness = Harness::new(&params, 1001);
+        let fill = harness.run(Benchmark::FillUniqueRandom, &params);
+        assert_eq!(fill.ops, 1001);
+        assert_eq!(harness.engine.len(), 1001);
+        assert_eq!(harness.live.bytes(), 1001 * 116);
+        // In random order: the first keys written are not 0, 1, 2.
+        assert_eq!(
+            harness
+                .engine
+                .counters()
+                .expect("counters")
+                .user_bytes_written,
+            1001 * 116
+        );
+    }
+
+    #[test]
+    fn every_thread_does_the_full_count_as_db_bench() {
+        let mut params = params(300, 3);
+        params.batch_size = 10;
+        params.writes = 105; // db_bench drops the partial last batch
+        let mut harness = Harness::new(&params, 300);
+        let fill = harness.run(Benchmark::FillSeq, &params);
+        assert_eq!(fill.ops, 3 * 100);
+        assert_eq!(fill.latencies.len(), 3 * 10);
+        assert_eq!(harness.engine.len(), 100);
+        assert_eq!(harness.live.keys(), 100);
+        assert!(fill.thread_seconds > 0.0);
+        let read = harness.run(Benchmark::ReadRandom, &params);
+        assert_eq!(read.ops, 900);
+        // The message is the first thread's, as db_bench prints it.
+        assert!(read
+            .message
+            .is_some_and(|m| m.ends_with(" of 300 found)\n")));
+    }
+
+    #[test]
+    fn seekrandom_counts_exact_hits_and_next_bytes() {
+        let mut params = params(200, 1);
+        let mut harness = Harness::new(&params, 200);
+        harness.run(Benchmark::FillSeq, &params);
+        params.seek_nexts = 3;
+        params.seeks = 50;
+        let seek = harness.run(Benchmark::SeekRandom, &params);
+        assert_eq!((seek.ops, seek.found), (50, 50));
+        // Seeks near the end read fewer than 3 entries.
+        assert!(seek.bytes <= 50 * 3 * 116);
+        assert!(seek.bytes >= 50 * 116);
+        params.seek_nexts = 0;
+        let seek = harness.run(Benchmark::SeekRandom, &params);
+        assert_eq!(seek.bytes, 0);
+    }
+
+    #[test]
+    fn overwrite_with_zipfian_keys_concentrates_on_few_keys() {
+        let mut params = params(10_000, 1);
+        params.write_keys = KeyDistribution::Zipfian;
+        let mut harness = Harness::new(&params, 10_000);
+        harness.run(Benchmark::Overwrite, &params);
+        // Uniform draws would touch ~63% of 10,000 keys; zipfian 0.99 far
+        // fewer, since the hottest keys take most writes.
+        let distinct = harness.engine.len();
+        assert!(distinct < 4_000, "{distinct} distinct keys");
+    }
+
+    #[test]
+    fn mixed_benchmarks_count_reads_and_writes() {
+        let mut params = params(500, 2);
+        let mut harness = Harness::new(&params, 500);
+        harness.run(Benchmark::FillSeq, &params);
+        params.reads = 400;
+        let update = harness.run(Benchmark::UpdateRandom, &params);
+        assert_eq!(update.ops, 800);
+        assert_eq!(update.found, 800);
+        assert_eq!(update.written_bytes, 800 * 116);
+        assert!(update
+            .message
+            .is_some_and(|m| m == "( updates:400 found:400)"));
+
+        params.readwritepercent = 70;
+        let mixed = harness.run(Benchmark::ReadRandomWriteRandom, &params);
+        assert_eq!(mixed.ops, 800);
+        let writes = mixed.written_bytes / 116;
+        // 30% of 800 writes: a binomial with sd ≈ 13.
+        assert!((180..=300).contains(&writes), "{writes} writes");
+        assert_eq!(mixed.found, 800 - writes);
+    }
+
+    #[test]
+    fn readwhilewriting_reports_readers_and_counts_the_writers_bytes() {
+        let mut params = params(500, 2);
+        let mut harness = Harness::new(&params, 500);
+        harness.run(Benchmark::FillSeq, &params);
+        params.reads = 300;
+        let outcome = harness.run(Benchmark::ReadWhileWriting, &params);
+        assert_eq!(outcome.ops, 600);
+        assert_eq!(outcome.found, 600);
+        // The writer ran beside the readers until they were done.
+        assert!(outcome
+            .message
+            .is_some_and(|m| m.starts_with("(300 of 300 found; the writer did ")));
+        assert_eq!(outcome.written_bytes % 116, 0);
+    }
+
+    #[test]
+    fn duration_bounds_a_benchmark_instead_of_its_count() {
+        let mut params = params(100, 1);
+        params.reads = 1;
+        params.duration = Some(Duration::from_millis(200));
+        let mut harness = Harness::new(&params, 100);
+        harness.run(Benchmark::FillSeq, &params);
+        let read = harness.run(Benchmark::ReadRandom, &params);
+        // With --reads=1 a counted run would stop after one read.
+        assert!(read.ops > 1, "ran {} reads", read.ops);
+        // Under --duration fillseq wraps its keys inside the key space.
+        assert!(harness.engine.len() <= 100);
+    }
+
+    #[test]
+    fn ycsb_load_then_workloads_follow_their_mixes() {
+        let mut params = params(2_000, 2);
+        params.ycsb_operations = 4_000;
+        let capacity = 2_000 + 2 * 4_000;
+        let mut harness = Harness::new(&params, capacity);
+        let load = harness.run(Benchmark::YcsbLoad, &params);
+        assert_eq!(load.ops, 2_000);
+        assert_eq!(harness.engine.len(), 2_000);
+        assert_eq!(harness.live.bytes(), 2_000 * (16 + 1000));
+
+        let a = harness.run(Benchmark::Ycsb(Workload::A), &params);
+        assert_eq!(a.ops, 4_000);
+        // Every read finds its record; about half the operations update.
+        assert_eq!(a.found, a.attempted);
+        let updates = a.written_bytes / 1016;
+        assert!((1_800..=2_200).contains(&updates), "{updates} updates");
+        assert_eq!(harness.engine.len(), 2_000);
+
+        let d = harness.run(Benchmark::Ycsb(Workload::D), &params);
+        let inserted = harness.records.load(Ordering::Relaxed) - 2_000;
+        assert!((120..=290).contains(&inserted), "{inserted} inserts");
+        assert_eq!(harness.engine.len() as u64, 2_000 + inserted);
+        assert_eq!(harness.live.keys(), 2_000 + inserted);
+        assert!(d.found + 50 >= d.attempted);
+
+        let e = harness.run(Benchmark::Ycsb(Workload::E), &params);
+        assert!(e.bytes > 0);
+        let message = e.message.unwrap_or_default();
+        let scans: u64 = message
+            .split("scans ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|count| count.parse().ok())
+            .expect("scan count in the message");
+        // 95% of 4,000: a binomial with sd ≈ 14.
+        assert!((3_700..=3_900).contains(&scans), "{message}");
+        let c = harness.run(Benchmark::Ycsb(Workload::C), &params);
+        assert_eq!(c.written_bytes, 0);
+        assert_eq!(c.found, 4_000);
+    }
+
+    #[test]
+    fn writers_wait_while_the_space_limit_is_exceeded() {
+        let params = params(200, 1);
+        let mut harness = Harness::new(&params, 200);
+        let limit = SpaceLimit::new(1.0, 0, Duration::from_millis(50));
+        // The monitor is not running, so nothing lifts the limit: the writer
+        // waits the maximum, then the benchmark finishes unthrottled.
+        limit.update(1_000_000, 1);
+        harness.limit = Some(limit);
+        let fill = harness.run(Benchmark::FillSeq, &params);
+        assert_eq!(fill.ops, 200);
+        let limit = harness.limit.as_ref().expect("limit");
+        assert!(limit.gave_up());
+        assert!(limit.throttled() >= Duration::from_millis(50));
+        // The harness's wait is not an engine latency.
+        assert!(fill.latencies.max() < 50_000_000);
+    }
+
+    #[test]
+    fn seeds_differ_per_thread_and_benchmark() {
+        let mut seeds = SeedSequence::new(7);
+        let first = seeds.next_seed();
+        assert_ne!(first, seeds.next_seed());
+    }
+
+    #[test]
+    fn benchmark_names_round_trip() {
+        for benchmark in Benchmark::ALL {
+            assert_eq!(Benchmark::parse(benchmark.name()).ok(), Some(benchmark));
+        }
+        assert!(Benchmark::parse("readwhilemerging").is_err());
+    }
+
+    #[test]
+    fn maintenance_is_one_op() {
+        let engine = MemoryEngine::default();
+        let outcome = run_maintenance(&engine, Benchmark::Compact).expect("compact");
+        assert_eq!(outcome.ops, 1);
+        assert!(run_maintenance(&engine, Benchmark::ReadRandom).is_err());
+    }
+}
