@@ -134,7 +134,7 @@ pub struct BenchmarkRecord {
     pub ops_per_sec: f64,
     pub micros_per_op: f64,
     pub mb_per_sec: f64,
-    /// Gets or seeks that found their key (readrandom, seekrandom).
+    /// Gets or seeks that found their key, for benchmarks that read.
     pub found: Option<u64>,
     pub p50_us: Option<f64>,
     pub p99_us: Option<f64>,
@@ -201,8 +201,11 @@ impl BenchmarkRecord {
             .device_write_bytes
             .filter(|_| user_bytes > 0)
             .map(|device| device as f64 / user_bytes as f64);
-        let found = matches!(outcome.benchmark.op_kind(), OpKind::Read | OpKind::Seek)
-            .then_some(outcome.found);
+        // Any benchmark that reads reports its hits (YCSB and the mixed
+        // ones too); pure writes have none.
+        let found = (outcome.attempted > 0
+            || matches!(outcome.benchmark.op_kind(), OpKind::Read | OpKind::Seek))
+        .then_some(outcome.found);
         Self {
             engine: engine.to_owned(),
             benchmark: outcome.benchmark.name().to_owned(),

@@ -1,0 +1,110 @@
+//! The driver end to end, as a user runs it: every benchmark on every
+//! engine built in, in one run. The engines must see the same operations,
+//! so whatever the harness knows (live bytes, keys found) agrees across them.
+
+use std::process::Command;
+
+fn engines() -> &'static str {
+    if cfg!(feature = "rocksdb") {
+        "cleave,rocksdb,blobdb"
+    } else {
+        "cleave"
+    }
+}
+
+#[test]
+fn every_benchmark_runs_on_every_engine_with_the_same_operations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("out.json");
+    let benchmarks = [
+        "filluniquerandom",
+        "overwrite",
+        "updaterandom",
+        "readrandom",
+        "readwhilewriting",
+        "seekrandom",
+        "readrandomwriterandom",
+        "flush",
+        "waitforcompaction",
+        "compact",
+        "fillrandom",
+        "fillseq",
+        "ycsb_load",
+        "ycsb_a",
+        "ycsb_b",
+        "ycsb_c",
+        "ycsb_f",
+        "ycsb_d",
+        "ycsb_e",
+    ];
+    let output = Command::new(env!("CARGO_BIN_EXE_cleave-bench"))
+        .args([
+            &format!("--engine={}", engines()),
+            &format!("--benchmarks={}", benchmarks.join(",")),
+            &format!("--db={}", dir.path().join("db").display()),
+            &format!("--json={}", json.display()),
+            "--num=3000",
+            "--reads=500",
+            "--seek_nexts=5",
+            "--ycsb_operation_count=1000",
+            "--ycsb_field_count=4",
+            "--ycsb_field_length=50",
+            "--value_size_distribution=pareto-1k",
+            "--key_distribution=zipfian",
+            "--key_size=24",
+            "--write_buffer_size=262144",
+            "--compression_type=none",
+            "--space_limit_ratio=3",
+            "--histogram",
+            "--seed=3",
+        ])
+        .output()
+        .expect("cleave-bench runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "cleave-bench failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid json");
+    let records = records.as_array().expect("array");
+    let engine_names: Vec<&str> = engines().split(',').collect();
+    assert_eq!(records.len(), engine_names.len() * benchmarks.len());
+    for (engine_index, engine) in engine_names.iter().enumerate() {
+        let run = &records[engine_index * benchmarks.len()..][..benchmarks.len()];
+        for (record, benchmark) in run.iter().zip(benchmarks) {
+            assert_eq!(record["engine"], *engine);
+            assert_eq!(record["benchmark"], benchmark);
+            assert!(
+                record["ops"].as_u64().is_some_and(|ops| ops > 0),
+                "{record}"
+            );
+            assert!(record["disk_bytes"].as_u64().is_some_and(|bytes| bytes > 0));
+            assert!(record["live_bytes"].as_u64().is_some_and(|bytes| bytes > 0));
+            assert!(record["throttled_s"].is_number());
+        }
+        // A fill after filluniquerandom wrote every key: all reads find one.
+        assert_eq!(run[3]["found"], 500, "{engine} readrandom");
+        assert_eq!(run[5]["found"], 500, "{engine} seekrandom");
+        // YCSB C only reads records that exist.
+        assert_eq!(run[15]["found"], 1000, "{engine} ycsb_c");
+    }
+    // Identical operations: the harness's view agrees across engines.
+    for index in 0..benchmarks.len() {
+        let first = &records[index];
+        for other in records
+            .iter()
+            .skip(index + benchmarks.len())
+            .step_by(benchmarks.len())
+        {
+            for field in ["live_bytes", "live_keys", "user_bytes"] {
+                assert_eq!(
+                    first[field], other[field],
+                    "{field} of {}",
+                    first["benchmark"]
+                );
+            }
+        }
+    }
+}
