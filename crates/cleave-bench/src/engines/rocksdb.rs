@@ -7,6 +7,7 @@
 //! checks that, by throughput and by diffing the OPTIONS files the two runs
 //! leave in their database directories.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fs;
 use std::os::raw::c_int;
@@ -14,6 +15,7 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
+use ::rocksdb::perf::{set_perf_stats, PerfStatsLevel};
 use ::rocksdb::{
     BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType,
     Options, ReadOptions, WriteBatch, WriteOptions, DB,
@@ -67,6 +69,26 @@ const TICKER_COMPACTION_WRITE_BYTES: &str = "rocksdb.compact.write.bytes";
 /// the stacked BlobDB's old name.
 const TICKER_BLOB_FILE_BYTES: &str = "rocksdb.blobdb.blob.file.bytes.written";
 const TICKER_STALL_MICROS: &str = "rocksdb.stall.micros";
+
+thread_local! {
+    /// Whether this thread has turned RocksDB's perf counters off.
+    static PERF_COUNTERS_OFF: Cell<bool> = const { Cell::new(false) };
+}
+
+/// RocksDB's perf level is per thread and starts at kEnableCount, which
+/// bumps a thread-local PerfContext counter on every key comparison (a
+/// `__tls_get_addr` call each, from a shared library): 10% of fillrandom's
+/// foreground CPU here. db_bench sets its --perf_level default, kDisable, in
+/// each benchmark thread; the driver's threads are not ours to set up, so
+/// each foreground call does it on its thread's first call.
+fn perf_counters_off_on_this_thread() {
+    PERF_COUNTERS_OFF.with(|off| {
+        if !off.get() {
+            set_perf_stats(PerfStatsLevel::Disable);
+            off.set(true);
+        }
+    });
+}
 
 /// Which RocksDB configuration to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -330,12 +352,14 @@ impl Engine for RocksDbEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        perf_counters_off_on_this_thread();
         self.db
             .put_opt(key, value, &self.write_options)
             .context("RocksDB put")
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        perf_counters_off_on_this_thread();
         let value = self
             .db
             .get_pinned_opt(key, &self.read_options)
@@ -344,6 +368,7 @@ impl Engine for RocksDbEngine {
     }
 
     fn write_batch(&self, entries: &[(&[u8], &[u8])]) -> Result<()> {
+        perf_counters_off_on_this_thread();
         let mut batch = WriteBatch::default();
         for (key, value) in entries {
             batch.put(key, value);
@@ -354,6 +379,7 @@ impl Engine for RocksDbEngine {
     }
 
     fn scan(&self, start: &[u8], nexts: u64) -> Result<ScanOutcome> {
+        perf_counters_off_on_this_thread();
         // A fresh iterator per seek, as db_bench's seekrandom does by default.
         let mut iterator = self.db.raw_iterator_opt(ReadOptions::default());
         iterator.seek(start);
