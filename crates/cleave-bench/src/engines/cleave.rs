@@ -172,6 +172,8 @@ impl Engine for CleaveEngine {
             flush_bytes_written: counter(stats.flush_bytes_written),
             compaction_bytes_read: counter(stats.compaction_bytes_read),
             compaction_bytes_written: counter(stats.compaction_bytes_written),
+            // cleave writes no value files yet.
+            value_file_bytes_written: 0,
             stall_micros: counter(stats.stall_micros),
         })
     }

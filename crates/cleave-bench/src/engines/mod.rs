@@ -1,6 +1,6 @@
-//! The engines the driver can run, behind one trait, so RocksDB and BlobDB
-//! adapters (through the `rocksdb` crate) can later run the same workloads
-//! in the same process.
+//! The engines the driver can run, behind one trait, so cleave, RocksDB and
+//! BlobDB (the last two through the `rocksdb` crate, with the `rocksdb`
+//! feature) run the same workloads in the same process.
 
 use std::path::PathBuf;
 
@@ -10,6 +10,8 @@ use serde::Serialize;
 use crate::flags::{CompressionType, Flags};
 
 mod cleave;
+#[cfg(feature = "rocksdb")]
+mod rocksdb;
 
 #[cfg(test)]
 pub mod memory;
@@ -33,6 +35,12 @@ pub struct EngineCounters {
     pub flush_bytes_written: u64,
     pub compaction_bytes_read: u64,
     pub compaction_bytes_written: u64,
+    /// The part of `flush_bytes_written` and `compaction_bytes_written`
+    /// that went to value files (RocksDB's blob files). Already counted in
+    /// those two, so never added to them again: RocksDB's flush and
+    /// compaction tickers count every byte the job's thread writes, blob
+    /// files included.
+    pub value_file_bytes_written: u64,
     pub stall_micros: u64,
 }
 
@@ -55,12 +63,16 @@ impl EngineCounters {
             compaction_bytes_written: self
                 .compaction_bytes_written
                 .saturating_sub(earlier.compaction_bytes_written),
+            value_file_bytes_written: self
+                .value_file_bytes_written
+                .saturating_sub(earlier.value_file_bytes_written),
             stall_micros: self.stall_micros.saturating_sub(earlier.stall_micros),
         }
     }
 
-    /// Everything the engine wrote (WAL, flushes, compactions) per user
-    /// byte; `None` when no user bytes were written.
+    /// Everything the engine wrote (WAL, flushes, compactions; value files
+    /// are inside the last two) per user byte; `None` when no user bytes
+    /// were written.
     pub fn write_amplification(&self) -> Option<f64> {
         let written =
             self.wal_bytes_written + self.flush_bytes_written + self.compaction_bytes_written;
@@ -122,7 +134,14 @@ pub struct EngineConfig {
     pub disable_wal: bool,
     pub use_direct_reads: bool,
     pub use_direct_io_for_flush_and_compaction: bool,
+    /// Values at least this large go to value files (BlobDB's
+    /// `min_blob_size`).
+    pub min_blob_size: u64,
 }
+
+/// BlobDB's separation threshold in the benchmarks we compare against
+/// (docs/BENCHMARKS.md runs BlobDB with `--min_blob_size=512`).
+pub const DEFAULT_MIN_BLOB_SIZE: u64 = 512;
 
 impl EngineConfig {
     pub fn from_flags(flags: &Flags) -> Self {
@@ -146,6 +165,8 @@ impl EngineConfig {
             disable_wal: flags.disable_wal,
             use_direct_reads: flags.use_direct_reads,
             use_direct_io_for_flush_and_compaction: flags.use_direct_io_for_flush_and_compaction,
+            // Until flags.rs has --min_blob_size.
+            min_blob_size: DEFAULT_MIN_BLOB_SIZE,
         }
     }
 
@@ -159,7 +180,7 @@ impl EngineConfig {
             "path {} | write_buffer_size {} x {} | target_file_size_base {} | \
              max_bytes_for_level_base {} | max_background_jobs {} | cache_size {} | \
              bloom_bits {} | compression {:?} | sync {} | disable_wal {} | \
-             direct reads {} | direct flush/compaction {}",
+             direct reads {} | direct flush/compaction {} | min_blob_size {}",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -173,17 +194,40 @@ impl EngineConfig {
             self.disable_wal,
             self.use_direct_reads,
             self.use_direct_io_for_flush_and_compaction,
+            self.min_blob_size,
         )
     }
 }
 
 /// The engine names `open` knows.
+#[cfg(feature = "rocksdb")]
+pub const ENGINE_NAMES: &[&str] = &["cleave", "rocksdb", "blobdb"];
+/// The engine names `open` knows.
+#[cfg(not(feature = "rocksdb"))]
 pub const ENGINE_NAMES: &[&str] = &["cleave"];
 
 /// Opens the engine named by `--engine` on `config.path`.
 pub fn open(name: &str, config: &EngineConfig) -> Result<Box<dyn Engine>> {
     match name {
         "cleave" => Ok(Box::new(cleave::CleaveEngine::open(config)?)),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Ok(Box::new(self::rocksdb::RocksDbEngine::open(
+            config,
+            self::rocksdb::Flavor::Plain,
+        )?)),
+        #[cfg(feature = "rocksdb")]
+        "blobdb" => Ok(Box::new(self::rocksdb::RocksDbEngine::open(
+            config,
+            self::rocksdb::Flavor::Blob,
+        )?)),
+        // The default build links no RocksDB, so that it needs no
+        // librocksdb; say how to get one rather than "unknown engine".
+        #[cfg(not(feature = "rocksdb"))]
+        "rocksdb" | "blobdb" => bail!(
+            "--engine={name} needs cleave-bench built with the rocksdb feature \
+             (and Debian's librocksdb-dev, libclang-dev): \
+             cargo build --release -p cleave-bench --features rocksdb"
+        ),
         other => bail!("unknown --engine={other:?}; known engines: {ENGINE_NAMES:?}"),
     }
 }
@@ -219,5 +263,18 @@ mod tests {
         let config = EngineConfig::from_flags(&crate::flags::Flags::parse_from(["x"]));
         let error = open("leveldb", &config).err().map(|e| e.to_string());
         assert!(error.is_some_and(|message| message.contains("unknown --engine")));
+    }
+
+    #[cfg(not(feature = "rocksdb"))]
+    #[test]
+    fn rocksdb_without_the_feature_says_how_to_build_it() {
+        let config = EngineConfig::from_flags(&crate::flags::Flags::parse_from(["x"]));
+        for name in ["rocksdb", "blobdb"] {
+            let error = open(name, &config).err().map(|e| e.to_string());
+            assert!(
+                error.is_some_and(|message| message.contains("--features rocksdb")),
+                "{name}"
+            );
+        }
     }
 }
