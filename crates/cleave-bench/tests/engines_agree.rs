@@ -21,12 +21,14 @@ fn every_benchmark_runs_on_every_engine_with_the_same_operations() {
         "overwrite",
         "updaterandom",
         "readrandom",
-        "readwhilewriting",
         "seekrandom",
         "readrandomwriterandom",
         "flush",
         "waitforcompaction",
         "compact",
+        // Its writer writes until the readers are done, so how much it
+        // writes depends on timing; the next benchmark starts afresh.
+        "readwhilewriting",
         "fillrandom",
         "fillseq",
         "ycsb_load",
@@ -86,12 +88,15 @@ fn every_benchmark_runs_on_every_engine_with_the_same_operations() {
         }
         // A fill after filluniquerandom wrote every key: all reads find one.
         assert_eq!(run[3]["found"], 500, "{engine} readrandom");
-        assert_eq!(run[5]["found"], 500, "{engine} seekrandom");
+        assert_eq!(run[4]["found"], 500, "{engine} seekrandom");
         // YCSB C only reads records that exist.
         assert_eq!(run[15]["found"], 1000, "{engine} ycsb_c");
     }
     // Identical operations: the harness's view agrees across engines.
-    for index in 0..benchmarks.len() {
+    for (index, benchmark) in benchmarks.iter().enumerate() {
+        if *benchmark == "readwhilewriting" {
+            continue;
+        }
         let first = &records[index];
         for other in records
             .iter()

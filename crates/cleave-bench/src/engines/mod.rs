@@ -140,7 +140,9 @@ pub struct EngineConfig {
 }
 
 /// BlobDB's separation threshold in the benchmarks we compare against
-/// (docs/BENCHMARKS.md runs BlobDB with `--min_blob_size=512`).
+/// (BENCHMARKS.md runs BlobDB with `--min_blob_size=512`); `--min_blob_size`'s
+/// default.
+#[cfg(all(test, feature = "rocksdb"))]
 pub const DEFAULT_MIN_BLOB_SIZE: u64 = 512;
 
 impl EngineConfig {
@@ -165,8 +167,7 @@ impl EngineConfig {
             disable_wal: flags.disable_wal,
             use_direct_reads: flags.use_direct_reads,
             use_direct_io_for_flush_and_compaction: flags.use_direct_io_for_flush_and_compaction,
-            // Until flags.rs has --min_blob_size.
-            min_blob_size: DEFAULT_MIN_BLOB_SIZE,
+            min_blob_size: flags.min_blob_size,
         }
     }
 
