@@ -139,8 +139,15 @@ done
 
 echo
 echo "OPTIONS differences (< db_bench, > adapter), last run:"
-db_options="$(ls "$work"/db_bench-db/OPTIONS-* 2>/dev/null | sort -V | tail -n 1)"
-adapter_options="$(ls "$work"/adapter-db/OPTIONS-* 2>/dev/null | sort -V | tail -n 1)"
+# RocksDB rewrites OPTIONS-<number> on open and option changes; the
+# highest number is current.
+newest_options() {
+    local file
+    file="$(printf '%s\n' "$1"/OPTIONS-* | sort -V | tail -n 1)"
+    [[ -f "$file" ]] && echo "$file"
+}
+db_options="$(newest_options "$work/db_bench-db")"
+adapter_options="$(newest_options "$work/adapter-db")"
 if [[ -n "$db_options" && -n "$adapter_options" ]]; then
     diff <(grep -v '^#' "$db_options") <(grep -v '^#' "$adapter_options") && echo "  (none)"
 else
