@@ -342,6 +342,7 @@ fn mix64(value: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::assert_close;
     use rand::rngs::StdRng;
     use rand::SeedableRng;
     use std::collections::HashSet;
@@ -359,15 +360,6 @@ mod tests {
             counts[sample as usize] += 1;
         }
         counts
-    }
-
-    fn assert_close(actual: f64, expected: f64, relative: f64, what: &str) {
-        let error = (actual - expected).abs() / expected.abs();
-        assert!(
-            error <= relative,
-            "{what}: {actual} vs expected {expected} (off by {:.2}%)",
-            error * 100.0
-        );
     }
 
     fn draws(distribution: KeyDistribution, seed: u64, items: u64, count: usize) -> Vec<u64> {

@@ -15,6 +15,8 @@ mod monitor;
 mod process;
 mod report;
 mod space_limit;
+#[cfg(test)]
+mod testing;
 mod value_sizes;
 mod values;
 mod workloads;
@@ -315,6 +317,7 @@ impl Driver {
         };
 
         // Measure around the benchmark only, not around setup or printing.
+        process::release_free_memory();
         let peak_is_per_benchmark = process::reset_peak_rss();
         let counters_before = engine.counters();
         let before = ProcessSnapshot::take();

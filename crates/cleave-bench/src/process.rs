@@ -47,6 +47,18 @@ pub fn peak_rss_bytes() -> Option<u64> {
     parse_proc_field(&status, "VmHWM").map(|kib| kib * 1024)
 }
 
+/// Hands memory that the allocator holds but nothing uses back to the
+/// kernel. One process runs engine after engine; without this the heap an
+/// earlier engine freed stays resident and counts in a later engine's peak.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of glibc's heap to the
+    // kernel; it touches no memory the program uses.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Resets `VmHWM` to the current RSS, so the next reading is the peak of
 /// one benchmark rather than of the whole run. Returns whether it worked
 /// (the kernel may forbid it); if not, peaks are cumulative.

@@ -273,12 +273,13 @@ impl BenchmarkRecord {
         }
         if let Some(counters) = &self.engine_counters {
             text.push_str(&format!(
-                "  engine counters: wal {}, flush {}, compaction read {} written {}, \
-                 stalls {:.3} s, write-amp {}\n",
+                "  engine counters: wal {}, flush {}, compaction read {} written {} \
+                 (value files {} of those), stalls {:.3} s, write-amp {}\n",
                 mebibytes(Some(counters.wal_bytes_written)),
                 mebibytes(Some(counters.flush_bytes_written)),
                 mebibytes(Some(counters.compaction_bytes_read)),
                 mebibytes(Some(counters.compaction_bytes_written)),
+                mebibytes(Some(counters.value_file_bytes_written)),
                 counters.stall_micros as f64 / 1e6,
                 ratio(self.engine_write_amp),
             ));

@@ -130,6 +130,7 @@ fn pareto_1k_mean() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::assert_close;
     use rand::rngs::StdRng;
     use rand::SeedableRng;
 
@@ -149,15 +150,6 @@ mod tests {
 
     fn mean(samples: &[usize]) -> f64 {
         samples.iter().map(|&size| size as f64).sum::<f64>() / samples.len() as f64
-    }
-
-    fn assert_close(actual: f64, expected: f64, relative: f64, what: &str) {
-        let error = (actual - expected).abs() / expected.abs();
-        assert!(
-            error <= relative,
-            "{what}: {actual} vs expected {expected} (off by {:.2}%)",
-            error * 100.0
-        );
     }
 
     #[test]
