@@ -642,3 +642,33 @@ fn readahead_windows_of_every_size_serve_exact_blocks() {
         }
     }
 }
+
+#[test]
+fn small_block_caches_use_few_shards() {
+    assert_eq!(super::block_cache_shard_bits(1 << 20), 0);
+    assert_eq!(super::block_cache_shard_bits(8 << 20), 1);
+    assert_eq!(super::block_cache_shard_bits(20 << 20), 2);
+    assert_eq!(super::block_cache_shard_bits(512 << 20), 4);
+}
+
+/// Regression: an 8 MiB cache used to have sixteen 512 KiB shards, which
+/// never kept the ~600 KiB filter of a 64 MiB table, so every lookup read
+/// and checked the whole filter again.
+#[test]
+fn an_eight_mib_cache_keeps_a_large_filter() {
+    let mut builder = super::bloom::BloomBuilder::new(10);
+    for i in 0..500_000u32 {
+        builder.add_key(&i.to_be_bytes());
+    }
+    let filter = Arc::new(super::bloom::BloomFilter::new(builder.finish()).unwrap());
+    let charge = filter.charge();
+    assert!(charge > 600 << 10, "{charge} bytes");
+    let cache = new_block_cache(8 << 20);
+    cache.insert(
+        (FileNumber(7), 0),
+        CachedBlock::Filter(filter),
+        charge,
+        crate::cache::Priority::High,
+    );
+    assert!(cache.get(&(FileNumber(7), 0)).is_some());
+}
