@@ -320,6 +320,15 @@ impl Flags {
         if self.engine_names().is_empty() {
             bail!("--engine names no engine");
         }
+        if self.use_existing_db && self.engine_names().len() > 1 {
+            // Each engine would open the files the first one left.
+            bail!("--use_existing_db takes one --engine, not a list");
+        }
+        if self.use_existing_db && self.space_limit_ratio != 0.0 {
+            // The limit is relative to the live data, which the harness knows
+            // only for a database it wrote itself.
+            bail!("--space_limit_ratio needs a database the run creates, not --use_existing_db");
+        }
         Ok(())
     }
 
@@ -484,6 +493,12 @@ mod tests {
             "--ycsb_field_count=0",
         ] {
             assert!(parse(&[bad]).validate().is_err(), "{bad} accepted");
+        }
+        for bad in [
+            ["--use_existing_db", "--engine=cleave,rocksdb"],
+            ["--use_existing_db", "--space_limit_ratio=2"],
+        ] {
+            assert!(parse(&bad).validate().is_err(), "{bad:?} accepted");
         }
         assert!(parse(&["--space_limit_ratio=1.5"]).validate().is_ok());
     }

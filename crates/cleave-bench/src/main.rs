@@ -24,7 +24,6 @@ mod workloads;
 use std::fs;
 use std::io::{ErrorKind, IsTerminal, Write};
 use std::path::Path;
-use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
@@ -38,7 +37,7 @@ use process::ProcessSnapshot;
 use report::{BenchmarkRecord, Costs};
 use space_limit::SpaceLimit;
 use value_sizes::ValueSizeDistribution;
-use workloads::{Benchmark, RunOutcome, SeedSequence, Shared, WorkloadParams};
+use workloads::{Benchmark, Records, RunOutcome, SeedSequence, Shared, WorkloadParams};
 
 /// Marks a directory as created by this driver, so wiping it can never
 /// delete a directory someone pointed --db at by mistake.
@@ -153,7 +152,7 @@ struct EngineRun {
     /// What the harness has written; `None` on an existing database.
     live: Option<LiveSet>,
     /// YCSB's record count: keys `0..records` exist after ycsb_load.
-    records: AtomicU64,
+    records: Records,
     /// True while the database is freshly created and nothing has run, so a
     /// fill benchmark need not recreate it.
     pristine: bool,
@@ -223,10 +222,10 @@ impl Driver {
         end
     }
 
-    fn fresh_state(&self) -> (Option<LiveSet>, AtomicU64) {
+    fn fresh_state(&self) -> (Option<LiveSet>, Records) {
         let live = (!self.flags.use_existing_db)
             .then(|| LiveSet::new(self.flags.key_size, self.live_capacity()));
-        (live, AtomicU64::new(self.params.num))
+        (live, Records::new(self.params.num))
     }
 
     fn run_engine(&mut self, name: &str) -> Result<()> {

@@ -54,14 +54,19 @@ impl SpaceLimit {
     }
 
     /// Called by a writer before each write: returns at once under the
-    /// limit, else waits until the monitor sees the directory shrink.
+    /// limit, else waits until the monitor sees the directory shrink or
+    /// `stop` is set (a writer told to finish must not wait for space).
     /// Returns whether it waited.
-    pub fn wait_if_over(&self) -> bool {
+    pub fn wait_if_over(&self, stop: Option<&AtomicBool>) -> bool {
         if !self.over.load(Ordering::Acquire) || self.gave_up.load(Ordering::Relaxed) {
             return false;
         }
+        let stopped = || stop.is_some_and(|stop| stop.load(Ordering::Acquire));
         let start = Instant::now();
-        while self.over.load(Ordering::Acquire) && !self.gave_up.load(Ordering::Relaxed) {
+        while self.over.load(Ordering::Acquire)
+            && !self.gave_up.load(Ordering::Relaxed)
+            && !stopped()
+        {
             if start.elapsed() >= self.max_wait {
                 self.gave_up.store(true, Ordering::Relaxed);
                 break;
@@ -107,7 +112,7 @@ mod tests {
     fn writers_pass_under_the_limit_and_wait_over_it() {
         let limit = SpaceLimit::new(1.5, 0, Duration::from_secs(60));
         limit.update(1400, 1000);
-        assert!(!limit.wait_if_over());
+        assert!(!limit.wait_if_over(None));
         assert_eq!(limit.throttled(), Duration::ZERO);
 
         limit.update(1600, 1000);
@@ -119,7 +124,7 @@ mod tests {
                 // The engine reclaimed space: the monitor lifts the limit.
                 limit.update(1200, 1000);
             });
-            assert!(limit.wait_if_over());
+            assert!(limit.wait_if_over(None));
             // The writer cannot have passed before the limit was lifted.
             assert_eq!(released.load(Ordering::SeqCst), 1);
         });
@@ -128,14 +133,23 @@ mod tests {
     }
 
     #[test]
+    fn a_writer_told_to_stop_stops_waiting_without_giving_up() {
+        let limit = SpaceLimit::new(1.0, 0, Duration::from_secs(60));
+        limit.update(2000, 1000);
+        let stop = AtomicBool::new(true);
+        assert!(limit.wait_if_over(Some(&stop)));
+        assert!(!limit.gave_up());
+    }
+
+    #[test]
     fn an_engine_that_never_shrinks_is_given_up_on() {
         let limit = SpaceLimit::new(1.0, 0, Duration::from_millis(20));
         limit.update(2000, 1000);
-        assert!(limit.wait_if_over());
+        assert!(limit.wait_if_over(None));
         assert!(limit.gave_up());
         // From then on writers pass even though the engine is still over.
         let before = limit.throttled();
-        assert!(!limit.wait_if_over());
+        assert!(!limit.wait_if_over(None));
         assert_eq!(limit.throttled(), before);
     }
 }

@@ -101,6 +101,17 @@ struct Budget<'a> {
 }
 
 impl Budget<'_> {
+    /// How many entries the next write batch holds: `batch_size`, or fewer
+    /// when the count has fewer left (so a load writes every key), or
+    /// `None` when the loop is over.
+    fn next_batch(&self, done: u64, batch_size: u64) -> Option<u64> {
+        let batch = match self.ops {
+            Some(ops) => batch_size.min(ops.saturating_sub(done)),
+            None => batch_size,
+        };
+        (batch > 0 && self.allows(done, batch)).then_some(batch)
+    }
+
     /// Whether `more` further operations fit after `done`.
     fn allows(&self, done: u64, more: u64) -> bool {
         if self.ops.is_some_and(|ops| done + more > ops) {
@@ -129,6 +140,8 @@ struct ThreadRun<'a> {
     stats: ThreadStats,
     last_op_finish: Instant,
     unreported_progress: u64,
+    /// Set for readwhilewriting's writer once the readers are done.
+    stop: Option<&'a AtomicBool>,
 }
 
 pub fn run(
@@ -168,6 +181,7 @@ pub fn run(
         },
         last_op_finish: now,
         unreported_progress: 0,
+        stop: (role == Role::BackgroundWriter).then_some(writer_stop),
     };
     let index = match role {
         Role::Reported(index) => index,
@@ -175,8 +189,11 @@ pub fn run(
     };
     // Set up before the barrier: a zipfian table takes O(keys) to build and
     // must not count as benchmark time.
-    let mut plan = run.plan(benchmark)?;
+    let plan = run.plan(benchmark);
+    // Every thread reaches the barrier, even one whose setup failed, or the
+    // others would wait for it forever.
     barrier.wait();
+    let mut plan = plan?;
     let deadline = params.duration.map(|duration| Instant::now() + duration);
     let budget = match role {
         Role::BackgroundWriter => Budget {
@@ -274,7 +291,7 @@ impl ThreadRun<'_> {
             | Benchmark::SeekRandom
             | Benchmark::ReadRandomWriteRandom => Some(chooser(params.read_keys)),
             Benchmark::Ycsb(workload) => {
-                let records = self.context.records.load(Ordering::Acquire);
+                let records = self.context.records.readable();
                 Some(KeyChooser::new(
                     workload.request_distribution(),
                     records,
@@ -317,7 +334,11 @@ impl ThreadRun<'_> {
     /// harness's, not the engine's, so it is left out of the next
     /// operation's latency (but not out of the benchmark's wall time).
     fn throttle(&mut self) {
-        if self.context.limit.is_some_and(|limit| limit.wait_if_over()) {
+        if self
+            .context
+            .limit
+            .is_some_and(|limit| limit.wait_if_over(self.stop))
+        {
             self.last_op_finish = Instant::now();
         }
     }
@@ -398,9 +419,8 @@ impl ThreadRun<'_> {
 
     /// The fill, overwrite and YCSB load loop, and readwhilewriting's writer.
     fn write(&mut self, budget: &Budget<'_>, plan: &mut Plan) -> Result<()> {
-        let batch_size = self.params.batch_size;
         let mut entries: Vec<(u64, Vec<u8>, usize)> = Vec::new();
-        while budget.allows(self.stats.ops, batch_size) {
+        while let Some(batch_size) = budget.next_batch(self.stats.ops, self.params.batch_size) {
             self.throttle();
             if batch_size == 1 {
                 let index = self.next_write_index(plan)?;
@@ -505,25 +525,27 @@ impl ThreadRun<'_> {
             let op = workload.choose_op(&mut self.rng);
             let bytes = match op {
                 Op::Read => {
-                    let index = self.next_read_index(plan, records.load(Ordering::Acquire))?;
+                    let index = self.next_read_index(plan, records.readable())?;
                     self.get(index)?.unwrap_or(0)
                 }
                 Op::Update => {
                     self.throttle();
-                    let index = self.next_read_index(plan, records.load(Ordering::Acquire))?;
+                    let index = self.next_read_index(plan, records.readable())?;
                     self.stats.updates += 1;
                     let len = self.value_len();
                     self.put(index, len)?
                 }
                 Op::Insert => {
                     self.throttle();
-                    let index = records.fetch_add(1, Ordering::AcqRel);
+                    let index = records.reserve();
                     self.stats.inserts += 1;
                     let len = self.value_len();
-                    self.put(index, len)?
+                    let bytes = self.put(index, len)?;
+                    records.acknowledge();
+                    bytes
                 }
                 Op::Scan => {
-                    let index = self.next_read_index(plan, records.load(Ordering::Acquire))?;
+                    let index = self.next_read_index(plan, records.readable())?;
                     let length = self.rng.gen_range(1..=self.params.ycsb_max_scan_length);
                     self.keys.encode_into(index, &mut self.key);
                     self.stats.scans += 1;
@@ -531,7 +553,7 @@ impl ThreadRun<'_> {
                 }
                 Op::ReadModifyWrite => {
                     self.throttle();
-                    let index = self.next_read_index(plan, records.load(Ordering::Acquire))?;
+                    let index = self.next_read_index(plan, records.readable())?;
                     self.stats.read_modify_writes += 1;
                     let read = self.get(index)?.unwrap_or(0);
                     let len = self.value_len();
