@@ -201,15 +201,15 @@ pub fn run(
             deadline: None,
             stop: Some(writer_stop),
         },
-        Role::Reported(_) => Budget {
-            ops: benchmark.ops_for_thread(params, index),
-            deadline: benchmark
-                .ops_for_thread(params, index)
-                .is_none()
-                .then_some(deadline)
-                .flatten(),
-            stop: None,
-        },
+        Role::Reported(_) => {
+            // A count bounds the loop unless there is none: then --duration.
+            let ops = benchmark.ops_for_thread(params, index);
+            Budget {
+                ops,
+                deadline: if ops.is_none() { deadline } else { None },
+                stop: None,
+            }
+        }
     };
     run.start_timing();
     match benchmark {
@@ -349,18 +349,18 @@ impl ThreadRun<'_> {
         self.context
             .engine
             .put(&self.key, self.values.next_value(len))?;
-        self.wrote(index, len)
+        Ok(self.wrote(index, len))
     }
 
     /// Accounts for a write the engine acknowledged.
-    fn wrote(&mut self, index: u64, len: usize) -> Result<u64> {
+    fn wrote(&mut self, index: u64, len: usize) -> u64 {
         if let Some(live) = self.context.live {
             live.put(index, len);
         }
         let bytes = (self.params.key_size + len) as u64;
         self.stats.written_bytes += bytes;
         self.stats.writes += 1;
-        Ok(bytes)
+        bytes
     }
 
     /// Gets key number `index`; returns the bytes read if it was found.
@@ -448,7 +448,7 @@ impl ThreadRun<'_> {
             self.context.engine.write_batch(&batch)?;
             let mut bytes = 0;
             for &(index, _, len) in &entries {
-                bytes += self.wrote(index, len)?;
+                bytes += self.wrote(index, len);
             }
             self.stats.bytes += bytes;
             self.finished(batch_size, bytes);
