@@ -8,6 +8,8 @@ mod format;
 mod properties;
 mod reader;
 mod table_cache;
+#[allow(dead_code)] // written by the sstable builder in the next commits of issue 4
+mod value_refs;
 
 use crate::base::{InternalKey, SeqNo};
 use crate::Compression;
