@@ -91,7 +91,7 @@ fn run(cli: Cli) -> Result<bool> {
             }
             let mut n = 0;
             while it.valid() && n < limit {
-                writeln!(out, "{}\t{}", printable(it.key()), printable(it.value()))?;
+                writeln!(out, "{}\t{}", printable(it.key()), printable(it.value()?))?;
                 n += 1;
                 if reverse {
                     it.prev()?;

@@ -55,7 +55,7 @@ fn check_scan(db: &Db, ro: &ReadOptions<'_>, model: &Model, rng: &mut StdRng, ct
         it.seek_to_first().unwrap();
         let mut got = Vec::new();
         while it.valid() && got.len() < limit {
-            got.push((it.key().to_vec(), it.value().to_vec()));
+            got.push((it.key().to_vec(), it.value().unwrap().to_vec()));
             it.next().unwrap();
         }
         it.status().unwrap();
@@ -65,7 +65,7 @@ fn check_scan(db: &Db, ro: &ReadOptions<'_>, model: &Model, rng: &mut StdRng, ct
         it.seek_to_last().unwrap();
         let mut got = Vec::new();
         while it.valid() && got.len() < limit {
-            got.push((it.key().to_vec(), it.value().to_vec()));
+            got.push((it.key().to_vec(), it.value().unwrap().to_vec()));
             it.prev().unwrap();
         }
         it.status().unwrap();
@@ -88,7 +88,7 @@ fn check_scan(db: &Db, ro: &ReadOptions<'_>, model: &Model, rng: &mut StdRng, ct
                 assert!(it.valid(), "{ctx}: iterator ended early at {p}");
                 assert_eq!(it.key(), expected[p as usize].0.as_slice(), "{ctx}: walk");
                 assert_eq!(
-                    it.value(),
+                    it.value().unwrap(),
                     expected[p as usize].1.as_slice(),
                     "{ctx}: walk value"
                 );

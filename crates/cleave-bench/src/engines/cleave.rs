@@ -138,7 +138,7 @@ impl Engine for CleaveEngine {
                 break;
             }
             outcome.entries += 1;
-            outcome.bytes += (iterator.key().len() + iterator.value().len()) as u64;
+            outcome.bytes += (iterator.key().len() + iterator.value()?.len()) as u64;
             iterator.next()?;
         }
         iterator.status()?;

@@ -14,6 +14,11 @@
 //! times the multiplier per level below the base, but never below `base`.
 //! Levels above the base level are empty and never compacted; L0 compacts
 //! into the base level.
+//!
+//! Every size here is *compensated*: a table's bytes plus the bytes of the
+//! separated values it references, so that the key tree keeps the shape it
+//! would have with inline values, and the values of shadowed entries
+//! (hidden garbage) wait no longer for compaction than inline values would.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -75,7 +80,10 @@ pub(crate) fn level_targets(v: &Version, opts: &PickerOptions) -> LevelTargets {
             bytes,
         };
     };
-    let max_size = (1..NUM_LEVELS).map(|l| v.level_bytes(l)).max().unwrap_or(0) as f64;
+    let max_size = (1..NUM_LEVELS)
+        .map(|l| v.level_compensated_bytes(l))
+        .max()
+        .unwrap_or(0) as f64;
     let mut cur = max_size / mult.powi((last - first) as i32);
     let (base_level, base_size) = if cur <= base / mult {
         (first, base / mult + 1.0)
@@ -119,7 +127,8 @@ fn scores_excluding(
     for (level, score) in s.iter_mut().enumerate().take(NUM_LEVELS - 1).skip(1) {
         let target = targets.bytes[level];
         if target != u64::MAX && level >= targets.base_level {
-            *score = idle(level).map(|f| f.size).sum::<u64>() as f64 / target.max(1) as f64;
+            *score = idle(level).map(|f| f.compensated_size()).sum::<u64>() as f64
+                / target.max(1) as f64;
         }
     }
     s
@@ -310,9 +319,9 @@ fn pick_level(
             let overlap: u64 = v
                 .overlapping_files(level + 1, Some(f.smallest_user()), Some(f.largest_user()))
                 .iter()
-                .map(|g| g.size)
+                .map(|g| g.compensated_size())
                 .sum();
-            let ratio = u128::from(overlap) * 1024 / u128::from(f.size.max(1));
+            let ratio = u128::from(overlap) * 1024 / u128::from(f.compensated_size().max(1));
             (ratio, f.number, i)
         })
         .collect();

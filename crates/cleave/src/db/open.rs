@@ -21,6 +21,7 @@ use crate::manifest::version_set::VersionSet;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::{new_block_cache, TableCache};
+use crate::value_file::ValueStore;
 use crate::wal::{self, WalWriter};
 
 pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
@@ -61,6 +62,13 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         block_cache.clone(),
         opts.use_direct_reads,
     ));
+    let values = Arc::new(ValueStore::new(
+        fs.clone(),
+        dir.to_path_buf(),
+        opts.max_open_files,
+        opts.value_cache_capacity,
+        opts.use_direct_reads,
+    ));
     let last_seq = versions.last_seq();
     let current = versions.current();
     let log_number = versions.log_number();
@@ -88,6 +96,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         visible_seq: AtomicU64::new(last_seq),
         block_cache,
         table_cache,
+        values,
         snapshots: Arc::new(SnapshotList::default()),
         counters: Counters::default(),
         next_job_id: AtomicU64::new(0),
@@ -143,17 +152,13 @@ impl DbInner {
         self.remove_orphans()
     }
 
-    /// Every sstable the manifest names must exist; with `paranoid_checks`
-    /// its footer and metadata must also read back.
+    /// Every sstable and value file the manifest names must exist; with
+    /// `paranoid_checks` its footer and metadata must also read back.
     fn check_live_files(&self, present: &[(FileKind, FileNumber)]) -> Result<()> {
-        let present: HashSet<FileNumber> = present
-            .iter()
-            .filter(|(k, _)| *k == FileKind::Sstable)
-            .map(|&(_, n)| n)
-            .collect();
+        let present: HashSet<(FileKind, FileNumber)> = present.iter().copied().collect();
         let current = self.versions.lock().current();
         for (_, file) in current.all_files() {
-            if !present.contains(&file.number) {
+            if !present.contains(&(FileKind::Sstable, file.number)) {
                 return Err(Error::corruption(
                     filename::sstable(&self.dir, file.number),
                     0,
@@ -162,6 +167,18 @@ impl DbInner {
             }
             if self.opts.paranoid_checks {
                 self.table_cache.get(file.number)?;
+            }
+        }
+        for file in current.value_files() {
+            if !present.contains(&(FileKind::ValueFile, file.number)) {
+                return Err(Error::corruption(
+                    filename::value_file(&self.dir, file.number),
+                    0,
+                    "value file named by the manifest is missing",
+                ));
+            }
+            if self.opts.paranoid_checks {
+                self.values.file(file.number)?;
             }
         }
         Ok(())
@@ -211,9 +228,8 @@ impl DbInner {
         let mut it = mem.iter();
         it.seek_to_first()?;
         let mut rules = DropRules::new(Vec::new(), false);
-        for o in self.write_outputs(&mut it, &mut rules, &|_| true, u64::MAX)? {
-            edit.add_file(0, o.meta());
-        }
+        self.write_outputs(&mut it, &mut rules, &|_| true, u64::MAX, true)?
+            .add_to(edit, 0);
         Ok(())
     }
 
@@ -229,7 +245,7 @@ impl DbInner {
                 continue;
             };
             let orphan = match kind {
-                FileKind::Sstable => !live.contains(&number),
+                FileKind::Sstable | FileKind::ValueFile => !live.contains(&number),
                 FileKind::Wal => number < log_number,
                 FileKind::Manifest => number != manifest,
                 FileKind::Temp => true,

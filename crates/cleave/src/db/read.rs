@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::iter::db_iter::DbIterator;
 use crate::iter::level::{LevelIterator, TableOpener};
 use crate::iter::merging::MergingIterator;
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, ValueSource};
 use crate::manifest::version::Version;
 use crate::memtable::MemTable;
 use crate::options::ReadOptions;
@@ -61,10 +61,23 @@ impl DbInner {
                         "malformed internal key",
                     )
                 })?;
+                if parsed.kind == ValueKind::ValueRef {
+                    let source = self.value_source(view.version.clone());
+                    let v = source.resolve(parsed.kind, &value, user_key, parsed.seq, None)?;
+                    return Ok(Some(Arc::unwrap_or_clone(v)));
+                }
                 return resolve(parsed.kind, value);
             }
         }
         Ok(None)
+    }
+
+    /// Resolves separated values in the value files of `version`.
+    pub(super) fn value_source(&self, version: Arc<Version>) -> ValueSource {
+        ValueSource {
+            store: self.values.clone(),
+            version,
+        }
     }
 
     pub(super) fn iter(&self, opts: &ReadOptions<'_>) -> DbIterator {
@@ -87,11 +100,13 @@ impl DbInner {
             }
         }
         let merged = MergingIterator::new(children);
+        let values = self.value_source(view.version.clone());
         DbIterator::new(
             Box::new(merged),
             view.seq,
             opts.lower_bound.clone(),
             opts.upper_bound.clone(),
+            values,
             Box::new((view.mems, view.version)),
         )
     }
@@ -115,6 +130,8 @@ impl DbInner {
     }
 }
 
+/// The result of an entry holding its value inline (memtables never hold
+/// handles; sstable handles are resolved by the caller).
 fn resolve(kind: ValueKind, value: Vec<u8>) -> Result<Option<Vec<u8>>> {
     match kind {
         ValueKind::Value => Ok(Some(value)),

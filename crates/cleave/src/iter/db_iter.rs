@@ -6,12 +6,19 @@
 //! iterator sits before every entry of the current key (the scan must see
 //! all of a key's entries to know the newest visible one), so the current
 //! key and value are copies in `saved_key` and `saved_value`.
+//!
+//! A separated value is resolved only when `value()` is called, through
+//! per-iterator readahead: a scan whose values are adjacent records of a
+//! value file reads them in a few large reads.
 
 use std::any::Any;
+use std::cell::{OnceCell, RefCell};
 use std::fmt;
+use std::sync::Arc;
 
 use crate::base::key::{self, InternalKey, ParsedKey, SeqNo, ValueKind, MAX_SEQ};
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, ValueSource};
+use crate::value_file::Readahead;
 use crate::{Error, Result};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -36,9 +43,22 @@ pub struct DbIterator {
     /// Reverse: the current user key. Forward: the user key whose older
     /// entries are being skipped.
     saved_key: Vec<u8>,
-    /// Reverse: the current value.
+    /// Reverse: the current value as stored (inline, or a handle), with
+    /// the kind and seq of its entry.
     saved_value: Vec<u8>,
+    saved_kind: ValueKind,
+    saved_seq: SeqNo,
     status: Option<Error>,
+    values: ValueSource,
+    /// The resolved separated value of the current entry, once asked for.
+    resolved: OnceCell<Arc<Vec<u8>>>,
+    /// Set when resolving a value failed: the iterator is then invalid and
+    /// every movement returns this error.
+    value_error: OnceCell<Error>,
+    readahead: RefCell<Readahead>,
+    /// Moved by `next`/`prev` since the last seek: values are likely read
+    /// in a run, so readahead may start at a file's first read.
+    scanning: bool,
     // Declared last so that it is dropped after `inner`, which may read
     // memory the pinned memtables and versions keep alive.
     _pins: Box<dyn Any + Send>,
@@ -71,9 +91,8 @@ fn parse_entry(ikey: &[u8]) -> Result<ParsedKey<'_>> {
 
 fn unsupported(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> Error {
     let what = match kind {
-        ValueKind::ValueRef => "a separated value reference",
         ValueKind::Merge => "a merge operand",
-        ValueKind::Deletion | ValueKind::Value => "an unexpected kind",
+        ValueKind::Deletion | ValueKind::Value | ValueKind::ValueRef => "an unexpected kind",
     };
     corruption(format!(
         "entry for key {:?} at seq {seq} is {what}, which this build cannot read",
@@ -89,12 +108,14 @@ fn set(dst: &mut Vec<u8>, src: &[u8]) {
 impl DbIterator {
     /// `inner` merges every source; entries with a sequence number above
     /// `seq` are invisible. Bounds are user keys, lower inclusive and upper
-    /// exclusive. `pins` keeps alive whatever `inner` reads.
+    /// exclusive. `pins` keeps alive whatever `inner` reads; `values`
+    /// resolves separated values.
     pub(crate) fn new(
         inner: Box<dyn InternalIterator>,
         seq: SeqNo,
         lower_bound: Option<Vec<u8>>,
         upper_bound: Option<Vec<u8>>,
+        values: ValueSource,
         pins: Box<dyn Any + Send>,
     ) -> Self {
         DbIterator {
@@ -106,14 +127,21 @@ impl DbIterator {
             valid: false,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
+            saved_kind: ValueKind::Value,
+            saved_seq: 0,
             status: None,
+            values,
+            resolved: OnceCell::new(),
+            value_error: OnceCell::new(),
+            readahead: RefCell::new(Readahead::default()),
+            scanning: false,
             _pins: pins,
         }
     }
 
     /// True if the iterator is at an entry.
     pub fn valid(&self) -> bool {
-        self.valid
+        self.valid && self.value_error.get().is_none()
     }
 
     /// Moves to the first key (at or after the lower bound).
@@ -163,18 +191,61 @@ impl DbIterator {
         }
     }
 
-    /// The current value; empty if the iterator is not valid.
-    pub fn value(&self) -> &[u8] {
-        match (self.valid, self.direction) {
-            (false, _) => &[],
-            (true, Direction::Forward) => self.inner.value(),
-            (true, Direction::Reverse) => &self.saved_value,
+    /// The current value; empty if the iterator is not valid. A separated
+    /// value is read here, on the first call at each position (so a scan
+    /// that needs only keys reads no values); a failed read is returned,
+    /// leaves the iterator invalid and is reported by every later call.
+    pub fn value(&self) -> Result<&[u8]> {
+        if let Some(e) = self.value_error.get() {
+            return Err(e.duplicate());
+        }
+        if !self.valid {
+            return Ok(&[]);
+        }
+        let (user_key, seq, kind, raw) = match self.direction {
+            Direction::Forward => {
+                let ikey = self.inner.key();
+                let tag = key::tag(ikey);
+                let kind = ValueKind::from_u8(tag as u8).unwrap_or(ValueKind::Value);
+                (key::user_key(ikey), tag >> 8, kind, self.inner.value())
+            }
+            Direction::Reverse => (
+                self.saved_key.as_slice(),
+                self.saved_seq,
+                self.saved_kind,
+                self.saved_value.as_slice(),
+            ),
+        };
+        if kind != ValueKind::ValueRef {
+            return Ok(raw);
+        }
+        if let Some(v) = self.resolved.get() {
+            return Ok(v.as_slice());
+        }
+        let mut readahead = self.readahead.borrow_mut();
+        let resolved = self.values.resolve(
+            kind,
+            raw,
+            user_key,
+            seq,
+            // Readahead runs forward: a reverse scan reads record by record.
+            Some((
+                &mut readahead,
+                self.scanning && self.direction == Direction::Forward,
+            )),
+        );
+        match resolved {
+            Ok(v) => Ok(self.resolved.get_or_init(|| v).as_slice()),
+            Err(e) => {
+                let _ = self.value_error.set(e.duplicate());
+                Err(e)
+            }
         }
     }
 
     /// The first error this iterator met, if any.
     pub fn status(&self) -> Result<()> {
-        match &self.status {
+        match self.status.as_ref().or(self.value_error.get()) {
             Some(e) => Err(e.duplicate()),
             None => Ok(()),
         }
@@ -183,9 +254,10 @@ impl DbIterator {
     /// Runs one movement, unless an earlier one failed, and records its
     /// failure.
     fn run(&mut self, f: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
-        if let Some(e) = &self.status {
+        if let Some(e) = self.status.as_ref().or(self.value_error.get()) {
             return Err(e.duplicate());
         }
+        self.resolved.take();
         let r = f(self);
         if let Err(e) = &r {
             self.valid = false;
@@ -197,6 +269,7 @@ impl DbIterator {
     fn reset(&mut self, direction: Direction) {
         self.direction = direction;
         self.valid = false;
+        self.scanning = false;
         self.saved_key.clear();
         self.saved_value.clear();
     }
@@ -259,6 +332,7 @@ impl DbIterator {
         if !self.valid {
             return Ok(());
         }
+        self.scanning = true;
         match self.direction {
             Direction::Reverse => {
                 // `inner` is before the current key's entries; step into
@@ -283,6 +357,7 @@ impl DbIterator {
         if !self.valid {
             return Ok(());
         }
+        self.scanning = true;
         if self.direction == Direction::Forward {
             // Back up to before every entry of the current key, so that the
             // reverse scan starts from the previous key.
@@ -325,12 +400,12 @@ impl DbIterator {
                         set(&mut self.saved_key, parsed.user_key);
                         skipping = true;
                     }
-                    ValueKind::Value if !shadowed => {
+                    ValueKind::Value | ValueKind::ValueRef if !shadowed => {
                         self.valid = true;
                         self.saved_key.clear();
                         return Ok(());
                     }
-                    ValueKind::ValueRef | ValueKind::Merge if !shadowed => {
+                    ValueKind::Merge if !shadowed => {
                         return Err(unsupported(parsed.user_key, parsed.seq, parsed.kind));
                     }
                     ValueKind::Value | ValueKind::ValueRef | ValueKind::Merge => {}
@@ -375,7 +450,11 @@ impl DbIterator {
         }
         match found {
             None => self.reset(Direction::Forward),
-            Some((ValueKind::Value, _)) => self.valid = true,
+            Some((kind @ (ValueKind::Value | ValueKind::ValueRef), seq)) => {
+                self.valid = true;
+                self.saved_kind = kind;
+                self.saved_seq = seq;
+            }
             Some((kind, seq)) => return Err(unsupported(&self.saved_key, seq, kind)),
         }
         Ok(())

@@ -15,7 +15,7 @@ use crate::options::Options;
 use crate::record::{self, Next, RecordReader, RecordWriter};
 use crate::vfs::{self, FileOptions, Fs};
 
-use super::{ObsoleteFiles, Version, VersionEdit, FORMAT_VERSION};
+use super::{ObsoleteFile, ObsoleteFiles, Version, VersionEdit, FORMAT_VERSION};
 
 /// Format of the CURRENT file's payload; independent of the DB format.
 const CURRENT_FORMAT_VERSION: u32 = 1;
@@ -64,6 +64,7 @@ impl VersionSet {
             .version
             .all_files()
             .map(|(_, f)| f.number.0)
+            .chain(replayed.version.value_files().map(|f| f.number.0))
             .chain([manifest_number.0])
             .max()
             .unwrap_or(0);
@@ -115,12 +116,21 @@ impl VersionSet {
         edit.format_version = None;
         edit.next_file_number = Some(FileNumber(self.next_file_number));
         edit.last_seq = Some(self.last_seq);
+        let does_not_apply =
+            |reason| Error::InvalidArgument(format!("version edit does not apply: {reason}"));
+        // A physical value file whose records no table references any more
+        // leaves in the same edit, explicitly, so replay needs no rule.
+        let mut version = self.current.apply(edit.clone()).map_err(does_not_apply)?;
+        let dead = version.unreferenced_value_files();
+        if !dead.is_empty() {
+            for number in dead {
+                edit.delete_value_file(number);
+            }
+            version = self.current.apply(edit.clone()).map_err(does_not_apply)?;
+        }
         let mut record = Vec::new();
         edit.encode(&mut record);
         let removed = edit.deleted_files.clone();
-        let version = self.current.apply(edit).map_err(|reason| {
-            Error::InvalidArgument(format!("version edit does not apply: {reason}"))
-        })?;
         let prev_log_number = std::mem::replace(&mut self.log_number, log_number);
         let logged = match new_manifest {
             Some(number) => self.rotate(number, &version),
@@ -141,6 +151,11 @@ impl VersionSet {
                 .iter()
                 .find(|f| f.number == number)
             {
+                f.mark_obsolete(&self.obsolete);
+            }
+        }
+        for number in &edit.deleted_value_files {
+            if let Some(f) = self.current.value_files().find(|f| f.number == *number) {
                 f.mark_obsolete(&self.obsolete);
             }
         }
@@ -211,6 +226,8 @@ impl VersionSet {
                 .all_files()
                 .map(|(level, f)| (level, (**f).clone()))
                 .collect(),
+            deleted_value_files: Vec::new(),
+            new_value_files: version.value_files().map(|f| (**f).clone()).collect(),
         }
     }
 
@@ -248,19 +265,20 @@ impl VersionSet {
         self.manifest_number
     }
 
-    /// Sstables of the current Version plus the manifest: everything else
-    /// with a cleave name (except WALs ≥ log_number, CURRENT and LOCK) is
-    /// an orphan.
+    /// Sstables and value files of the current Version plus the manifest:
+    /// everything else with a cleave name (except WALs ≥ log_number,
+    /// CURRENT and LOCK) is an orphan.
     pub(crate) fn live_file_numbers(&self) -> HashSet<FileNumber> {
         self.current
             .all_files()
             .map(|(_, f)| f.number)
+            .chain(self.current.value_files().map(|f| f.number))
             .chain([self.manifest_number])
             .collect()
     }
 
-    /// Sstables no Version names any more, to be deleted by the caller.
-    pub(crate) fn take_obsolete(&self) -> Vec<FileNumber> {
+    /// Files no Version names any more, to be deleted by the caller.
+    pub(crate) fn take_obsolete(&self) -> Vec<ObsoleteFile> {
         self.obsolete.take()
     }
 }
@@ -711,7 +729,13 @@ mod tests {
         vs.log_and_apply(e).unwrap();
         assert!(vs.take_obsolete().is_empty());
         drop(v1);
-        assert_eq!(vs.take_obsolete(), vec![FileNumber(10)]);
+        assert_eq!(
+            vs.take_obsolete(),
+            vec![ObsoleteFile {
+                kind: crate::base::filename::FileKind::Sstable,
+                number: FileNumber(10)
+            }]
+        );
         drop(v2);
         assert!(vs.take_obsolete().is_empty());
         assert_eq!(

@@ -22,6 +22,7 @@ pub(crate) struct ValueHandle {
 }
 
 /// Longest encoding: three varint64 and one varint32.
+#[cfg(test)]
 pub(crate) const MAX_HANDLE_LEN: usize = 10 + 10 + 10 + 5;
 
 impl ValueHandle {
@@ -34,6 +35,7 @@ impl ValueHandle {
         put_varint32(dst, self.len);
     }
 
+    #[cfg(test)]
     pub(crate) fn encoded(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(MAX_HANDLE_LEN);
         self.encode(&mut v);

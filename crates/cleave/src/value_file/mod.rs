@@ -20,15 +20,13 @@ mod builder;
 mod format;
 mod handle;
 mod reader;
+mod store;
 
-// Used by flush, get and GC in the next commits of issue 4.
-#[allow(unused_imports)]
 pub(crate) use builder::ValueFileBuilder;
-#[allow(unused_imports)]
-pub(crate) use format::{HostedFile, Origin, ValueClass, ValueFileProperties};
+pub(crate) use format::{Origin, ValueClass, ValueFileProperties};
 pub(crate) use handle::ValueHandle;
-#[allow(unused_imports)]
-pub(crate) use reader::{RecordIter, ValueFile, ValueRecord};
+pub(crate) use reader::ValueFile;
+pub(crate) use store::{Readahead, ValueStore};
 
 use crate::base::FileNumber;
 use crate::Compression;

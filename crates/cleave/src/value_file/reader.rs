@@ -105,10 +105,6 @@ impl ValueFile {
         Ok(vf)
     }
 
-    pub(crate) fn number(&self) -> FileNumber {
-        self.number
-    }
-
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
@@ -125,23 +121,70 @@ impl ValueFile {
     /// The value of the record `handle` names, which must hold `key` and
     /// `seq`. One read when the handle's logical file was born here; else
     /// the record index is read first.
+    #[cfg(test)]
     pub(crate) fn read(&self, handle: &ValueHandle, key: &[u8], seq: SeqNo) -> Result<Vec<u8>> {
-        let (offset, len) = if handle.logical_file == self.number {
-            (handle.offset, handle.len)
-        } else {
-            self.locate(handle.logical_file, handle.ordinal)?
-                .ok_or_else(|| {
-                    Error::corruption(
-                        &self.path,
-                        self.footer.top_index.offset,
-                        format!(
-                            "record {} of logical file {} is not in this file",
-                            handle.ordinal, handle.logical_file
-                        ),
-                    )
-                })?
-        };
-        let record = self.read_record(offset, len)?;
+        let (offset, len) = self.place(handle)?;
+        self.read_placed(offset, len, key, seq)
+    }
+
+    /// The value of the record of `len` bytes at `offset` (as
+    /// [`Self::place`] gives), checked as [`Self::read`] checks it.
+    pub(crate) fn read_placed(
+        &self,
+        offset: u64,
+        len: u32,
+        key: &[u8],
+        seq: SeqNo,
+    ) -> Result<Vec<u8>> {
+        self.check_record_bounds(offset, len)?;
+        let buf = self.file.read_at(offset, len as usize)?;
+        self.value_of(offset, &buf, key, seq)
+    }
+
+    /// Where the record `handle` names lies in this file: the handle's own
+    /// place if its logical file was born here, else the record index's.
+    pub(crate) fn place(&self, handle: &ValueHandle) -> Result<(u64, u32)> {
+        if handle.logical_file == self.number {
+            return Ok((handle.offset, handle.len));
+        }
+        self.locate(handle.logical_file, handle.ordinal)?
+            .ok_or_else(|| {
+                Error::corruption(
+                    &self.path,
+                    self.footer.top_index.offset,
+                    format!(
+                        "record {} of logical file {} is not in this file",
+                        handle.ordinal, handle.logical_file
+                    ),
+                )
+            })
+    }
+
+    /// Raw bytes `[offset, offset + len)` of the records region, clipped
+    /// to its end: a readahead window over several records.
+    pub(crate) fn read_records_span(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let end = offset
+            .saturating_add(len as u64)
+            .min(self.footer.records_end);
+        let len = usize::try_from(end.saturating_sub(offset))
+            .map_err(|_| self.corruption(offset, DecodeError("span overflows")))?;
+        self.file.read_at(offset, len)
+    }
+
+    /// The value of the record of `len` bytes at `offset`, taken from
+    /// `buf` (which holds exactly those bytes), checked as [`Self::read`]
+    /// checks it.
+    pub(crate) fn value_of(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        key: &[u8],
+        seq: SeqNo,
+    ) -> Result<Vec<u8>> {
+        let len = u32::try_from(buf.len())
+            .map_err(|_| self.corruption(offset, DecodeError("record longer than 4 GiB")))?;
+        self.check_record_bounds(offset, len)?;
+        let record = self.decode(offset, buf)?;
         if record.key != key || record.seq != seq {
             return Err(Error::corruption(
                 &self.path,
@@ -173,6 +216,29 @@ impl ValueFile {
             .ok()
             .and_then(|j| entries.get(j))
             .map(|e| (e.offset, e.len)))
+    }
+
+    /// Reads every record, checking its checksum and that the records of
+    /// each hosted logical file are as many and as large as the
+    /// properties say.
+    pub(crate) fn verify(&self) -> Result<()> {
+        let mut seen: std::collections::BTreeMap<FileNumber, u64> = Default::default();
+        for r in self.iter()? {
+            *seen.entry(r?.logical_file).or_default() += 1;
+        }
+        let expected: std::collections::BTreeMap<FileNumber, u64> = self
+            .properties
+            .hosted
+            .iter()
+            .map(|h| (h.logical_file, h.num_records))
+            .collect();
+        if seen != expected {
+            return Err(self.corruption(
+                self.footer.properties.offset,
+                DecodeError("records differ from the hosted files the properties list"),
+            ));
+        }
+        Ok(())
     }
 
     /// All records in file order (for GC and verification): reads the whole
@@ -250,13 +316,6 @@ impl ValueFile {
         let buf = self.file.read_at(h.offset, len)?;
         let contents = check_block(&buf).map_err(|e| self.corruption(h.offset, e))?;
         Ok(contents.to_vec())
-    }
-
-    /// Reads and decodes the record at `offset` of `len` bytes.
-    fn read_record(&self, offset: u64, len: u32) -> Result<DecodedRecord> {
-        self.check_record_bounds(offset, len)?;
-        let buf = self.file.read_at(offset, len as usize)?;
-        self.decode(offset, &buf)
     }
 
     fn check_record_bounds(&self, offset: u64, len: u32) -> Result<()> {

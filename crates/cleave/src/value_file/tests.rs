@@ -10,7 +10,8 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-use super::format::FOOTER_LEN;
+use super::format::{HostedFile, FOOTER_LEN};
+use super::reader::ValueRecord;
 use super::*;
 use crate::base::key::MAX_SEQ;
 use crate::base::limits::MAX_KEY_SIZE;

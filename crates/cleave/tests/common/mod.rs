@@ -54,7 +54,7 @@ pub fn contents(db: &Db) -> Model {
     it.seek_to_first().unwrap();
     let mut got = Model::new();
     while it.valid() {
-        got.insert(it.key().to_vec(), it.value().to_vec());
+        got.insert(it.key().to_vec(), it.value().unwrap().to_vec());
         it.next().unwrap();
     }
     it.status().unwrap();
