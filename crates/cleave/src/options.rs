@@ -158,8 +158,10 @@ impl Options {
         if self.min_value_size == 0 {
             return bad("min_value_size must be positive");
         }
-        if self.value_file_size < 4 << 10 {
-            return bad("value_file_size must be at least 4 KiB");
+        // Ordinals of a logical file fit a u32 in the value-references
+        // bitmaps: 32 GiB of records of at least 14 bytes stays below 2^32.
+        if self.value_file_size < 4 << 10 || self.value_file_size > 32 << 30 {
+            return bad("value_file_size must be in [4 KiB, 32 GiB]");
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");

@@ -5,6 +5,7 @@ mod background;
 mod compact;
 mod flush;
 mod open;
+mod purge;
 mod read;
 #[cfg(test)]
 mod regression_tests;
@@ -21,7 +22,6 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::base::filename::FileKind;
 use crate::base::limits::NUM_LEVELS;
 use crate::base::{filename, FileNumber, SeqNo};
 use crate::batch::WriteBatch;
@@ -122,6 +122,7 @@ pub(crate) struct DbInner {
     block_cache: Arc<BlockCache>,
     table_cache: Arc<TableCache>,
     values: Arc<ValueStore>,
+    purger: Arc<purge::Purger>,
     snapshots: Arc<SnapshotList>,
     counters: stats::Counters,
     next_job_id: AtomicU64,
@@ -230,32 +231,11 @@ impl Db {
     /// `VerifyChecksum`; returns the first error, naming the file.
     pub fn verify_checksums(&self) -> Result<()> {
         let version = self.inner.state.lock().current.clone();
-        for (_, file) in version.all_files() {
-            self.inner.table_cache.get(file.number)?.verify()?;
-        }
-        for meta in version.value_files() {
-            let file = self.inner.values.file(meta.number)?;
-            file.verify()?;
-            let hosted: Vec<_> = file
-                .properties()
-                .hosted
-                .iter()
-                .map(|h| (h.logical_file, h.num_records, h.record_bytes))
-                .collect();
-            let named: Vec<_> = meta
-                .hosted
-                .iter()
-                .map(|h| (h.logical_file, h.records, h.bytes))
-                .collect();
-            if hosted != named {
-                return Err(Error::corruption(
-                    file.path(),
-                    0,
-                    "value file hosts other records than the manifest says",
-                ));
-            }
-        }
-        Ok(())
+        let verified = self.inner.verify_version(&version);
+        // The copy may have been the last to name a compacted file.
+        drop(version);
+        self.inner.purger.purge();
+        verified
     }
 
     /// Where the disk space goes: sstables and value files per the current
@@ -399,6 +379,36 @@ impl DbInner {
         }
     }
 
+    /// Checks every file of `version`; see `Db::verify_checksums`.
+    fn verify_version(&self, version: &Version) -> Result<()> {
+        for (_, file) in version.all_files() {
+            self.table_cache.get(file.number)?.verify()?;
+        }
+        for meta in version.value_files() {
+            let file = self.values.file(meta.number)?;
+            file.verify()?;
+            let hosted: Vec<_> = file
+                .properties()
+                .hosted
+                .iter()
+                .map(|h| (h.logical_file, h.num_records, h.record_bytes))
+                .collect();
+            let named: Vec<_> = meta
+                .hosted
+                .iter()
+                .map(|h| (h.logical_file, h.records, h.bytes))
+                .collect();
+            if hosted != named {
+                return Err(Error::corruption(
+                    file.path(),
+                    0,
+                    "value file hosts other records than the manifest says",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Records the first background failure: from now on writes fail.
     fn set_bg_error(&self, e: &Error) {
         let mut st = self.state.lock();
@@ -419,20 +429,8 @@ impl DbInner {
     /// Deletes sstables and value files no Version names anymore and WALs
     /// older than the manifest's log number.
     fn delete_obsolete_files(&self) {
-        let (files, log_number) = {
-            let v = self.versions.lock();
-            (v.take_obsolete(), v.log_number())
-        };
-        for f in files {
-            let path = if f.kind == FileKind::ValueFile {
-                self.values.evict_file(f.number);
-                filename::value_file(&self.dir, f.number)
-            } else {
-                self.table_cache.evict(f.number);
-                filename::sstable(&self.dir, f.number)
-            };
-            let _ = self.fs.remove(&path);
-        }
+        self.purger.purge();
+        let log_number = self.versions.lock().log_number();
         let wals: Vec<FileNumber> = {
             let mut st = self.state.lock();
             let (old, keep): (Vec<_>, Vec<_>) = st.live_wals.iter().partition(|&&w| w < log_number);

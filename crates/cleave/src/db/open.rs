@@ -69,6 +69,13 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         opts.value_cache_capacity,
         opts.use_direct_reads,
     ));
+    let purger = Arc::new(super::purge::Purger::new(
+        fs.clone(),
+        dir.to_path_buf(),
+        versions.obsolete_files(),
+        table_cache.clone(),
+        values.clone(),
+    ));
     let last_seq = versions.last_seq();
     let current = versions.current();
     let log_number = versions.log_number();
@@ -97,6 +104,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         block_cache,
         table_cache,
         values,
+        purger,
         snapshots: Arc::new(SnapshotList::default()),
         counters: Counters::default(),
         next_job_id: AtomicU64::new(0),

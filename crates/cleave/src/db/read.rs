@@ -3,6 +3,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::purge::PurgeOnDrop;
 use super::DbInner;
 use crate::base::key::{self, InternalKey, ValueKind};
 use crate::base::SeqNo;
@@ -45,6 +46,14 @@ impl DbInner {
 
     pub(super) fn get(&self, opts: &ReadOptions<'_>, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
         let view = self.capture(opts.snapshot.map(|s| s.sequence_number()));
+        let found = self.get_in(&view, user_key);
+        // This view may have been the last to name a compacted file.
+        drop(view);
+        self.purger.purge();
+        found
+    }
+
+    fn get_in(&self, view: &ReadView, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
         for mem in &view.mems {
             if let Some((kind, value)) = mem.get(user_key, view.seq) {
                 return resolve(kind, value);
@@ -107,7 +116,8 @@ impl DbInner {
             opts.lower_bound.clone(),
             opts.upper_bound.clone(),
             values,
-            Box::new((view.mems, view.version)),
+            // Dropped in order: the Version, then the purge it may allow.
+            Box::new((view.mems, view.version, PurgeOnDrop(self.purger.clone()))),
         )
     }
 

@@ -91,6 +91,10 @@ impl DbInner {
         } else {
             total as f64 / last as f64
         };
+        // The copy may have been the last to name a compacted file: delete
+        // it before measuring.
+        drop(version);
+        self.purger.purge();
         for name in self.fs.list(&self.dir)? {
             let path = self.dir.join(&name);
             let size = match self.fs.open(&path, FileOptions::default()) {

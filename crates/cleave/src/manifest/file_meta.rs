@@ -9,6 +9,7 @@
 //! drains. A file never marked (every live file at close) is never queued.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
@@ -151,15 +152,28 @@ pub(crate) struct ObsoleteFile {
 
 /// Files no Version names any more; the DB deletes them.
 #[derive(Debug, Default)]
-pub(crate) struct ObsoleteFiles(Mutex<Vec<ObsoleteFile>>);
+pub(crate) struct ObsoleteFiles {
+    files: Mutex<Vec<ObsoleteFile>>,
+    /// Whether `files` may be non-empty, readable without the lock: a
+    /// reader that drops the last Version naming a file checks it on every
+    /// release, so it must cost next to nothing.
+    pending: AtomicBool,
+}
 
 impl ObsoleteFiles {
     fn push(&self, f: ObsoleteFile) {
-        self.0.lock().push(f);
+        self.files.lock().push(f);
+        self.pending.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
     }
 
     pub(crate) fn take(&self) -> Vec<ObsoleteFile> {
-        std::mem::take(&mut *self.0.lock())
+        let mut files = self.files.lock();
+        self.pending.store(false, Ordering::Release);
+        std::mem::take(&mut *files)
     }
 }
 

@@ -419,6 +419,109 @@ mod tests {
         assert_eq!(numbers(moved.files(1)), vec![5, 6]);
     }
 
+    fn value_file(n: u64, hosted: &[(u64, u64, u64)]) -> ValueFileMeta {
+        ValueFileMeta {
+            number: FileNumber(n),
+            size: hosted.iter().map(|h| h.2).sum::<u64>() + 100,
+            hosted: hosted
+                .iter()
+                .map(|&(l, records, bytes)| crate::manifest::HostedLogical {
+                    logical_file: FileNumber(l),
+                    records,
+                    bytes,
+                })
+                .collect(),
+            ..ValueFileMeta::default()
+        }
+    }
+
+    fn refs(table: FileMeta, refs: &[(u64, u64, u64)]) -> FileMeta {
+        FileMeta {
+            value_refs: refs
+                .iter()
+                .map(|&(l, count, bytes)| crate::manifest::TableValueRefs {
+                    logical_file: FileNumber(l),
+                    count,
+                    bytes,
+                })
+                .collect(),
+            ..table
+        }
+    }
+
+    #[test]
+    fn referenced_bytes_garbage_and_compensated_sizes() {
+        let mut e = VersionEdit::default();
+        e.add_value_file(value_file(30, &[(30, 10, 1000)]));
+        e.add_value_file(value_file(31, &[(31, 4, 400)]));
+        e.add_file(1, refs(meta(1, "a", "c", 1, 50), &[(30, 3, 300)]));
+        e.add_file(
+            2,
+            refs(meta(2, "a", "z", 1, 70), &[(30, 5, 500), (31, 4, 400)]),
+        );
+        let v = Version::default().apply(e).unwrap();
+        assert_eq!(v.referenced(FileNumber(30)).count, 8);
+        assert_eq!(v.referenced(FileNumber(30)).bytes, 800);
+        assert_eq!(v.physical_file(FileNumber(31)), Some(FileNumber(31)));
+        let f30 = v.value_files().find(|f| f.number.0 == 30).unwrap();
+        assert_eq!(v.garbage_bytes(f30), 200);
+        assert_eq!(v.level_compensated_bytes(1), 350);
+        assert_eq!(v.level_value_bytes(2), 900);
+        assert!(v.unreferenced_value_files().is_empty());
+
+        // Dropping the only table that references file 31 leaves it dead.
+        let mut e = VersionEdit::default();
+        e.delete_file(2, FileNumber(2));
+        let v = v.apply(e).unwrap();
+        assert_eq!(v.unreferenced_value_files(), vec![FileNumber(31)]);
+        assert_eq!(v.referenced(FileNumber(30)).bytes, 300);
+    }
+
+    #[test]
+    fn value_file_edits_that_cannot_apply_are_rejected() {
+        let base = {
+            let mut e = VersionEdit::default();
+            e.add_value_file(value_file(30, &[(30, 10, 1000)]));
+            Version::default().apply(e).unwrap()
+        };
+        let cases: Vec<(&str, VersionEdit)> = vec![
+            ("dangling reference", {
+                let mut e = VersionEdit::default();
+                e.add_file(1, refs(meta(1, "a", "c", 1, 50), &[(29, 1, 10)]));
+                e
+            }),
+            ("more than the file holds", {
+                let mut e = VersionEdit::default();
+                e.add_file(1, refs(meta(1, "a", "c", 1, 50), &[(30, 11, 1000)]));
+                e
+            }),
+            ("logical file hosted twice", {
+                let mut e = VersionEdit::default();
+                e.add_value_file(value_file(32, &[(30, 1, 10)]));
+                e
+            }),
+            ("duplicate value file", {
+                let mut e = VersionEdit::default();
+                e.add_value_file(value_file(30, &[(33, 1, 10)]));
+                e
+            }),
+            ("number of an sstable", {
+                let mut e = VersionEdit::default();
+                e.add_file(1, meta(34, "a", "c", 1, 50));
+                e.add_value_file(value_file(34, &[(34, 1, 10)]));
+                e
+            }),
+            ("deleting an absent value file", {
+                let mut e = VersionEdit::default();
+                e.delete_value_file(FileNumber(35));
+                e
+            }),
+        ];
+        for (what, e) in cases {
+            assert!(base.apply(e).is_err(), "{what}");
+        }
+    }
+
     #[test]
     fn shared_user_key_at_boundary_is_found_in_both_files() {
         use crate::base::{InternalKey, ValueKind};

@@ -15,7 +15,7 @@ use crate::options::Options;
 use crate::record::{self, Next, RecordReader, RecordWriter};
 use crate::vfs::{self, FileOptions, Fs};
 
-use super::{ObsoleteFile, ObsoleteFiles, Version, VersionEdit, FORMAT_VERSION};
+use super::{ObsoleteFiles, Version, VersionEdit, FORMAT_VERSION};
 
 /// Format of the CURRENT file's payload; independent of the DB format.
 const CURRENT_FORMAT_VERSION: u32 = 1;
@@ -278,8 +278,14 @@ impl VersionSet {
     }
 
     /// Files no Version names any more, to be deleted by the caller.
-    pub(crate) fn take_obsolete(&self) -> Vec<ObsoleteFile> {
+    #[cfg(test)]
+    pub(crate) fn take_obsolete(&self) -> Vec<super::file_meta::ObsoleteFile> {
         self.obsolete.take()
+    }
+
+    /// Where files leaving every Version are queued for deletion.
+    pub(crate) fn obsolete_files(&self) -> Arc<ObsoleteFiles> {
+        self.obsolete.clone()
     }
 }
 
@@ -709,6 +715,56 @@ mod tests {
     }
 
     #[test]
+    fn a_value_file_no_table_references_leaves_in_the_same_edit() {
+        let fs = MemFs::new();
+        let mut vs =
+            VersionSet::create(Arc::new(fs.clone()), Path::new(DIR), &opts(1 << 20)).unwrap();
+        let mut e = VersionEdit::default();
+        e.add_value_file(crate::manifest::ValueFileMeta {
+            number: FileNumber(20),
+            size: 500,
+            hosted: vec![crate::manifest::HostedLogical {
+                logical_file: FileNumber(20),
+                records: 2,
+                bytes: 400,
+            }],
+            ..Default::default()
+        });
+        let mut table = meta(21, "a", "c", 1, 10);
+        table.value_refs = vec![crate::manifest::TableValueRefs {
+            logical_file: FileNumber(20),
+            count: 2,
+            bytes: 400,
+        }];
+        e.add_file(0, table);
+        vs.log_and_apply(e).unwrap();
+        let held = vs.current();
+        let mut e = VersionEdit::default();
+        e.delete_file(0, FileNumber(21));
+        vs.log_and_apply(e).unwrap();
+        assert_eq!(vs.current().value_files().count(), 0);
+        assert!(
+            vs.take_obsolete().is_empty(),
+            "a reader holds the old version"
+        );
+        drop(held);
+        let gone: Vec<_> = vs
+            .take_obsolete()
+            .iter()
+            .map(|f| (f.kind, f.number.0))
+            .collect();
+        use crate::base::filename::FileKind;
+        assert_eq!(
+            gone,
+            vec![(FileKind::Sstable, 21), (FileKind::ValueFile, 20)]
+        );
+        // Replay reaches the same state: the deletion was logged.
+        let vs = VersionSet::recover(Arc::new(fs), Path::new(DIR), &opts(1 << 20)).unwrap();
+        assert_eq!(vs.current().value_files().count(), 0);
+        assert_eq!(vs.current().all_files().count(), 0);
+    }
+
+    #[test]
     fn removed_files_become_obsolete_when_no_version_holds_them() {
         let fs = MemFs::new();
         let mut vs =
@@ -731,7 +787,7 @@ mod tests {
         drop(v1);
         assert_eq!(
             vs.take_obsolete(),
-            vec![ObsoleteFile {
+            vec![crate::manifest::file_meta::ObsoleteFile {
                 kind: crate::base::filename::FileKind::Sstable,
                 number: FileNumber(10)
             }]
