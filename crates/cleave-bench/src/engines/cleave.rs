@@ -4,7 +4,7 @@
 use anyhow::{anyhow, Context, Result};
 use cleave::{Compression, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
-use super::{Engine, EngineConfig, EngineCounters, ScanOutcome};
+use super::{Engine, EngineConfig, EngineCounters, ScanOutcome, SpaceBreakdown};
 use crate::flags::CompressionType;
 
 /// cleave's smallest value file size (`Options::value_file_size`).
@@ -212,6 +212,16 @@ impl Engine for CleaveEngine {
         })
     }
 
+    fn space_breakdown(&self) -> Result<Option<SpaceBreakdown>> {
+        let report = self.db.space_report().context("cleave space report")?;
+        Ok(Some(SpaceBreakdown {
+            sstable_bytes: report.sstable_bytes,
+            value_file_bytes: report.value_file_bytes,
+            exposed_garbage_bytes: report.exposed_garbage_bytes,
+            s_index: report.s_index,
+        }))
+    }
+
     fn config_notes(&self) -> Vec<String> {
         self.notes.clone()
     }
@@ -241,7 +251,7 @@ mod tests {
     }
 
     #[test]
-    fn value_files_are_counted_once() {
+    fn value_files_are_counted_once_and_reported() {
         let dir = tempfile::tempdir().expect("tempdir");
         let config = uncompressed_config(dir.path().join("db"));
         std::fs::create_dir_all(&config.path).expect("mkdir");
@@ -273,6 +283,33 @@ mod tests {
             counters.write_amplification(),
             Some(written as f64 / counters.user_bytes_written as f64)
         );
+        let space = engine
+            .space_breakdown()
+            .expect("space report")
+            .expect("cleave has a breakdown");
+        assert_eq!(space.value_file_bytes, value_file_bytes);
+        assert_eq!(space.sstable_bytes, sstable_bytes);
+        assert_eq!(space.exposed_garbage_bytes, 0);
+        assert_eq!(space.s_index, 1.0);
+
+        // Overwriting half the keys and compacting the old versions away
+        // leaves half of the first value file unreferenced.
+        for index in 0..100 {
+            engine.put(&key(index), &value).expect("overwrite");
+        }
+        engine.flush().expect("flush");
+        engine.compact_all().expect("compact");
+        engine.wait_for_compactions().expect("wait");
+        let space = engine
+            .space_breakdown()
+            .expect("space report")
+            .expect("cleave has a breakdown");
+        assert!(space.exposed_garbage_bytes >= 100 * 4096, "{space:?}");
+        assert!(space.exposed_garbage_bytes < space.value_file_bytes);
+        assert_eq!(
+            space.value_file_bytes,
+            bytes_with_suffix(&config.path, ".vf")
+        );
         assert_eq!(engine.get(&key(150)).expect("get"), Some(value));
         Box::new(engine).close().expect("close");
     }
@@ -299,6 +336,12 @@ mod tests {
         let counters = engine.counters().expect("counters");
         assert_eq!(counters.value_file_bytes_written, 0);
         assert!(counters.flush_bytes_written > 200 * 4096);
+        let space = engine
+            .space_breakdown()
+            .expect("space report")
+            .expect("cleave has a breakdown");
+        assert_eq!(space.value_file_bytes, 0);
+        assert!(space.sstable_bytes > 200 * 4096);
         Box::new(engine).close().expect("close");
     }
 

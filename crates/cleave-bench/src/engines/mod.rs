@@ -81,6 +81,22 @@ impl EngineCounters {
     }
 }
 
+/// Where an engine's disk space goes, as the engine itself accounts it
+/// (cleave's `Db::space_report`), beside the harness's own `disk_bytes`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct SpaceBreakdown {
+    /// Bytes of live sstables.
+    pub sstable_bytes: u64,
+    /// Bytes of live value files on disk.
+    pub value_file_bytes: u64,
+    /// Value-file record bytes that no live sstable references any more:
+    /// garbage a value-file GC could reclaim.
+    pub exposed_garbage_bytes: u64,
+    /// Space amplification of the key tree (Scavenger+'s S_index): the
+    /// compensated bytes of all levels over those of the last level.
+    pub s_index: f64,
+}
+
 /// A key-value engine under test. Write durability (`sync`, `disable_wal`)
 /// is fixed when the engine is opened, as db_bench fixes it per run.
 pub trait Engine: Send + Sync {
@@ -103,6 +119,11 @@ pub trait Engine: Send + Sync {
     fn stats_text(&self) -> Option<String>;
     /// The engine's own I/O counters, if it keeps them.
     fn counters(&self) -> Option<EngineCounters>;
+    /// The engine's own breakdown of its disk space, for engines that keep
+    /// one (`None` for the rest: their records leave the fields out).
+    fn space_breakdown(&self) -> Result<Option<SpaceBreakdown>> {
+        Ok(None)
+    }
     /// A note for the run header about options the engine could not honour
     /// exactly (e.g. a codec it lacks).
     fn config_notes(&self) -> Vec<String> {
