@@ -34,7 +34,7 @@ fn k(i: usize) -> Vec<u8> {
 
 /// Large for even `i` (separated), small for odd `i` (inline).
 fn v(i: usize, round: usize) -> Vec<u8> {
-    let len = if i % 2 == 0 { 1000 + i % 300 } else { 40 };
+    let len = if i & 1 == 0 { 1000 + i % 300 } else { 40 };
     let mut out = format!("r{round}-i{i}-").into_bytes();
     out.resize(len, b'a' + (i % 26) as u8);
     out
@@ -82,7 +82,7 @@ fn large_values_are_separated_and_read_back() {
     // The sstable holds handles, not the large values.
     let r = db.space_report().unwrap();
     let separated: u64 = (0..400)
-        .filter(|i| i % 2 == 0)
+        .filter(|i| i & 1 == 0)
         .map(|i| record_len(&k(i), &v(i, 0)))
         .sum();
     assert_eq!(r.referenced_value_bytes, separated);
@@ -181,7 +181,7 @@ fn exact_garbage_and_deletion_of_unreferenced_value_files() {
     db.compact_range(None, None).unwrap();
     let r = db.space_report().unwrap();
     let garbage: u64 = (0..150)
-        .filter(|i| i % 2 == 0)
+        .filter(|i| i & 1 == 0)
         .map(|i| record_len(&k(i), &v(i, 0)))
         .sum();
     assert_eq!(r.exposed_garbage_bytes, garbage, "{r:?}");
@@ -241,7 +241,7 @@ fn snapshots_keep_referenced_values_alive() {
         assert_eq!(db.get(&ro, &k(i)).unwrap(), Some(v(i, 0)));
     }
     let both: u64 = (0..100)
-        .filter(|i| i % 2 == 0)
+        .filter(|i| i & 1 == 0)
         .map(|i| record_len(&k(i), &v(i, 0)) + record_len(&k(i), &v(i, 1)))
         .sum();
     assert_eq!(r.referenced_value_bytes, both, "{r:?}");
