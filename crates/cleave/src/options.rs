@@ -71,7 +71,8 @@ pub struct Options {
     /// `O_DIRECT` for flush and compaction writes (sstables and value
     /// files).
     pub use_direct_io_for_flush_and_compaction: bool,
-    /// Open sstables kept in the table cache.
+    /// Files kept open for reads: three quarters for sstables, a quarter
+    /// for value files.
     pub max_open_files: usize,
     /// Bytes of manifest after which it is rewritten as a snapshot.
     pub max_manifest_file_size: u64,

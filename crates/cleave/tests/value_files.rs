@@ -503,6 +503,38 @@ fn value_file_of_an_unlogged_flush_is_removed_after_a_crash() {
     assert_eq!(r.exposed_garbage_bytes, 0, "the orphan is gone");
 }
 
+/// A crash while a flush's value file is not yet durable: whatever part of
+/// it a file system kept is never referenced; open removes it and the WAL
+/// brings the data back.
+#[test]
+fn torn_value_file_after_a_crash_is_never_referenced() {
+    let mem = MemFs::new();
+    let sync = WriteOptions {
+        sync: true,
+        disable_wal: false,
+    };
+    let db = Db::open(DIR, options(Arc::new(mem.clone()))).unwrap();
+    for i in 0..100 {
+        db.put(&sync, &k(i), &v(i, 0)).unwrap();
+    }
+    // The state a crash just before the flush leaves ...
+    let crashed = mem.crash_clone();
+    db.flush().unwrap();
+    let path = value_file_path(&mem);
+    let written = read(&mem, &path);
+    drop(db);
+    // ... on a file system that kept the flush's value file entry and half
+    // of its data.
+    write(&crashed, &path, &written[..written.len() / 2]);
+    let db = Db::open(DIR, options(Arc::new(crashed.clone()))).unwrap();
+    assert!(!crashed.exists(&path).unwrap(), "the torn file is removed");
+    for i in 0..100 {
+        assert_eq!(get(&db, i), Some(v(i, 0)), "key {i}");
+    }
+    db.flush().unwrap();
+    db.verify_checksums().unwrap();
+}
+
 fn read(fs: &dyn Fs, path: &Path) -> Vec<u8> {
     let f = fs.open(path, Default::default()).unwrap();
     f.read_at(0, f.len() as usize).unwrap()

@@ -498,6 +498,67 @@ mod tests {
         }
     }
 
+    /// A table that keeps its values in value files counts them: the level
+    /// sizes, the base level and the scores are those of the same data
+    /// stored inline.
+    #[test]
+    fn sizes_are_compensated_by_referenced_value_bytes() {
+        use crate::manifest::{TableValueRefs, VersionEdit};
+        let with_values = |n: u64, lo: &str, hi: &str, size: u64, values: u64| {
+            let mut m = meta(n, lo, hi, n * 10, size);
+            m.value_refs = vec![TableValueRefs {
+                logical_file: FileNumber(100 + n),
+                count: 1,
+                bytes: values,
+            }];
+            m
+        };
+        let mut e = VersionEdit::default();
+        for n in [1u64, 2, 3, 4] {
+            e.add_value_file(crate::manifest::ValueFileMeta {
+                number: FileNumber(100 + n),
+                size: 1 << 30,
+                hosted: vec![crate::manifest::HostedLogical {
+                    logical_file: FileNumber(100 + n),
+                    records: 1,
+                    bytes: 1 << 29,
+                }],
+                ..Default::default()
+            });
+        }
+        // L6 holds 10 sstable bytes but 9,990 bytes of values, L5 5 + 295:
+        // the targets are those of 10,000 and 300 inline bytes.
+        e.add_file(6, with_values(1, "a", "m", 10, 9_990));
+        e.add_file(5, with_values(2, "a", "c", 5, 295));
+        let v = Version::default().apply(e).unwrap();
+        let t = level_targets(&v, &opts(true));
+        assert_eq!((t.base_level, t.bytes[5]), (4, 1000));
+        let with = version("L5 2 a c 300\nL6 1 a m 10000");
+        assert_eq!(level_targets(&with, &opts(true)).bytes, t.bytes);
+        assert_eq!(scores(&v, &opts(true))[5], 0.3);
+        // Uncompensated, L5 would look tiny and L6 would set no base level.
+        let bare = version("L5 2 a c 5\nL6 1 a m 10");
+        assert!(scores(&bare, &opts(true))[5] < scores(&v, &opts(true))[5]);
+
+        // File picking weighs overlap by compensated size: file 2 overlaps
+        // one sstable byte that stands for 9,999 bytes of values.
+        let mut e = VersionEdit::default();
+        e.delete_file(6, FileNumber(1));
+        e.add_file(6, with_values(1, "a", "m", 1, 9_999));
+        e.add_file(5, meta(5, "n", "p", 50, 50));
+        e.add_file(6, meta(6, "n", "z", 60, 40));
+        let v = v.apply(e).unwrap();
+        let p = pick_level(&v, &opts(true), 5, &Busy::default()).unwrap();
+        assert_eq!(nums(&p.inputs), vec![5]);
+        let bare = version("L5 2 a c 5\nL5 5 n p 50\nL6 1 a m 1\nL6 6 n z 40");
+        let p = pick_level(&bare, &opts(true), 5, &Busy::default()).unwrap();
+        assert_eq!(
+            nums(&p.inputs),
+            vec![2],
+            "uncompensated, file 2 looks cheapest"
+        );
+    }
+
     #[test]
     fn l0_compacts_overlap_closure_into_base_level() {
         let v = version(

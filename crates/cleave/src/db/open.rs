@@ -55,17 +55,20 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         VersionSet::create(fs.clone(), dir, &opts)?
     };
     let block_cache = Arc::new(new_block_cache(opts.block_cache_capacity));
+    // One budget of open files: three quarters for sstables, a quarter for
+    // value files (fewer, larger files, a few per flush).
+    let value_files_open = (opts.max_open_files / 4).max(8);
     let table_cache = Arc::new(TableCache::new(
         fs.clone(),
         dir.to_path_buf(),
-        opts.max_open_files,
+        opts.max_open_files - value_files_open,
         block_cache.clone(),
         opts.use_direct_reads,
     ));
     let values = Arc::new(ValueStore::new(
         fs.clone(),
         dir.to_path_buf(),
-        opts.max_open_files,
+        value_files_open,
         opts.value_cache_capacity,
         opts.use_direct_reads,
     ));

@@ -182,7 +182,7 @@ impl DbIterator {
 
     /// The current key; empty if the iterator is not valid.
     pub fn key(&self) -> &[u8] {
-        match (self.valid, self.direction) {
+        match (self.valid(), self.direction) {
             (false, _) => &[],
             // The entry was parsed when the iterator stopped on it, so it
             // holds a whole tag.
@@ -199,7 +199,7 @@ impl DbIterator {
         if let Some(e) = self.value_error.get() {
             return Err(e.duplicate());
         }
-        if !self.valid {
+        if !self.valid() {
             return Ok(&[]);
         }
         let (user_key, seq, kind, raw) = match self.direction {

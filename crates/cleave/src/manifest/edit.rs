@@ -139,10 +139,13 @@ impl VersionEdit {
                 TAG_TABLE_VALUE_REFS => {
                     let number = FileNumber(d.varint64()?);
                     let refs = decode_value_refs(&mut d)?;
+                    // The encoder writes the references right after their
+                    // table, so only the last file can match: a snapshot
+                    // of many tables decodes in linear time.
                     let (_, meta) = e
                         .new_files
-                        .iter_mut()
-                        .find(|(_, m)| m.number == number)
+                        .last_mut()
+                        .filter(|(_, m)| m.number == number)
                         .ok_or(DecodeError(
                             "value references of a file the edit does not add",
                         ))?;
@@ -182,6 +185,7 @@ fn decode_count(d: &mut Decoder<'_>, min_item_len: usize) -> Result<usize, Decod
 fn decode_value_refs(d: &mut Decoder<'_>) -> Result<Vec<TableValueRefs>, DecodeError> {
     let n = decode_count(d, 3)?;
     let mut refs = Vec::with_capacity(n);
+    let mut total = 0u64;
     for _ in 0..n {
         let r = TableValueRefs {
             logical_file: FileNumber(d.varint64()?),
@@ -199,6 +203,9 @@ fn decode_value_refs(d: &mut Decoder<'_>) -> Result<Vec<TableValueRefs>, DecodeE
         {
             return Err(DecodeError("value references out of order"));
         }
+        total = total
+            .checked_add(r.bytes)
+            .ok_or(DecodeError("referenced bytes overflow"))?;
         refs.push(r);
     }
     Ok(refs)
@@ -209,6 +216,7 @@ fn decode_value_file(d: &mut Decoder<'_>) -> Result<ValueFileMeta, DecodeError> 
     let size = d.varint64()?;
     let n = decode_count(d, 3)?;
     let mut hosted: Vec<HostedLogical> = Vec::with_capacity(n);
+    let mut record_bytes = 0u64;
     for _ in 0..n {
         let h = HostedLogical {
             logical_file: FileNumber(d.varint64()?),
@@ -226,6 +234,9 @@ fn decode_value_file(d: &mut Decoder<'_>) -> Result<ValueFileMeta, DecodeError> 
         {
             return Err(DecodeError("hosted logical files out of order"));
         }
+        record_bytes = record_bytes
+            .checked_add(h.bytes)
+            .ok_or(DecodeError("value file record bytes overflow"))?;
         hosted.push(h);
     }
     let meta = ValueFileMeta {
@@ -234,7 +245,7 @@ fn decode_value_file(d: &mut Decoder<'_>) -> Result<ValueFileMeta, DecodeError> 
         hosted,
         ..ValueFileMeta::default()
     };
-    if meta.record_bytes() > size {
+    if record_bytes > size {
         return Err(DecodeError("value file records exceed its size"));
     }
     Ok(meta)
@@ -437,6 +448,10 @@ mod tests {
         assert!(encode(&[(7, 2, 100), (3, 1, 10)], 200).is_err(), "order");
         assert!(encode(&[(7, 2, 100)], 50).is_err(), "records exceed size");
         assert!(encode(&[(7, 0, 100)], 200).is_err(), "no records");
+        assert!(
+            encode(&[(7, 1, 1 << 63), (8, 1, 1 << 63)], u64::MAX).is_err(),
+            "record bytes overflow"
+        );
         // A huge count with no bytes behind it is refused before allocating.
         let mut buf = Vec::new();
         put_varint64(&mut buf, TAG_NEW_VALUE_FILE);

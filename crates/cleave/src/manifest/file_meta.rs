@@ -58,7 +58,9 @@ impl FileMeta {
 
     /// Bytes of value-file records the table references.
     pub(crate) fn value_bytes(&self) -> u64 {
-        self.value_refs.iter().map(|r| r.bytes).sum()
+        self.value_refs
+            .iter()
+            .fold(0u64, |sum, r| sum.saturating_add(r.bytes))
     }
 
     /// The table's size as if its separated values were inline: what

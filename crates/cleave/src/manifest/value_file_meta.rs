@@ -32,7 +32,11 @@ pub(crate) struct ValueFileMeta {
 impl ValueFileMeta {
     /// Bytes of all records, the part of the file garbage is counted in.
     pub(crate) fn record_bytes(&self) -> u64 {
-        self.hosted.iter().map(|h| h.bytes).sum()
+        // Saturating: the manifest decoder refuses overflowing sums, this
+        // keeps any other path from panicking.
+        self.hosted
+            .iter()
+            .fold(0u64, |sum, h| sum.saturating_add(h.bytes))
     }
 
     pub(crate) fn mark_obsolete(&self, sink: &Arc<ObsoleteFiles>) {

@@ -56,13 +56,14 @@ impl Version {
     pub(crate) fn level_compensated_bytes(&self, level: usize) -> u64 {
         self.levels[level]
             .iter()
-            .map(|f| f.compensated_size())
-            .sum()
+            .fold(0u64, |sum, f| sum.saturating_add(f.compensated_size()))
     }
 
     /// Value bytes the sstables of `level` reference.
     pub(crate) fn level_value_bytes(&self, level: usize) -> u64 {
-        self.levels[level].iter().map(|f| f.value_bytes()).sum()
+        self.levels[level]
+            .iter()
+            .fold(0u64, |sum, f| sum.saturating_add(f.value_bytes()))
     }
 
     pub(crate) fn value_files(&self) -> impl Iterator<Item = &Arc<ValueFileMeta>> {
@@ -86,11 +87,9 @@ impl Version {
     /// garbage, reclaimable by GC (or by deleting the file when all of it
     /// is garbage).
     pub(crate) fn garbage_bytes(&self, file: &ValueFileMeta) -> u64 {
-        let live: u64 = file
-            .hosted
-            .iter()
-            .map(|h| self.referenced(h.logical_file).bytes)
-            .sum();
+        let live = file.hosted.iter().fold(0u64, |sum, h| {
+            sum.saturating_add(self.referenced(h.logical_file).bytes)
+        });
         file.record_bytes().saturating_sub(live)
     }
 

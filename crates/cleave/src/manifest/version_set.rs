@@ -124,7 +124,13 @@ impl VersionSet {
         let dead = version.unreferenced_value_files();
         if !dead.is_empty() {
             for number in dead {
-                edit.delete_value_file(number);
+                // A file this edit adds that nothing references is simply
+                // not added: it stays an orphan, removed by the next open.
+                let before = edit.new_value_files.len();
+                edit.new_value_files.retain(|f| f.number != number);
+                if edit.new_value_files.len() == before {
+                    edit.delete_value_file(number);
+                }
             }
             version = self.current.apply(edit.clone()).map_err(does_not_apply)?;
         }
@@ -758,6 +764,21 @@ mod tests {
             gone,
             vec![(FileKind::Sstable, 21), (FileKind::ValueFile, 20)]
         );
+        // A value file an edit adds but nothing references is left out
+        // rather than failing the edit.
+        let mut e = VersionEdit::default();
+        e.add_value_file(crate::manifest::ValueFileMeta {
+            number: FileNumber(22),
+            size: 500,
+            hosted: vec![crate::manifest::HostedLogical {
+                logical_file: FileNumber(22),
+                records: 1,
+                bytes: 400,
+            }],
+            ..Default::default()
+        });
+        vs.log_and_apply(e).unwrap();
+        assert_eq!(vs.current().value_files().count(), 0);
         // Replay reaches the same state: the deletion was logged.
         let vs = VersionSet::recover(Arc::new(fs), Path::new(DIR), &opts(1 << 20)).unwrap();
         assert_eq!(vs.current().value_files().count(), 0);

@@ -241,9 +241,20 @@ impl ValueFile {
         Ok(())
     }
 
-    /// All records in file order (for GC and verification): reads the whole
-    /// record index, then the records through a readahead window.
+    /// All records in file order (for verification): reads the whole
+    /// record index, then the records, a run of adjacent ones per read.
     pub(crate) fn iter(&self) -> Result<RecordIter<'_>> {
+        self.iter_live(&|_, _| true)
+    }
+
+    /// The records `live(logical_file, ordinal)` selects, in file order.
+    /// Only those are read: one read per run of adjacent live records (up
+    /// to a bound), and a dead record is never read, so a file that is
+    /// mostly garbage costs little more than its live bytes.
+    pub(crate) fn iter_live(
+        &self,
+        live: &dyn Fn(FileNumber, u64) -> bool,
+    ) -> Result<RecordIter<'_>> {
         let mut entries = Vec::new();
         for i in 0..self.index_blocks.len() {
             entries.extend(self.index_block(i)?);
@@ -267,6 +278,7 @@ impl ValueFile {
                 DecodeError("record index does not cover the records"),
             ));
         }
+        entries.retain(|e| live(FileNumber(e.logical_file), e.ordinal));
         Ok(RecordIter {
             file: self,
             entries: entries.into_iter(),
@@ -349,8 +361,8 @@ struct DecodedRecord {
     value: Vec<u8>,
 }
 
-/// Bytes read at once by [`RecordIter`]; a larger record is read alone.
-const ITER_READAHEAD_BYTES: usize = 1 << 20;
+/// Most bytes [`RecordIter`] reads at once; a larger record is read alone.
+const ITER_READAHEAD_BYTES: u64 = 1 << 20;
 
 /// Records in file order, each with its id. Stops after the first error.
 pub(crate) struct RecordIter<'a> {
@@ -367,8 +379,18 @@ impl RecordIter<'_> {
         let in_window = e.offset >= self.window_start
             && e.offset - self.window_start + u64::from(e.len) <= self.window.len() as u64;
         if !in_window {
-            let want = (self.file.footer.records_end - e.offset).min(ITER_READAHEAD_BYTES as u64);
-            let want = (want as usize).max(len);
+            // The run of records adjacent to this one that the iterator
+            // will yield next; the index tiles the records region, so none
+            // reaches past it.
+            let mut end = e.offset + u64::from(e.len);
+            for next in self.entries.as_slice() {
+                if next.offset != end || end + u64::from(next.len) - e.offset > ITER_READAHEAD_BYTES
+                {
+                    break;
+                }
+                end += u64::from(next.len);
+            }
+            let want = usize::try_from(end - e.offset).unwrap_or(len).max(len);
             self.window = self.file.file.read_at(e.offset, want)?;
             self.window_start = e.offset;
         }

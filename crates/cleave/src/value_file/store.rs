@@ -33,11 +33,17 @@ const VALUE_CACHE_ENTRY_OVERHEAD: usize = 64;
 const SCAN_FIRST_READ_BYTES: usize = 32 << 10;
 
 /// Readahead windows double up to this size.
-const MAX_READAHEAD_BYTES: usize = 512 << 10;
+const MAX_READAHEAD_BYTES: usize = 256 << 10;
 
-/// Files with a readahead window per iterator; the least recently used
-/// window is dropped beyond it, bounding an iterator's memory.
-const MAX_WINDOWS: usize = 8;
+/// Files whose read position an iterator remembers. A scan over data that
+/// many flushes wrote touches one file per flush in turn, so this must
+/// exceed the number of value files a key range spans, or every read
+/// would look like a file's first.
+const MAX_WINDOWS: usize = 128;
+
+/// Bytes of readahead buffers an iterator keeps; beyond it the buffers of
+/// the least recently used files are dropped (their positions are kept).
+const MAX_BUFFERED_BYTES: usize = 4 << 20;
 
 /// Value reads that reached a file, for statistics.
 #[derive(Debug, Default)]
@@ -156,6 +162,7 @@ impl ValueStore {
         // short; `value_of` then reports the handle as pointing outside.
         let value = Arc::new(file.value_of(offset, bytes, key, seq)?);
         window.last_end = offset + u64::from(len);
+        readahead.trim();
         self.insert(handle, &value);
         Ok(value)
     }
@@ -249,6 +256,20 @@ impl Readahead {
         let last = self.windows.len() - 1;
         &mut self.windows[last]
     }
+
+    /// Drops the buffers of the least recently used files while the
+    /// buffers exceed their budget; the most recent file keeps its own.
+    fn trim(&mut self) {
+        let mut total: usize = self.windows.iter().map(|w| w.buf.len()).sum();
+        let keep = self.windows.len().saturating_sub(1);
+        for w in self.windows.iter_mut().take(keep) {
+            if total <= MAX_BUFFERED_BYTES {
+                break;
+            }
+            total -= w.buf.len();
+            w.buf = Vec::new();
+        }
+    }
 }
 
 impl Window {
@@ -274,6 +295,8 @@ impl Window {
             self.next = (self.next * 2).min(MAX_READAHEAD_BYTES);
             size
         } else {
+            // A jump: the next forward run starts small again.
+            self.next = SCAN_FIRST_READ_BYTES;
             len
         }
     }
