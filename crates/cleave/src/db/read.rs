@@ -8,7 +8,7 @@ use super::DbInner;
 use crate::base::key::{self, InternalKey, ValueKind};
 use crate::base::SeqNo;
 use crate::error::{Error, Result};
-use crate::iter::db_iter::DbIterator;
+use crate::iter::db_iter::{DbIterator, InnerSource};
 use crate::iter::level::{LevelIterator, TableOpener};
 use crate::iter::merging::MergingIterator;
 use crate::iter::{InternalIterator, ValueSource};
@@ -91,31 +91,36 @@ impl DbInner {
 
     pub(super) fn iter(&self, opts: &ReadOptions<'_>) -> DbIterator {
         let view = self.capture(opts.snapshot.map(|s| s.sequence_number()));
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        for mem in &view.mems {
-            children.push(Box::new(mem.iter()));
-        }
-        let opener = self.table_opener();
-        for file in view.version.files(0) {
-            children.push(Box::new(LevelIterator::new(
-                vec![file.clone()],
-                opener.clone(),
-            )));
-        }
-        for level in 1..crate::base::limits::NUM_LEVELS {
-            let files = view.version.files(level);
-            if !files.is_empty() {
-                children.push(Box::new(LevelIterator::new(files.to_vec(), opener.clone())));
+        let (mems, version, opener) =
+            (view.mems.clone(), view.version.clone(), self.table_opener());
+        // The iterator and its lookahead are built alike, over one view.
+        let source: InnerSource = Arc::new(move || {
+            let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+            for mem in &mems {
+                children.push(Box::new(mem.iter()));
             }
-        }
-        let merged = MergingIterator::new(children);
+            for file in version.files(0) {
+                children.push(Box::new(LevelIterator::new(
+                    vec![file.clone()],
+                    opener.clone(),
+                )));
+            }
+            for level in 1..crate::base::limits::NUM_LEVELS {
+                let files = version.files(level);
+                if !files.is_empty() {
+                    children.push(Box::new(LevelIterator::new(files.to_vec(), opener.clone())));
+                }
+            }
+            Box::new(MergingIterator::new(children))
+        });
         let values = self.value_source(view.version.clone());
         DbIterator::new(
-            Box::new(merged),
+            source(),
             view.seq,
             opts.lower_bound.clone(),
             opts.upper_bound.clone(),
             values,
+            Some(source),
             // Dropped in order: the Version, then the purge it may allow.
             Box::new((view.mems, view.version, PurgeOnDrop(self.purger.clone()))),
         )

@@ -12,7 +12,7 @@
 //! value file reads them in a few large reads.
 
 use std::any::Any;
-use std::cell::{OnceCell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::fmt;
 use std::sync::Arc;
 
@@ -20,6 +20,15 @@ use crate::base::key::{self, InternalKey, ParsedKey, SeqNo, ValueKind, MAX_SEQ};
 use crate::iter::{InternalIterator, ValueSource};
 use crate::value_file::Readahead;
 use crate::{Error, Result};
+
+/// Builds another merged iterator over the same view as the one a
+/// `DbIterator` runs on: its lookahead.
+pub(crate) type InnerSource = Arc<dyn Fn() -> Box<dyn InternalIterator> + Send + Sync>;
+
+/// Entries the first prefetch of a scan covers; each next one doubles, up
+/// to `MAX_PREFETCH_ENTRIES`, so a short scan reads little ahead.
+const FIRST_PREFETCH_ENTRIES: usize = 16;
+const MAX_PREFETCH_ENTRIES: usize = 64;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Direction {
@@ -59,6 +68,16 @@ pub struct DbIterator {
     /// Moved by `next`/`prev` since the last seek: values are likely read
     /// in a run, so readahead may start at a file's first read.
     scanning: bool,
+    /// Where a lookahead iterator comes from (none: no prefetch).
+    lookahead_source: Option<InnerSource>,
+    /// A second iterator that runs ahead of this one in a forward scan to
+    /// learn the next entries' handles, whose records are then read in
+    /// parallel.
+    lookahead: RefCell<Option<Box<DbIterator>>>,
+    /// The last user key the last prefetch covered.
+    prefetched_until: RefCell<Option<Vec<u8>>>,
+    /// Entries the next prefetch covers.
+    prefetch_entries: Cell<usize>,
     // Declared last so that it is dropped after `inner`, which may read
     // memory the pinned memtables and versions keep alive.
     _pins: Box<dyn Any + Send>,
@@ -109,13 +128,15 @@ impl DbIterator {
     /// `inner` merges every source; entries with a sequence number above
     /// `seq` are invisible. Bounds are user keys, lower inclusive and upper
     /// exclusive. `pins` keeps alive whatever `inner` reads; `values`
-    /// resolves separated values.
+    /// resolves separated values; `lookahead_source`, if given, builds
+    /// another iterator like `inner` for prefetching in scans.
     pub(crate) fn new(
         inner: Box<dyn InternalIterator>,
         seq: SeqNo,
         lower_bound: Option<Vec<u8>>,
         upper_bound: Option<Vec<u8>>,
         values: ValueSource,
+        lookahead_source: Option<InnerSource>,
         pins: Box<dyn Any + Send>,
     ) -> Self {
         DbIterator {
@@ -135,6 +156,10 @@ impl DbIterator {
             value_error: OnceCell::new(),
             readahead: RefCell::new(Readahead::default()),
             scanning: false,
+            lookahead_source,
+            lookahead: RefCell::new(None),
+            prefetched_until: RefCell::new(None),
+            prefetch_entries: Cell::new(FIRST_PREFETCH_ENTRIES),
             _pins: pins,
         }
     }
@@ -223,16 +248,23 @@ impl DbIterator {
             return Ok(v.as_slice());
         }
         let mut readahead = self.readahead.borrow_mut();
+        let scanning_forward = self.scanning && self.direction == Direction::Forward;
+        if scanning_forward
+            && !self
+                .prefetched_until
+                .borrow()
+                .as_deref()
+                .is_some_and(|last| user_key <= last)
+        {
+            self.prefetch_from(user_key, &mut readahead);
+        }
         let resolved = self.values.resolve(
             kind,
             raw,
             user_key,
             seq,
             // Readahead runs forward: a reverse scan reads record by record.
-            Some((
-                &mut readahead,
-                self.scanning && self.direction == Direction::Forward,
-            )),
+            Some((&mut readahead, scanning_forward)),
         );
         match resolved {
             Ok(v) => Ok(self.resolved.get_or_init(|| v).as_slice()),
@@ -241,6 +273,65 @@ impl DbIterator {
                 Err(e)
             }
         }
+    }
+
+    /// Prefetches the records of the separated values of the entries from
+    /// `user_key` on (the current one first), through the lookahead
+    /// iterator. Best effort: a failure here only means the values are read
+    /// one by one, and reported when asked for.
+    fn prefetch_from(&self, user_key: &[u8], readahead: &mut Readahead) {
+        let Some(source) = &self.lookahead_source else {
+            return;
+        };
+        let mut slot = self.lookahead.borrow_mut();
+        let it = slot.get_or_insert_with(|| {
+            Box::new(DbIterator::new(
+                source(),
+                self.seq,
+                self.lower_bound.clone(),
+                self.upper_bound.clone(),
+                self.values.clone(),
+                None,
+                Box::new(()),
+            ))
+        });
+        let entries = self.prefetch_entries.get();
+        self.prefetch_entries
+            .set((entries * 2).min(MAX_PREFETCH_ENTRIES));
+        let mut handles: Vec<Vec<u8>> = Vec::new();
+        let mut last = None;
+        let mut walk = || -> Result<()> {
+            it.seek(user_key)?;
+            for _ in 0..entries {
+                let Some((kind, raw)) = it.forward_entry() else {
+                    break;
+                };
+                if kind == ValueKind::ValueRef {
+                    handles.push(raw.to_vec());
+                }
+                last = Some(it.key().to_vec());
+                it.next()?;
+            }
+            Ok(())
+        };
+        if walk().is_err() {
+            // A failed lookahead stays failed: drop it, read one by one.
+            *slot = None;
+        }
+        if last.is_some() {
+            *self.prefetched_until.borrow_mut() = last;
+            self.values
+                .prefetch(handles.iter().map(Vec::as_slice), readahead);
+        }
+    }
+
+    /// The kind and stored value of the current entry, moving forward.
+    fn forward_entry(&self) -> Option<(ValueKind, &[u8])> {
+        if !self.valid() || self.direction != Direction::Forward {
+            return None;
+        }
+        let kind = ValueKind::from_u8(key::tag(self.inner.key()) as u8)?;
+        Some((kind, self.inner.value()))
     }
 
     /// The first error this iterator met, if any.
@@ -270,6 +361,8 @@ impl DbIterator {
         self.direction = direction;
         self.valid = false;
         self.scanning = false;
+        self.prefetched_until.get_mut().take();
+        self.prefetch_entries.set(FIRST_PREFETCH_ENTRIES);
         self.saved_key.clear();
         self.saved_value.clear();
     }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::base::key::{SeqNo, ValueKind};
+use crate::base::FileNumber;
 use crate::error::{Error, Result};
 use crate::manifest::version::Version;
 use crate::value_file::{Readahead, ValueHandle, ValueStore};
@@ -53,7 +54,32 @@ impl ValueSource {
                 ),
             )
         })?;
-        let physical = self.version.physical_file(handle.logical_file).ok_or_else(|| {
+        let physical = self.physical_file(&handle, user_key)?;
+        match readahead {
+            Some((ra, scanning)) => self
+                .store
+                .get_for_scan(physical, &handle, user_key, seq, ra, scanning),
+            None => self.store.get(physical, &handle, user_key, seq),
+        }
+    }
+
+    /// Reads ahead, in parallel, the records the handles `raw` of a scan's
+    /// next entries name. Best effort: what fails here is read (and its
+    /// error reported) when the value is asked for.
+    pub(crate) fn prefetch<'a>(
+        &self,
+        raw: impl Iterator<Item = &'a [u8]>,
+        readahead: &mut Readahead,
+    ) {
+        let handles: Vec<_> = raw
+            .filter_map(|r| ValueHandle::decode(r).ok())
+            .filter_map(|h| Some((self.version.physical_file(h.logical_file)?, h)))
+            .collect();
+        self.store.prefetch(&handles, readahead);
+    }
+
+    fn physical_file(&self, handle: &ValueHandle, user_key: &[u8]) -> Result<FileNumber> {
+        self.version.physical_file(handle.logical_file).ok_or_else(|| {
             Error::corruption(
                 self.store.path(handle.logical_file),
                 0,
@@ -63,12 +89,6 @@ impl ValueSource {
                     handle.logical_file
                 ),
             )
-        })?;
-        match readahead {
-            Some((ra, scanning)) => self
-                .store
-                .get_for_scan(physical, &handle, user_key, seq, ra, scanning),
-            None => self.store.get(physical, &handle, user_key, seq),
-        }
+        })
     }
 }

@@ -27,6 +27,7 @@ fn bounded(
         lower.map(<[u8]>::to_vec),
         upper.map(<[u8]>::to_vec),
         ValueSource::for_tests(),
+        None,
         Box::new(()),
     )
 }
@@ -209,6 +210,7 @@ fn bounds_stop_scans_early() {
         Some(b"k040".to_vec()),
         Some(b"k060".to_vec()),
         ValueSource::for_tests(),
+        None,
         Box::new(()),
     );
     assert_eq!(forward(&mut it).len(), 20);
@@ -310,6 +312,7 @@ fn malformed_keys_are_corruption() {
             None,
             None,
             ValueSource::for_tests(),
+            None,
             Box::new(()),
         );
         let mut r = it.seek_to_first();
@@ -333,6 +336,7 @@ fn inner_errors_are_returned_and_recorded() {
         None,
         None,
         ValueSource::for_tests(),
+        None,
         Box::new(()),
     );
     it.seek_to_first().unwrap();
@@ -442,6 +446,7 @@ fn random_ops_match_model() {
             lower.clone(),
             upper.clone(),
             ValueSource::for_tests(),
+            None,
             Box::new(()),
         );
         let ctx = format!("seed {seed} seq {seq} lower {lower:?} upper {upper:?}");
