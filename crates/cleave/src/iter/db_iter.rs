@@ -7,9 +7,12 @@
 //! all of a key's entries to know the newest visible one), so the current
 //! key and value are copies in `saved_key` and `saved_value`.
 //!
-//! A separated value is resolved only when `value()` is called, through
-//! per-iterator readahead: a scan whose values are adjacent records of a
-//! value file reads them in a few large reads.
+//! A separated value is resolved only when `value()` is called. In a
+//! forward scan, a lookahead iterator over the same view learns the next
+//! entries' handles and their records are read in parallel (a key range's
+//! values lie in as many value files as flushes wrote it, so they are many
+//! small random reads); records adjacent to earlier ones come from the
+//! per-iterator readahead windows.
 
 use std::any::Any;
 use std::cell::{Cell, OnceCell, RefCell};
@@ -250,11 +253,11 @@ impl DbIterator {
         let mut readahead = self.readahead.borrow_mut();
         let scanning_forward = self.scanning && self.direction == Direction::Forward;
         if scanning_forward
-            && !self
+            && self
                 .prefetched_until
                 .borrow()
                 .as_deref()
-                .is_some_and(|last| user_key <= last)
+                .is_none_or(|last| user_key > last)
         {
             self.prefetch_from(user_key, &mut readahead);
         }

@@ -62,6 +62,9 @@ const PREFETCH_MAX_SPAN_BYTES: u64 = 512 << 10;
 /// (BlobDB 7.8 reads them one after another).
 const PREFETCH_THREADS: usize = 8;
 
+/// An open file and the `(start, end)` of records to read from it.
+type FilePlaces = (Arc<ValueFile>, Vec<(u64, u64)>);
+
 /// Value reads that reached a file, for statistics.
 #[derive(Debug, Default)]
 pub(crate) struct ValueReadCounters {
@@ -199,7 +202,7 @@ impl ValueStore {
         handles: &[(FileNumber, ValueHandle)],
         readahead: &mut Readahead,
     ) {
-        let mut places: BTreeMap<FileNumber, (Arc<ValueFile>, Vec<(u64, u64)>)> = BTreeMap::new();
+        let mut places: BTreeMap<FileNumber, FilePlaces> = BTreeMap::new();
         for (physical, handle) in handles {
             if self.values.capacity() > 0
                 && self
