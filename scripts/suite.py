@@ -12,15 +12,25 @@ ratios to cleave and writes two PNG plots.
     scripts/suite.py ycsb --ycsb-ops 500000 --engines cleave,rocksdb
     scripts/suite.py fixed-8k --dry-run          # print the commands only
     scripts/suite.py fixed-8k --results R.json   # re-render a finished run
+    scripts/suite.py fixed-8k --overwrite-distribution uniform
     scripts/suite.py fixed-1k -- --threads=2     # raw driver flags after --
     scripts/suite.py --self-test                 # scripts/tests/test_suite.py
 
-Suites: fixed-1k, fixed-8k, fixed-16k, mixed-8k, pareto-1k, ycsb.
+Suites: fixed-1k, fixed-8k, fixed-16k, mixed-8k, pareto-1k, ycsb. The
+key-value suites load every key once (filluniquerandom), then overwrite keys
+drawn from --overwrite-distribution (zipfian, the default, or uniform); reads
+and seeks are uniform. cleave separates values of at least --min_blob_size
+(512) bytes into value files, as BlobDB does into blob files, with its value
+cache off (the driver's --value_cache_size=0), so that every engine has the
+same cache budget; --extra=--value_separation=false runs cleave without
+separation.
 Output (--out, default bench-results/<suite>-<UTC time>): command.txt,
-driver.log (stdout+stderr), results.json, table.md, throughput_over_time.png,
-throughput_vs_space.png. The database goes to --db (default <out>/db); the
-driver wipes it between engines. The binary is target/release/cleave-bench,
-built first unless --no-build or CLEAVE_BENCH / --bench-bin name one.
+driver.log (stdout+stderr), results.json, table.md (with cleave's S_index,
+and below it cleave's own space breakdown: sstables, value files, exposed
+garbage), throughput_over_time.png, throughput_vs_space.png. The database
+goes to --db (default <out>/db); the driver wipes it between engines. The
+binary is target/release/cleave-bench, built first unless --no-build or
+CLEAVE_BENCH / --bench-bin name one.
 Plots need matplotlib (apt-get install python3-matplotlib).
 """
 
@@ -61,6 +71,7 @@ SUITES = {
     "pareto-1k": ("pareto-1k", 1023, "Pareto-1K values, mean 1023 B"),
     "ycsb": (None, YCSB_RECORD, "YCSB, 10 x 100 B fields"),
 }
+OVERWRITE_DISTRIBUTIONS = ("zipfian", "uniform")
 ENGINE_NAMES = {"cleave": "cleave", "rocksdb": "RocksDB", "blobdb": "BlobDB"}
 ENGINE_COLORS = {"cleave": "tab:blue", "rocksdb": "tab:orange", "blobdb": "tab:green"}
 
@@ -90,7 +101,8 @@ def suite_flags(args):
         flags += [f"--benchmarks={KV_PHASES}", f"--num={num}",
                   f"--writes={int(args.overwrite_factor * num)}",
                   f"--value_size={mean_value}", f"--value_size_distribution={dist}",
-                  "--key_distribution=zipfian", "--read_key_distribution=uniform",
+                  f"--key_distribution={args.overwrite_distribution}",
+                  "--read_key_distribution=uniform",
                   "--zipf_theta=0.99", f"--reads={args.reads}",
                   f"--seeks={args.seeks}", "--seek_nexts=100"]
     if args.space_limit is not None:
@@ -184,12 +196,19 @@ def fmt(value, spec=",.0f", scale=1.0):
     return "–" if value is None else format(value / scale, spec)
 
 
+def cleave_only(r, text):
+    """A cell of a cleave-only column: blank for the other engines."""
+    return text if r["engine"] == "cleave" else ""
+
+
 def make_table(records, title):
     cols = ["benchmark", "engine", "ops/s", "MB/s", "ops/s vs cleave (engine / cleave)",
-            "P50 µs", "P99 µs", "P99.9 µs", "write amp", "space amp", "disk GiB",
+            "P50 µs", "P99 µs", "P99.9 µs", "write amp", "space amp", "S_index", "disk GiB",
             "live GiB", "throttled s", "peak RSS MiB", "CPU s", "time s"]
     lines = [f"## {title}", "", "MB/s is 2^20 bytes/s, as db_bench's. Ratios > 1 mean "
-             "faster than cleave.", "", "| " + " | ".join(cols) + " |",
+             "faster than cleave. S_index (cleave only) is the space amplification of "
+             "cleave's key tree: all levels' bytes, values they reference included, over "
+             "the last level's.", "", "| " + " | ".join(cols) + " |",
              "|" + "|".join([" --- "] * 2 + [" ---: "] * (len(cols) - 2)) + "|"]
     summaries = []
     for label, group in group_records(records):
@@ -200,12 +219,37 @@ def make_table(records, title):
                 label, pretty(r["engine"]), fmt(g("ops_per_sec")), fmt(g("mb_per_sec"), ".1f"),
                 fmt(ratio(g("ops_per_sec"), base), ".2f"), fmt(g("p50_us"), ",.1f"),
                 fmt(g("p99_us"), ",.1f"), fmt(g("p999_us"), ",.1f"), fmt(g("write_amp"), ".2f"),
-                fmt(space_amp(r), ".2f"), fmt(g("disk_bytes"), ".2f", GIB),
+                fmt(space_amp(r), ".2f"), cleave_only(r, fmt(g("s_index"), ".2f")),
+                fmt(g("disk_bytes"), ".2f", GIB),
                 fmt(g("live_bytes"), ".2f", GIB), fmt(g("throttled_s"), ".1f"),
                 fmt(g("peak_rss_bytes"), ",.0f", MIB), fmt(g("cpu_s"), ".1f"),
                 fmt(g("elapsed_s"), ".1f")]) + " |")
         summaries.append(summary_line(label, group, base))
-    return "\n".join(lines + ["", "Summary:", ""] + summaries) + "\n"
+    return "\n".join(lines + space_section(records) + ["", "Summary:", ""] + summaries) + "\n"
+
+
+def space_section(records):
+    """cleave's own account of its space after each benchmark (the driver's
+    sstable_bytes, value_file_bytes, exposed_garbage_bytes), as table lines;
+    none when no record has it."""
+    rows = [(label, r) for label, group in group_records(records) for r in group
+            if r["engine"] == "cleave" and r.get("value_file_bytes") is not None]
+    if not rows:
+        return []
+    lines = ["", "cleave's space after each benchmark (Db::space_report; disk GiB above is "
+             "every file in the directory, WAL included). Exposed garbage is value-file "
+             "bytes no sstable references any more, which value-file GC would reclaim.", "",
+             "| benchmark | sstables MiB | value files GiB | exposed garbage GiB "
+             "| garbage % of value files | S_index |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for label, r in rows:
+        g = r.get
+        share = ratio(g("exposed_garbage_bytes"), g("value_file_bytes"))
+        lines.append("| " + " | ".join([
+            label, fmt(g("sstable_bytes"), ",.1f", MIB), fmt(g("value_file_bytes"), ".2f", GIB),
+            fmt(g("exposed_garbage_bytes"), ".2f", GIB),
+            fmt(None if share is None else 100 * share, ".1f"), fmt(g("s_index"), ".2f")]) + " |")
+    return lines
 
 
 def summary_line(label, group, base):
@@ -375,8 +419,13 @@ def render(records, out, title, space_limit):
     return written
 
 
-def suite_title(suite, live_gib):
-    return f"{suite} ({SUITES[suite][2]}, {live_gib:g} GiB live)"
+def suite_title(suite, live_gib, overwrite_distribution=None):
+    """The title of tables and plots; names the overwrite keys' distribution
+    when given (the key-value suites)."""
+    overwrites = ""
+    if overwrite_distribution and SUITES[suite][0] is not None:
+        overwrites = f", {overwrite_distribution} overwrites"
+    return f"{suite} ({SUITES[suite][2]}, {live_gib:g} GiB live{overwrites})"
 
 
 # -------------------------------------------------------------------- main
@@ -389,6 +438,10 @@ def parse_args(argv):
     p.add_argument("--engines", default="cleave,rocksdb,blobdb")
     p.add_argument("--overwrite-factor", type=float, default=2.0,
                    help="overwrite writes = factor x num")
+    p.add_argument("--overwrite-distribution", choices=OVERWRITE_DISTRIBUTIONS,
+                   help="keys the overwrite phase picks (default zipfian): the driver's "
+                   "--key_distribution, which the loads, writing every key once, and the "
+                   "uniform reads ignore; not for ycsb, whose workloads fix their own")
     p.add_argument("--reads", type=int, default=200000)
     p.add_argument("--seeks", type=int, default=20000)
     p.add_argument("--ycsb-ops", type=int, default=200000)
@@ -412,6 +465,10 @@ def parse_args(argv):
     args.extra += rest
     if not args.self_test and args.suite is None:
         p.error("a suite name is required")
+    if args.suite == "ycsb" and args.overwrite_distribution is not None:
+        p.error("--overwrite-distribution is for the key-value suites; ycsb has no overwrite phase")
+    if args.overwrite_distribution is None:
+        args.overwrite_distribution = "zipfian"
     return args
 
 
@@ -420,7 +477,7 @@ def main(argv=None):
     if args.self_test:
         test = os.path.join(REPO, "scripts", "tests", "test_suite.py")
         return subprocess.call([sys.executable, test, "-v"])
-    title = suite_title(args.suite, args.live_gib)
+    title = suite_title(args.suite, args.live_gib, args.overwrite_distribution)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = os.path.abspath(args.out or os.path.join(REPO, "bench-results", f"{args.suite}-{stamp}"))
     if args.results:

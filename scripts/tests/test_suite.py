@@ -43,7 +43,7 @@ def fake_record(engine, bench, ops_per_sec, rng, live=2 * GIB):
                        "disk_bytes": int(live * grow * (amp + 0.2 * rng.random()))})
     user = int(ops_per_sec * duration * 8216) if writes else 0
     device = int(user * amp * 1.5) if writes else None
-    return {
+    record = {
         "engine": engine, "benchmark": bench, "threads": 1,
         "ops": int(ops_per_sec * duration), "elapsed_s": float(duration),
         "ops_per_sec": ops_per_sec, "micros_per_op": 1e6 / ops_per_sec,
@@ -55,6 +55,10 @@ def fake_record(engine, bench, ops_per_sec, rng, live=2 * GIB):
         "throttled_s": 0.0, "peak_rss_bytes": 300 << 20, "cpu_s": duration * 1.3,
         "engine_counters": None, "series": series,
     }
+    if engine == "cleave":  # the driver's fields from cleave's space report
+        record.update({"sstable_bytes": live // 50, "value_file_bytes": int(live * amp * 0.9),
+                       "exposed_garbage_bytes": int(live * (amp - 1) * 0.5), "s_index": 1.11})
+    return record
 
 
 def fake_results(benchmarks=suite.KV_PHASES.split(",")):
@@ -106,6 +110,25 @@ class CommandTest(unittest.TestCase):
         self.assertIn("--benchmarks=" + suite.YCSB_PHASES, flags)
         self.assertFalse(any(f.startswith("--writes") for f in flags))
 
+    def test_overwrite_distribution(self):
+        flags = suite.suite_flags(args_for("fixed-1k"))
+        self.assertIn("--key_distribution=zipfian", flags)
+        flags = suite.suite_flags(args_for("mixed-8k", "--overwrite-distribution", "uniform"))
+        self.assertIn("--key_distribution=uniform", flags)
+        self.assertNotIn("--key_distribution=zipfian", flags)
+        # Reads stay uniform whatever the overwrites pick.
+        self.assertIn("--read_key_distribution=uniform", flags)
+        self.assertEqual(suite.suite_title("fixed-8k", 2.0, "uniform"),
+                         "fixed-8k (8 KiB values, 2 GiB live, uniform overwrites)")
+        self.assertEqual(suite.suite_title("ycsb", 1.0, "zipfian"),
+                         "ycsb (YCSB, 10 x 100 B fields, 1 GiB live)")
+        with contextlib.redirect_stderr(io.StringIO()):
+            for bad in (["fixed-8k", "--overwrite-distribution", "latest"],
+                        ["ycsb", "--overwrite-distribution", "uniform"]):
+                with self.assertRaises(SystemExit, msg=bad):
+                    args_for(*bad)
+        self.assertEqual(args_for("ycsb").overwrite_distribution, "zipfian")
+
     def test_driver_command(self):
         args = args_for("fixed-1k", "--engines", "cleave,rocksdb", "--bench-bin", "/b")
         cmd = suite.driver_command(args, "/b", "/d", "/o/results.json")
@@ -113,10 +136,20 @@ class CommandTest(unittest.TestCase):
                                    "--json=/o/results.json"])
 
 
+def main_table(table):
+    """The lines of the side-by-side table: from its header to a blank line."""
+    lines = table.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| benchmark | engine |"))
+    end = lines.index("", start)
+    return lines[start:end]
+
+
 class TableTest(unittest.TestCase):
+    S_INDEX_COL = 10
+
     def rows(self, table, bench):
         cells = [[c.strip() for c in line.strip("|").split("|")]
-                 for line in table.splitlines() if line.startswith(f"| {bench} |")]
+                 for line in main_table(table) if line.startswith(f"| {bench} |")]
         return {c[1]: c for c in cells}
 
     def test_ratios_and_summary(self):
@@ -135,8 +168,8 @@ class TableTest(unittest.TestCase):
 
     def test_groups_in_run_order(self):
         table = suite.make_table(fake_results(), "t")
-        benches = [line.split("|")[1].strip() for line in table.splitlines()
-                   if line.startswith("| ") and line.split("|")[1].strip() not in ("benchmark", "---")]
+        benches = [line.split("|")[1].strip() for line in main_table(table)
+                   if line.split("|")[1].strip() not in ("benchmark", "---")]
         self.assertEqual(benches, [b for b in suite.KV_PHASES.split(",") for _ in ENGINES])
 
     def test_nulls_and_repeats(self):
@@ -148,6 +181,38 @@ class TableTest(unittest.TestCase):
         self.assertIn("| overwrite#2 | RocksDB |", table)
         self.assertEqual(self.rows(table, "overwrite")["RocksDB"][4], "–")
         self.assertIn("- overwrite: cleave is –x RocksDB and 1.25x BlobDB on ops/s", table)
+
+
+    def test_s_index_and_cleave_space(self):
+        table = suite.make_table(fake_results(), "t")
+        header = [c.strip() for c in main_table(table)[0].strip("|").split("|")]
+        self.assertEqual(header[self.S_INDEX_COL], "S_index")
+        rows = self.rows(table, "overwrite")
+        self.assertEqual(rows["cleave"][self.S_INDEX_COL], "1.11")
+        self.assertEqual(rows["RocksDB"][self.S_INDEX_COL], "")  # cleave only: blank
+        self.assertEqual(rows["BlobDB"][self.S_INDEX_COL], "")
+        # cleave's space section: one row per benchmark, after the main table.
+        lines = table.splitlines()
+        start = lines.index(next(line for line in lines if line.startswith(
+            "| benchmark | sstables MiB | value files GiB | exposed garbage GiB")))
+        section = [[c.strip() for c in line.strip("|").split("|")]
+                   for line in lines[start + 2:start + 2 + len(suite.KV_PHASES.split(","))]]
+        self.assertEqual([row[0] for row in section], suite.KV_PHASES.split(","))
+        overwrite = section[1]
+        # 2 GiB live, space amp 1.2: sstables 2 GiB / 50, value files 0.9 x 2.4 GiB,
+        # garbage 0.5 x 0.4 GiB.
+        self.assertEqual(overwrite[1:], ["41.0", "2.16", "0.20", "9.3", "1.11"])
+        self.assertLess(start, lines.index("Summary:"))
+
+    def test_no_cleave_space_without_the_fields(self):
+        records = fake_results()
+        for r in records:
+            for key in ("sstable_bytes", "value_file_bytes", "exposed_garbage_bytes", "s_index"):
+                r.pop(key, None)
+        table = suite.make_table(records, "t")
+        self.assertNotIn("sstables MiB", table)
+        # A cleave record without S_index (an older driver) shows a dash.
+        self.assertEqual(self.rows(table, "overwrite")["cleave"][self.S_INDEX_COL], "–")
 
 
 class RenderTest(unittest.TestCase):

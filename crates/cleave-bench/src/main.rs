@@ -345,6 +345,13 @@ impl Driver {
         };
         let outcome = outcome?;
         let after = ProcessSnapshot::take();
+        // After the snapshot, so that its I/O is not the benchmark's. A
+        // failed report loses the breakdown, not the run, as a failed
+        // directory walk loses `disk_bytes`.
+        let space = engine.space_breakdown().unwrap_or_else(|error| {
+            eprintln!("cleave-bench: warning: no space breakdown: {error:#}");
+            None
+        });
         let costs = Costs {
             device_write_bytes: after
                 .device_write_bytes
@@ -364,6 +371,7 @@ impl Driver {
                 .counters()
                 .zip(counters_before)
                 .map(|(end, start)| end.since(&start)),
+            space,
             series,
         };
         let record = BenchmarkRecord::new(
@@ -482,6 +490,10 @@ mod tests {
         // The memory engine keeps nothing on disk.
         assert_eq!(records[2]["space_amp"], 0.0);
         assert!(records[2]["throttled_s"].is_null());
+        // The memory engine keeps no space breakdown: its records leave the
+        // engine's space fields out.
+        assert!(records[2].get("s_index").is_none());
+        assert!(records[2].get("value_file_bytes").is_none());
         assert!(db.join(DB_DIR_MARKER).exists());
     }
 

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::engines::EngineCounters;
+use crate::engines::{EngineCounters, SpaceBreakdown};
 use crate::monitor::SeriesPoint;
 use crate::workloads::{OpKind, RunOutcome};
 
@@ -167,6 +167,17 @@ pub struct BenchmarkRecord {
     /// The engine's own counters for this benchmark, if it keeps them.
     pub engine_counters: Option<EngineCounters>,
     pub engine_write_amp: Option<f64>,
+    /// The engine's own account of its space after the benchmark
+    /// ([`SpaceBreakdown`]; cleave's `Db::space_report`). Left out of the
+    /// JSON for engines that keep none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sstable_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_file_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exposed_garbage_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub s_index: Option<f64>,
     /// Once a second: throughput and disk size, for stability plots.
     pub series: Vec<SeriesPoint>,
 }
@@ -183,6 +194,7 @@ pub struct Costs {
     pub peak_rss_bytes: Option<u64>,
     pub cpu_s: Option<f64>,
     pub engine_counters: Option<EngineCounters>,
+    pub space: Option<SpaceBreakdown>,
     pub series: Vec<SeriesPoint>,
 }
 
@@ -238,6 +250,10 @@ impl BenchmarkRecord {
                 .engine_counters
                 .and_then(|counters| counters.write_amplification()),
             engine_counters: costs.engine_counters,
+            sstable_bytes: costs.space.map(|space| space.sstable_bytes),
+            value_file_bytes: costs.space.map(|space| space.value_file_bytes),
+            exposed_garbage_bytes: costs.space.map(|space| space.exposed_garbage_bytes),
+            s_index: costs.space.map(|space| space.s_index),
             series: costs.series,
         }
     }
@@ -282,6 +298,15 @@ impl BenchmarkRecord {
                 mebibytes(Some(counters.value_file_bytes_written)),
                 counters.stall_micros as f64 / 1e6,
                 ratio(self.engine_write_amp),
+            ));
+        }
+        if let Some(s_index) = self.s_index {
+            text.push_str(&format!(
+                "  engine space: sstables {}, value files {} (exposed garbage {}), S_index {:.2}\n",
+                mebibytes(self.sstable_bytes),
+                mebibytes(self.value_file_bytes),
+                mebibytes(self.exposed_garbage_bytes),
+                s_index,
             ));
         }
         text
@@ -405,6 +430,7 @@ mod tests {
             peak_rss_bytes: Some(1 << 20),
             cpu_s: Some(0.4),
             engine_counters: None,
+            space: None,
             series: vec![SeriesPoint {
                 t_s: 1.0,
                 ops_per_sec: 10.0,
@@ -453,5 +479,51 @@ mod tests {
         assert_eq!(read.write_amp, None);
         assert_eq!(read.space_amp, None);
         assert!(read.cost_lines().contains("device n/a written"));
+    }
+
+    #[test]
+    fn space_breakdown_fields_only_for_engines_that_have_one() {
+        let run = outcome(Benchmark::Overwrite, 1000, 116_000, 0.5);
+        let space = SpaceBreakdown {
+            sstable_bytes: 3 << 20,
+            value_file_bytes: 40 << 20,
+            exposed_garbage_bytes: 10 << 20,
+            s_index: 1.25,
+        };
+        let with = BenchmarkRecord::new(
+            "cleave",
+            1,
+            &run,
+            116_000,
+            Costs {
+                space: Some(space),
+                ..Costs::default()
+            },
+        );
+        let json = serde_json::to_value(&with).expect("json");
+        assert_eq!(json["sstable_bytes"], 3 << 20);
+        assert_eq!(json["value_file_bytes"], 40 << 20);
+        assert_eq!(json["exposed_garbage_bytes"], 10 << 20);
+        assert_eq!(json["s_index"], 1.25);
+        assert!(with.cost_lines().contains(
+            "  engine space: sstables 3.0 MB, value files 40.0 MB \
+             (exposed garbage 10.0 MB), S_index 1.25\n"
+        ));
+
+        let without = BenchmarkRecord::new("rocksdb", 1, &run, 116_000, Costs::default());
+        let json = serde_json::to_value(&without).expect("json");
+        let object = json.as_object().expect("object");
+        for field in [
+            "sstable_bytes",
+            "value_file_bytes",
+            "exposed_garbage_bytes",
+            "s_index",
+        ] {
+            assert!(!object.contains_key(field), "{field} present");
+        }
+        // The harness's own measurements stay for every engine.
+        assert!(object.contains_key("disk_bytes"));
+        assert!(object.contains_key("space_amp"));
+        assert!(!without.cost_lines().contains("engine space"));
     }
 }

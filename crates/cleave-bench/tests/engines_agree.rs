@@ -85,6 +85,39 @@ fn every_benchmark_runs_on_every_engine_with_the_same_operations() {
             assert!(record["disk_bytes"].as_u64().is_some_and(|bytes| bytes > 0));
             assert!(record["live_bytes"].as_u64().is_some_and(|bytes| bytes > 0));
             assert!(record["throttled_s"].is_number());
+            // cleave's own space breakdown; the other engines have none.
+            for field in [
+                "sstable_bytes",
+                "value_file_bytes",
+                "exposed_garbage_bytes",
+                "s_index",
+            ] {
+                assert_eq!(
+                    record.get(field).is_some(),
+                    *engine == "cleave",
+                    "{engine} {benchmark} {field}"
+                );
+            }
+            if *engine == "cleave" {
+                assert!(record["s_index"].as_f64().is_some_and(|s| s >= 1.0));
+                assert!(record["sstable_bytes"].as_u64().is_some_and(|b| b > 0));
+            }
+        }
+        if *engine == "cleave" {
+            // pareto-1k values straddle the 512-byte threshold, and the
+            // load is many memtables: its flushes wrote value files.
+            assert!(
+                run[0]["engine_counters"]["value_file_bytes_written"]
+                    .as_u64()
+                    .is_some_and(|b| b > 0),
+                "{}",
+                run[0]
+            );
+            assert!(
+                run[6]["value_file_bytes"].as_u64().is_some_and(|b| b > 0),
+                "{}",
+                run[6]
+            );
         }
         // A fill after filluniquerandom wrote every key: all reads find one.
         assert_eq!(run[3]["found"], 500, "{engine} readrandom");

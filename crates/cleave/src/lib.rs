@@ -14,11 +14,12 @@ mod memtable;
 mod options;
 mod record;
 mod sstable;
+mod value_file;
 pub mod vfs;
 mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, LevelStats, Snapshot, Stats};
+pub use db::{Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats};
 pub use error::{Error, Result};
 pub use iter::DbIterator;
 pub use options::{Compression, Options, ReadOptions, WriteOptions};

@@ -52,11 +52,27 @@ pub struct Options {
     /// Bloom filter bits per key; 0 disables filters.
     pub bloom_bits_per_key: u32,
     pub compression: Compression,
-    /// `O_DIRECT` for sstable reads.
+    /// Key-value separation: flushes write values of at least
+    /// `min_value_size` bytes to value files and keep a small handle in the
+    /// sstable, so compaction never rewrites them.
+    pub enable_value_separation: bool,
+    /// Smallest value (bytes) that is separated; RocksDB's `min_blob_size`.
+    pub min_value_size: usize,
+    /// Target bytes of one value file written by a flush; a larger flush
+    /// writes several.
+    pub value_file_size: u64,
+    /// Bytes of the cache of separated values (0 disables it).
+    pub value_cache_capacity: usize,
+    /// Compression of each separated value; a value the codec does not
+    /// shrink by 1/8 is stored raw.
+    pub value_compression: Compression,
+    /// `O_DIRECT` for sstable and value-file reads.
     pub use_direct_reads: bool,
-    /// `O_DIRECT` for flush and compaction writes.
+    /// `O_DIRECT` for flush and compaction writes (sstables and value
+    /// files).
     pub use_direct_io_for_flush_and_compaction: bool,
-    /// Open sstables kept in the table cache.
+    /// Files kept open for reads: three quarters for sstables, a quarter
+    /// for value files.
     pub max_open_files: usize,
     /// Bytes of manifest after which it is rewritten as a snapshot.
     pub max_manifest_file_size: u64,
@@ -85,6 +101,11 @@ impl Default for Options {
             block_cache_capacity: 32 << 20,
             bloom_bits_per_key: 10,
             compression: Compression::None,
+            enable_value_separation: true,
+            min_value_size: 512,
+            value_file_size: 256 << 20,
+            value_cache_capacity: 32 << 20,
+            value_compression: Compression::None,
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             max_open_files: 1000,
@@ -134,6 +155,14 @@ impl Options {
         }
         if self.bloom_bits_per_key > 64 {
             return bad("bloom_bits_per_key must be at most 64");
+        }
+        if self.min_value_size == 0 {
+            return bad("min_value_size must be positive");
+        }
+        // Ordinals of a logical file fit a u32 in the value-references
+        // bitmaps: 32 GiB of records of at least 14 bytes stays below 2^32.
+        if self.value_file_size < 4 << 10 || self.value_file_size > 32 << 30 {
+            return bad("value_file_size must be in [4 KiB, 32 GiB]");
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");

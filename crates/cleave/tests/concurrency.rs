@@ -74,8 +74,8 @@ fn atomic_batches_consistent_snapshots_and_read_your_writes() {
                 let mut b_vals = Vec::new();
                 while it.valid() {
                     match it.key().first() {
-                        Some(b'a') => a_vals.push(it.value().to_vec()),
-                        Some(b'b') => b_vals.push(it.value().to_vec()),
+                        Some(b'a') => a_vals.push(it.value().unwrap().to_vec()),
+                        Some(b'b') => b_vals.push(it.value().unwrap().to_vec()),
                         _ => {}
                     }
                     it.next().unwrap();

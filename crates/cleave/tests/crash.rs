@@ -184,5 +184,24 @@ fn verify(dir: &Path, expect: &mut BTreeMap<u64, Expect>, cycle: u64) {
         it.next().unwrap();
     }
     it.status().unwrap();
+    drop(it);
+    // Every record of every live file checks out, and a value file a
+    // killed flush left behind unnamed is gone: each on disk is live.
+    db.verify_checksums().unwrap();
+    let on_disk = std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "vf")
+        })
+        .count();
+    assert_eq!(
+        db.space_report().unwrap().value_files,
+        on_disk,
+        "cycle {cycle}: an orphan value file survived the reopen"
+    );
     db.close().unwrap();
 }

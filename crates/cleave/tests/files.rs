@@ -100,7 +100,10 @@ fn obsolete_files_wait_for_readers_holding_their_version() {
     }
     let mut n = 0;
     while it.valid() {
-        assert!(it.value().starts_with(b"a-"), "iterator saw a later write");
+        assert!(
+            it.value().unwrap().starts_with(b"a-"),
+            "iterator saw a later write"
+        );
         it.next().unwrap();
         n += 1;
     }

@@ -55,7 +55,7 @@ fn run(seed: u64, steps: usize, unlogged: bool) {
                 for _ in 0..rng.gen_range(1..6) {
                     let k = format!("k{:05}", rng.gen_range(0..space)).into_bytes();
                     if rng.gen_bool(0.75) {
-                        let len = rng.gen_range(0..300);
+                        let len = rng.gen_range(0..1500);
                         let mut v = format!("{seed}:{step}:").into_bytes();
                         v.resize(len.max(v.len()), b'a' + (step % 26) as u8);
                         b.put(&k, &v);

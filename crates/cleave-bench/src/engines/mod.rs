@@ -36,10 +36,11 @@ pub struct EngineCounters {
     pub compaction_bytes_read: u64,
     pub compaction_bytes_written: u64,
     /// The part of `flush_bytes_written` and `compaction_bytes_written`
-    /// that went to value files (RocksDB's blob files). Already counted in
-    /// those two, so never added to them again: RocksDB's flush and
-    /// compaction tickers count every byte the job's thread writes, blob
-    /// files included.
+    /// that went to value files (RocksDB's blob files, cleave's value
+    /// files). Already counted in those two, so never added to them again:
+    /// RocksDB's flush and compaction tickers count every byte the job's
+    /// thread writes, blob files included, and cleave's flush counter
+    /// counts the value files a flush writes.
     pub value_file_bytes_written: u64,
     pub stall_micros: u64,
 }
@@ -80,6 +81,22 @@ impl EngineCounters {
     }
 }
 
+/// Where an engine's disk space goes, as the engine itself accounts it
+/// (cleave's `Db::space_report`), beside the harness's own `disk_bytes`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct SpaceBreakdown {
+    /// Bytes of live sstables.
+    pub sstable_bytes: u64,
+    /// Bytes of live value files on disk.
+    pub value_file_bytes: u64,
+    /// Value-file record bytes that no live sstable references any more:
+    /// garbage a value-file GC could reclaim.
+    pub exposed_garbage_bytes: u64,
+    /// Space amplification of the key tree (Scavenger+'s S_index): the
+    /// compensated bytes of all levels over those of the last level.
+    pub s_index: f64,
+}
+
 /// A key-value engine under test. Write durability (`sync`, `disable_wal`)
 /// is fixed when the engine is opened, as db_bench fixes it per run.
 pub trait Engine: Send + Sync {
@@ -102,6 +119,11 @@ pub trait Engine: Send + Sync {
     fn stats_text(&self) -> Option<String>;
     /// The engine's own I/O counters, if it keeps them.
     fn counters(&self) -> Option<EngineCounters>;
+    /// The engine's own breakdown of its disk space, for engines that keep
+    /// one (`None` for the rest: their records leave the fields out).
+    fn space_breakdown(&self) -> Result<Option<SpaceBreakdown>> {
+        Ok(None)
+    }
     /// A note for the run header about options the engine could not honour
     /// exactly (e.g. a codec it lacks).
     fn config_notes(&self) -> Vec<String> {
@@ -135,15 +157,50 @@ pub struct EngineConfig {
     pub use_direct_reads: bool,
     pub use_direct_io_for_flush_and_compaction: bool,
     /// Values at least this large go to value files (BlobDB's
-    /// `min_blob_size`).
+    /// `min_blob_size`, cleave's `min_value_size`).
     pub min_blob_size: u64,
+    /// cleave only: key-value separation on (`--value_separation`).
+    pub value_separation: bool,
+    /// cleave only: bytes of the cache of separated values
+    /// (`--value_cache_size`; 0 disables it).
+    pub value_cache_size: u64,
 }
 
 /// BlobDB's separation threshold in the benchmarks we compare against
 /// (BENCHMARKS.md runs BlobDB with `--min_blob_size=512`); `--min_blob_size`'s
 /// default.
-#[cfg(all(test, feature = "rocksdb"))]
+#[cfg(test)]
 pub const DEFAULT_MIN_BLOB_SIZE: u64 = 512;
+
+/// A small configuration for the adapters' tests: 1 MiB memtables and
+/// files, so a few thousand puts flush and compact.
+#[cfg(test)]
+pub fn small_test_config(path: PathBuf) -> EngineConfig {
+    EngineConfig {
+        path,
+        write_buffer_size: 1 << 20,
+        max_write_buffer_number: 2,
+        target_file_size_base: 1 << 20,
+        max_bytes_for_level_base: 4 << 20,
+        max_background_jobs: 2,
+        max_bytes_for_level_multiplier: 10.0,
+        level_compaction_dynamic_level_bytes: false,
+        level0_file_num_compaction_trigger: 4,
+        level0_slowdown_writes_trigger: 20,
+        level0_stop_writes_trigger: 36,
+        block_size: 4096,
+        cache_size: 1 << 20,
+        bloom_bits_per_key: Some(10),
+        compression: CompressionType::Lz4,
+        sync: false,
+        disable_wal: false,
+        use_direct_reads: false,
+        use_direct_io_for_flush_and_compaction: false,
+        min_blob_size: DEFAULT_MIN_BLOB_SIZE,
+        value_separation: true,
+        value_cache_size: 0,
+    }
+}
 
 impl EngineConfig {
     pub fn from_flags(flags: &Flags) -> Self {
@@ -168,6 +225,8 @@ impl EngineConfig {
             use_direct_reads: flags.use_direct_reads,
             use_direct_io_for_flush_and_compaction: flags.use_direct_io_for_flush_and_compaction,
             min_blob_size: flags.min_blob_size,
+            value_separation: flags.value_separation,
+            value_cache_size: flags.value_cache_size,
         }
     }
 
@@ -181,7 +240,8 @@ impl EngineConfig {
             "path {} | write_buffer_size {} x {} | target_file_size_base {} | \
              max_bytes_for_level_base {} | max_background_jobs {} | cache_size {} | \
              bloom_bits {} | compression {:?} | sync {} | disable_wal {} | \
-             direct reads {} | direct flush/compaction {} | min_blob_size {}",
+             direct reads {} | direct flush/compaction {} | min_blob_size {} | \
+             value_separation {} (cleave) | value_cache_size {} (cleave)",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -196,8 +256,21 @@ impl EngineConfig {
             self.use_direct_reads,
             self.use_direct_io_for_flush_and_compaction,
             self.min_blob_size,
+            self.value_separation,
+            self.value_cache_size,
         )
     }
+}
+
+/// The summed sizes of the files in `path` whose names end in `suffix`.
+#[cfg(test)]
+pub fn bytes_with_suffix(path: &std::path::Path, suffix: &str) -> u64 {
+    std::fs::read_dir(path)
+        .expect("list db dir")
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_name().to_string_lossy().ends_with(suffix))
+        .map(|entry| entry.metadata().expect("metadata").len())
+        .sum()
 }
 
 /// The engine names `open` knows.

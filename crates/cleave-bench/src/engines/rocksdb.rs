@@ -458,10 +458,8 @@ impl Engine for RocksDbEngine {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
-    use crate::engines::DEFAULT_MIN_BLOB_SIZE;
+    use crate::engines::{bytes_with_suffix, small_test_config, DEFAULT_MIN_BLOB_SIZE};
 
     const SAMPLE_STATISTICS: &str = "\
 rocksdb.block.cache.miss COUNT : 12
@@ -503,31 +501,6 @@ rocksdb.extra.words COUNT : 5 6
         );
     }
 
-    fn small_config(path: PathBuf) -> EngineConfig {
-        EngineConfig {
-            path,
-            write_buffer_size: 1 << 20,
-            max_write_buffer_number: 2,
-            target_file_size_base: 1 << 20,
-            max_bytes_for_level_base: 4 << 20,
-            max_background_jobs: 2,
-            max_bytes_for_level_multiplier: 10.0,
-            level_compaction_dynamic_level_bytes: false,
-            level0_file_num_compaction_trigger: 4,
-            level0_slowdown_writes_trigger: 20,
-            level0_stop_writes_trigger: 36,
-            block_size: 4096,
-            cache_size: 1 << 20,
-            bloom_bits_per_key: Some(10),
-            compression: CompressionType::Lz4,
-            sync: false,
-            disable_wal: false,
-            use_direct_reads: false,
-            use_direct_io_for_flush_and_compaction: false,
-            min_blob_size: DEFAULT_MIN_BLOB_SIZE,
-        }
-    }
-
     fn key(index: u32) -> Vec<u8> {
         format!("key{index:08}").into_bytes()
     }
@@ -540,20 +513,11 @@ rocksdb.extra.words COUNT : 5 6
             .count()
     }
 
-    fn bytes_with_suffix(path: &Path, suffix: &str) -> u64 {
-        fs::read_dir(path)
-            .expect("list db dir")
-            .filter_map(|entry| entry.ok())
-            .filter(|entry| entry.file_name().to_string_lossy().ends_with(suffix))
-            .map(|entry| entry.metadata().expect("metadata").len())
-            .sum()
-    }
-
     /// Drives every trait method and returns the directory's .blob count
     /// after the flush.
     fn smoke(flavor: Flavor, name: &str) -> usize {
         let dir = tempfile::tempdir().expect("tempdir");
-        let config = small_config(dir.path().join("db"));
+        let config = small_test_config(dir.path().join("db"));
         let engine = RocksDbEngine::open(&config, flavor).expect("open");
         assert_eq!(engine.name(), name);
         assert!(engine
@@ -625,7 +589,7 @@ rocksdb.extra.words COUNT : 5 6
             let dir = tempfile::tempdir().expect("tempdir");
             let config = EngineConfig {
                 compression,
-                ..small_config(dir.path().join("db"))
+                ..small_test_config(dir.path().join("db"))
             };
             // RocksDB refuses to open with a codec its build lacks.
             let engine = RocksDbEngine::open(&config, Flavor::Blob)
@@ -654,7 +618,7 @@ rocksdb.extra.words COUNT : 5 6
         let config = EngineConfig {
             // So that blob file sizes are at least the values' bytes.
             compression: CompressionType::None,
-            ..small_config(dir.path().join("db"))
+            ..small_test_config(dir.path().join("db"))
         };
         let engine = RocksDbEngine::open(&config, Flavor::Blob).expect("open");
         let value = vec![b'v'; 4096];

@@ -5,10 +5,12 @@ use std::path::{Path, PathBuf};
 use super::key::FileNumber;
 
 /// The kinds of file cleave keeps in its directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum FileKind {
     Wal,
     Sstable,
+    /// A physical value file.
+    ValueFile,
     Manifest,
     Current,
     Lock,
@@ -24,6 +26,10 @@ pub(crate) fn wal(dir: &Path, n: FileNumber) -> PathBuf {
 
 pub(crate) fn sstable(dir: &Path, n: FileNumber) -> PathBuf {
     dir.join(format!("{n}.sst"))
+}
+
+pub(crate) fn value_file(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(format!("{n}.vf"))
 }
 
 pub(crate) fn manifest(dir: &Path, n: FileNumber) -> PathBuf {
@@ -57,6 +63,7 @@ pub(crate) fn parse(name: &str) -> Option<(FileKind, FileNumber)> {
     let kind = match ext {
         "wal" => FileKind::Wal,
         "sst" => FileKind::Sstable,
+        "vf" => FileKind::ValueFile,
         "tmp" => FileKind::Temp,
         _ => return None,
     };
@@ -81,6 +88,7 @@ mod tests {
         for (p, kind) in [
             (wal(d, n), FileKind::Wal),
             (sstable(d, n), FileKind::Sstable),
+            (value_file(d, n), FileKind::ValueFile),
             (manifest(d, n), FileKind::Manifest),
             (temp(d, n), FileKind::Temp),
         ] {

@@ -2,6 +2,7 @@
 
 pub(crate) mod checksum;
 pub(crate) mod coding;
+pub(crate) mod compression;
 pub(crate) mod filename;
 mod iterator;
 pub(crate) mod key;

@@ -14,6 +14,11 @@
 //! times the multiplier per level below the base, but never below `base`.
 //! Levels above the base level are empty and never compacted; L0 compacts
 //! into the base level.
+//!
+//! Every size here is *compensated*: a table's bytes plus the bytes of the
+//! separated values it references, so that the key tree keeps the shape it
+//! would have with inline values, and the values of shadowed entries
+//! (hidden garbage) wait no longer for compaction than inline values would.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -75,7 +80,10 @@ pub(crate) fn level_targets(v: &Version, opts: &PickerOptions) -> LevelTargets {
             bytes,
         };
     };
-    let max_size = (1..NUM_LEVELS).map(|l| v.level_bytes(l)).max().unwrap_or(0) as f64;
+    let max_size = (1..NUM_LEVELS)
+        .map(|l| v.level_compensated_bytes(l))
+        .max()
+        .unwrap_or(0) as f64;
     let mut cur = max_size / mult.powi((last - first) as i32);
     let (base_level, base_size) = if cur <= base / mult {
         (first, base / mult + 1.0)
@@ -119,7 +127,8 @@ fn scores_excluding(
     for (level, score) in s.iter_mut().enumerate().take(NUM_LEVELS - 1).skip(1) {
         let target = targets.bytes[level];
         if target != u64::MAX && level >= targets.base_level {
-            *score = idle(level).map(|f| f.size).sum::<u64>() as f64 / target.max(1) as f64;
+            *score = idle(level).map(|f| f.compensated_size()).sum::<u64>() as f64
+                / target.max(1) as f64;
         }
     }
     s
@@ -310,9 +319,9 @@ fn pick_level(
             let overlap: u64 = v
                 .overlapping_files(level + 1, Some(f.smallest_user()), Some(f.largest_user()))
                 .iter()
-                .map(|g| g.size)
+                .map(|g| g.compensated_size())
                 .sum();
-            let ratio = u128::from(overlap) * 1024 / u128::from(f.size.max(1));
+            let ratio = u128::from(overlap) * 1024 / u128::from(f.compensated_size().max(1));
             (ratio, f.number, i)
         })
         .collect();
@@ -487,6 +496,67 @@ mod tests {
             let t = level_targets(&version(spec), &opts(true));
             assert_eq!((t.base_level, t.bytes), (*base, *bytes), "{spec:?}");
         }
+    }
+
+    /// A table that keeps its values in value files counts them: the level
+    /// sizes, the base level and the scores are those of the same data
+    /// stored inline.
+    #[test]
+    fn sizes_are_compensated_by_referenced_value_bytes() {
+        use crate::manifest::{TableValueRefs, VersionEdit};
+        let with_values = |n: u64, lo: &str, hi: &str, size: u64, values: u64| {
+            let mut m = meta(n, lo, hi, n * 10, size);
+            m.value_refs = vec![TableValueRefs {
+                logical_file: FileNumber(100 + n),
+                count: 1,
+                bytes: values,
+            }];
+            m
+        };
+        let mut e = VersionEdit::default();
+        for n in [1u64, 2, 3, 4] {
+            e.add_value_file(crate::manifest::ValueFileMeta {
+                number: FileNumber(100 + n),
+                size: 1 << 30,
+                hosted: vec![crate::manifest::HostedLogical {
+                    logical_file: FileNumber(100 + n),
+                    records: 1,
+                    bytes: 1 << 29,
+                }],
+                ..Default::default()
+            });
+        }
+        // L6 holds 10 sstable bytes but 9,990 bytes of values, L5 5 + 295:
+        // the targets are those of 10,000 and 300 inline bytes.
+        e.add_file(6, with_values(1, "a", "m", 10, 9_990));
+        e.add_file(5, with_values(2, "a", "c", 5, 295));
+        let v = Version::default().apply(e).unwrap();
+        let t = level_targets(&v, &opts(true));
+        assert_eq!((t.base_level, t.bytes[5]), (4, 1000));
+        let with = version("L5 2 a c 300\nL6 1 a m 10000");
+        assert_eq!(level_targets(&with, &opts(true)).bytes, t.bytes);
+        assert_eq!(scores(&v, &opts(true))[5], 0.3);
+        // Uncompensated, L5 would look tiny and L6 would set no base level.
+        let bare = version("L5 2 a c 5\nL6 1 a m 10");
+        assert!(scores(&bare, &opts(true))[5] < scores(&v, &opts(true))[5]);
+
+        // File picking weighs overlap by compensated size: file 2 overlaps
+        // one sstable byte that stands for 9,999 bytes of values.
+        let mut e = VersionEdit::default();
+        e.delete_file(6, FileNumber(1));
+        e.add_file(6, with_values(1, "a", "m", 1, 9_999));
+        e.add_file(5, meta(5, "n", "p", 50, 50));
+        e.add_file(6, meta(6, "n", "z", 60, 40));
+        let v = v.apply(e).unwrap();
+        let p = pick_level(&v, &opts(true), 5, &Busy::default()).unwrap();
+        assert_eq!(nums(&p.inputs), vec![5]);
+        let bare = version("L5 2 a c 5\nL5 5 n p 50\nL6 1 a m 1\nL6 6 n z 40");
+        let p = pick_level(&bare, &opts(true), 5, &Busy::default()).unwrap();
+        assert_eq!(
+            nums(&p.inputs),
+            vec![2],
+            "uncompensated, file 2 looks cheapest"
+        );
     }
 
     #[test]

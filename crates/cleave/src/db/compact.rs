@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use super::stats::add;
 use super::DbInner;
-use crate::base::key;
-use crate::base::{filename, FileNumber};
+use crate::base::filename::FileKind;
+use crate::base::key::{self, ValueKind};
+use crate::base::{filename, FileNumber, InternalKey};
 use crate::compaction::picker::CompactionPlan;
 use crate::compaction::stream::DropRules;
 use crate::error::{Error, Result};
@@ -15,8 +16,9 @@ use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
 use crate::manifest::edit::VersionEdit;
 use crate::manifest::version::Version;
-use crate::manifest::FileMeta;
+use crate::manifest::{FileMeta, HostedLogical, TableValueRefs, ValueFileMeta};
 use crate::sstable::{TableBuilder, TableOptions, TableSummary};
+use crate::value_file::{ValueFileBuilder, ValueFileOptions, ValueFileSummary};
 use crate::vfs::FileOptions;
 
 /// One sstable written by a flush or compaction.
@@ -37,10 +39,74 @@ impl Output {
             largest_seq: s.largest_seq,
             num_entries: s.num_entries,
             num_deletions: s.num_deletions,
+            value_refs: s
+                .value_refs
+                .per_file()
+                .map(|(logical_file, count, bytes)| TableValueRefs {
+                    logical_file,
+                    count,
+                    bytes,
+                })
+                .collect(),
             ..FileMeta::default()
         }
     }
 }
+
+/// The manifest's record of a value file a flush wrote.
+pub(super) fn value_file_meta(s: &ValueFileSummary) -> ValueFileMeta {
+    ValueFileMeta {
+        number: s.number,
+        size: s.file_size,
+        hosted: s
+            .properties
+            .hosted
+            .iter()
+            .map(|h| HostedLogical {
+                logical_file: h.logical_file,
+                records: h.num_records,
+                bytes: h.record_bytes,
+            })
+            .collect(),
+        ..ValueFileMeta::default()
+    }
+}
+
+/// What one flush or compaction wrote.
+#[derive(Default)]
+pub(super) struct Outputs {
+    pub tables: Vec<Output>,
+    /// Written by flushes only: compaction carries handles unchanged.
+    pub value_files: Vec<ValueFileSummary>,
+}
+
+impl Outputs {
+    pub(super) fn bytes(&self) -> u64 {
+        self.table_bytes() + self.value_file_bytes()
+    }
+
+    pub(super) fn table_bytes(&self) -> u64 {
+        self.tables.iter().map(|o| o.summary.file_size).sum()
+    }
+
+    pub(super) fn value_file_bytes(&self) -> u64 {
+        self.value_files.iter().map(|v| v.file_size).sum()
+    }
+
+    /// Adds every output to `edit`, sstables in `level`.
+    pub(super) fn add_to(&self, edit: &mut VersionEdit, level: usize) {
+        for o in &self.tables {
+            edit.add_file(level, o.meta());
+        }
+        for v in &self.value_files {
+            edit.add_value_file(value_file_meta(v));
+        }
+    }
+}
+
+/// Files created so far by one job, so that a failure removes them all.
+#[derive(Default)]
+struct Created(Vec<(FileKind, FileNumber)>);
 
 impl DbInner {
     fn table_options(&self) -> TableOptions {
@@ -52,45 +118,70 @@ impl DbInner {
         }
     }
 
+    fn background_file_options(&self) -> FileOptions {
+        FileOptions {
+            direct: self.opts.use_direct_io_for_flush_and_compaction,
+        }
+    }
+
     /// Writes the entries of `input` that `rules` keep into sstables of
-    /// about `max_file_size` bytes. A user key never straddles two outputs,
-    /// so that the outputs' key ranges do not overlap. On failure the
-    /// partial outputs are removed.
+    /// about `max_file_size` compensated bytes (sstable bytes plus the
+    /// value bytes they reference). With `separate` (flushes), values of
+    /// at least `min_value_size` go to new value files and the sstables
+    /// keep handles. A user key never straddles two outputs, so that the
+    /// outputs' key ranges do not overlap. On failure every file the job
+    /// created is removed.
     pub(super) fn write_outputs(
         &self,
         input: &mut dyn InternalIterator,
         rules: &mut DropRules,
         may_exist_below: &dyn Fn(&[u8]) -> bool,
         max_file_size: u64,
-    ) -> Result<Vec<Output>> {
-        let mut outputs = Vec::new();
-        let result =
-            self.write_outputs_into(input, rules, may_exist_below, max_file_size, &mut outputs);
+        separate: bool,
+    ) -> Result<Outputs> {
+        let mut outputs = Outputs::default();
+        let mut created = Created::default();
+        let separate = separate && self.opts.enable_value_separation;
+        let result = self.write_outputs_into(
+            input,
+            rules,
+            may_exist_below,
+            max_file_size,
+            separate,
+            &mut outputs,
+            &mut created,
+        );
         if let Err(e) = result {
-            for o in &outputs {
-                let _ = self.fs.remove(&filename::sstable(&self.dir, o.number));
+            for &(kind, number) in &created.0 {
+                let path = match kind {
+                    FileKind::ValueFile => filename::value_file(&self.dir, number),
+                    _ => filename::sstable(&self.dir, number),
+                };
+                let _ = self.fs.remove(&path);
             }
             return Err(e);
         }
-        if !outputs.is_empty() {
+        if !outputs.tables.is_empty() || !outputs.value_files.is_empty() {
             self.fs.sync_dir(&self.dir)?;
         }
         Ok(outputs)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn write_outputs_into(
         &self,
         input: &mut dyn InternalIterator,
         rules: &mut DropRules,
         may_exist_below: &dyn Fn(&[u8]) -> bool,
         max_file_size: u64,
-        outputs: &mut Vec<Output>,
+        separate: bool,
+        outputs: &mut Outputs,
+        created: &mut Created,
     ) -> Result<()> {
         let mut builder: Option<(FileNumber, TableBuilder)> = None;
+        let mut values: Option<ValueFileBuilder> = None;
         let mut last_user_key: Vec<u8> = Vec::new();
-        let file_opts = FileOptions {
-            direct: self.opts.use_direct_io_for_flush_and_compaction,
-        };
+        let mut handle_buf = Vec::new();
         while input.valid() {
             let ikey = input.key();
             let decision = rules
@@ -103,8 +194,9 @@ impl DbInner {
             let user_key = key::user_key(ikey);
             let new_user_key = user_key != last_user_key.as_slice();
             if let Some((number, b)) = builder.take() {
-                if new_user_key && b.estimated_size() >= max_file_size {
-                    outputs.push(Output {
+                let full = b.estimated_size().saturating_add(b.value_bytes()) >= max_file_size;
+                if new_user_key && full {
+                    outputs.tables.push(Output {
                         number,
                         summary: b.finish()?,
                     });
@@ -115,12 +207,29 @@ impl DbInner {
             if builder.is_none() {
                 let number = self.versions.lock().new_file_number();
                 // Registered before creation so a failure can remove it.
+                created.0.push((FileKind::Sstable, number));
                 let path = filename::sstable(&self.dir, number);
-                let file = self.fs.create(&path, file_opts)?;
+                let file = self.fs.create(&path, self.background_file_options())?;
                 builder = Some((number, TableBuilder::new(file, path, self.table_options())));
             }
+            let value = input.value();
+            let separated_key;
+            let (out_key, out_value) = if separate
+                && value.len() >= self.opts.min_value_size
+                && key::tag(ikey) as u8 == ValueKind::Value as u8
+            {
+                let seq = key::seq(ikey);
+                let vb = self.value_file_builder(&mut values, outputs, created)?;
+                let handle = vb.add(user_key, seq, value)?;
+                handle_buf.clear();
+                handle.encode(&mut handle_buf);
+                separated_key = InternalKey::new(user_key, seq, ValueKind::ValueRef);
+                (separated_key.encoded(), handle_buf.as_slice())
+            } else {
+                (ikey, value)
+            };
             if let Some((_, b)) = builder.as_mut() {
-                b.add(ikey, input.value())?;
+                b.add(out_key, out_value)?;
             }
             if new_user_key {
                 last_user_key.clear();
@@ -128,8 +237,11 @@ impl DbInner {
             }
             input.next()?;
         }
+        if let Some(vb) = values {
+            outputs.value_files.push(vb.finish()?);
+        }
         if let Some((number, b)) = builder {
-            outputs.push(Output {
+            outputs.tables.push(Output {
                 number,
                 summary: b.finish()?,
             });
@@ -140,6 +252,43 @@ impl DbInner {
             dropped.shadowed + dropped.obsolete_deletions,
         );
         Ok(())
+    }
+
+    /// The value file being written, after finishing it and starting
+    /// another when it has reached `value_file_size`.
+    fn value_file_builder<'b>(
+        &self,
+        current: &'b mut Option<ValueFileBuilder>,
+        outputs: &mut Outputs,
+        created: &mut Created,
+    ) -> Result<&'b mut ValueFileBuilder> {
+        if current
+            .as_ref()
+            .is_some_and(|b| b.file_size() >= self.opts.value_file_size)
+        {
+            if let Some(full) = current.take() {
+                outputs.value_files.push(full.finish()?);
+            }
+        }
+        match current {
+            Some(b) => Ok(b),
+            None => {
+                let number = self.versions.lock().new_file_number();
+                created.0.push((FileKind::ValueFile, number));
+                let opts = ValueFileOptions {
+                    compression: self.opts.value_compression,
+                    direct_writes: self.opts.use_direct_io_for_flush_and_compaction,
+                    ..ValueFileOptions::default()
+                };
+                let path = filename::value_file(&self.dir, number);
+                Ok(current.insert(ValueFileBuilder::create(
+                    self.fs.as_ref(),
+                    path,
+                    number,
+                    opts,
+                )?))
+            }
+        }
     }
 
     /// Runs one compaction plan to completion and installs its result.
@@ -179,8 +328,13 @@ impl DbInner {
         let mut rules = DropRules::new(self.snapshots.sequence_numbers(), plan.bottommost);
         let output_level = plan.output_level;
         let below = |uk: &[u8]| version.key_may_exist_below(output_level, uk);
-        let outputs =
-            self.write_outputs(&mut merged, &mut rules, &below, plan.max_output_file_size)?;
+        let outputs = self.write_outputs(
+            &mut merged,
+            &mut rules,
+            &below,
+            plan.max_output_file_size,
+            false,
+        )?;
 
         let mut edit = VersionEdit::default();
         for f in &plan.inputs {
@@ -189,11 +343,8 @@ impl DbInner {
         for f in &plan.output_level_inputs {
             edit.delete_file(plan.output_level, f.number);
         }
-        let mut written = 0;
-        for o in &outputs {
-            written += o.summary.file_size;
-            edit.add_file(plan.output_level, o.meta());
-        }
+        let written = outputs.bytes();
+        outputs.add_to(&mut edit, plan.output_level);
         // On failure the manifest may or may not hold the edit (a failed
         // fsync says nothing about what reached the disk): keep the outputs;
         // the next open removes them if the manifest does not name them.

@@ -19,14 +19,13 @@ impl DbInner {
         // Shadowed versions no snapshot needs are dropped already here;
         // deletions stay, since older versions may live in the levels.
         let mut rules = DropRules::new(self.snapshots.sequence_numbers(), false);
-        let outputs = self.write_outputs(&mut it, &mut rules, &|_| true, u64::MAX)?;
+        let outputs = self.write_outputs(&mut it, &mut rules, &|_| true, u64::MAX, true)?;
 
+        // The sstable and the value files its handles point into become
+        // live in one edit: a crash before it leaves only orphans, which
+        // the next open removes.
         let mut edit = VersionEdit::default();
-        let mut written = 0;
-        for o in &outputs {
-            written += o.summary.file_size;
-            edit.add_file(0, o.meta());
-        }
+        outputs.add_to(&mut edit, 0);
         {
             let mut v = self.versions.lock();
             let mut st = self.state.lock();
@@ -44,7 +43,15 @@ impl DbInner {
             st.current = v.current();
             st.imm.pop_front();
         }
-        add(&self.counters.flush_bytes_written, written);
+        add(&self.counters.flush_bytes_written, outputs.bytes());
+        add(
+            &self.counters.value_file_bytes_written,
+            outputs.value_file_bytes(),
+        );
+        add(
+            &self.counters.value_files_written,
+            outputs.value_files.len() as u64,
+        );
         add(&self.counters.flushes, 1);
         self.delete_obsolete_files();
         Ok(())

@@ -5,10 +5,12 @@ mod background;
 mod compact;
 mod flush;
 mod open;
+mod purge;
 mod read;
 #[cfg(test)]
 mod regression_tests;
 mod snapshot;
+mod space;
 mod stats;
 mod write;
 
@@ -31,10 +33,12 @@ use crate::manifest::version_set::VersionSet;
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::sstable::{BlockCache, TableCache};
+use crate::value_file::ValueStore;
 use crate::vfs::{FileLock, Fs};
 use crate::wal::WalWriter;
 
 pub use snapshot::Snapshot;
+pub use space::{LevelSpace, SpaceReport};
 pub use stats::{LevelStats, Stats};
 
 use background::RunningCompaction;
@@ -117,6 +121,8 @@ pub(crate) struct DbInner {
     visible_seq: AtomicU64,
     block_cache: Arc<BlockCache>,
     table_cache: Arc<TableCache>,
+    values: Arc<ValueStore>,
+    purger: Arc<purge::Purger>,
     snapshots: Arc<SnapshotList>,
     counters: stats::Counters,
     next_job_id: AtomicU64,
@@ -220,14 +226,23 @@ impl Db {
         self.inner.wait_for_background_idle()
     }
 
-    /// Reads every block of every live sstable and checks its checksum, as
-    /// RocksDB's `VerifyChecksum`; returns the first error, naming the file.
+    /// Reads every block of every live sstable and every record of every
+    /// live value file and checks its checksum, as RocksDB's
+    /// `VerifyChecksum`; returns the first error, naming the file.
     pub fn verify_checksums(&self) -> Result<()> {
         let version = self.inner.state.lock().current.clone();
-        for (_, file) in version.all_files() {
-            self.inner.table_cache.get(file.number)?.verify()?;
-        }
-        Ok(())
+        let verified = self.inner.verify_version(&version);
+        // The copy may have been the last to name a compacted file.
+        drop(version);
+        self.inner.purger.purge();
+        verified
+    }
+
+    /// Where the disk space goes: sstables and value files per the current
+    /// Version (exact, with value-file garbage), and the measured size of
+    /// every file in the directory.
+    pub fn space_report(&self) -> Result<SpaceReport> {
+        self.inner.space_report()
     }
 
     /// Statistics as a struct.
@@ -295,6 +310,7 @@ impl DbInner {
             .map(|l| LevelStats {
                 files: st.current.num_files(l),
                 bytes: st.current.level_bytes(l),
+                value_bytes: st.current.level_value_bytes(l),
                 // Levels never compacted by size have no target.
                 target_bytes: if targets[l] == u64::MAX {
                     0
@@ -314,6 +330,13 @@ impl DbInner {
         s.block_cache_hits = self.block_cache.hits();
         s.block_cache_misses = self.block_cache.misses();
         s.block_cache_capacity = self.block_cache.capacity() as u64;
+        let reads = self.values.counters();
+        s.value_reads = reads.reads.load(Ordering::Relaxed);
+        s.value_read_bytes = reads.bytes.load(Ordering::Relaxed);
+        s.value_cache_usage = self.values.cache_usage() as u64;
+        s.value_cache_capacity = self.values.cache_capacity() as u64;
+        s.value_cache_hits = self.values.cache_hits();
+        s.value_cache_misses = self.values.cache_misses();
         s
     }
 
@@ -356,6 +379,36 @@ impl DbInner {
         }
     }
 
+    /// Checks every file of `version`; see `Db::verify_checksums`.
+    fn verify_version(&self, version: &Version) -> Result<()> {
+        for (_, file) in version.all_files() {
+            self.table_cache.get(file.number)?.verify()?;
+        }
+        for meta in version.value_files() {
+            let file = self.values.file(meta.number)?;
+            file.verify()?;
+            let hosted: Vec<_> = file
+                .properties()
+                .hosted
+                .iter()
+                .map(|h| (h.logical_file, h.num_records, h.record_bytes))
+                .collect();
+            let named: Vec<_> = meta
+                .hosted
+                .iter()
+                .map(|h| (h.logical_file, h.records, h.bytes))
+                .collect();
+            if hosted != named {
+                return Err(Error::corruption(
+                    file.path(),
+                    0,
+                    "value file hosts other records than the manifest says",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Records the first background failure: from now on writes fail.
     fn set_bg_error(&self, e: &Error) {
         let mut st = self.state.lock();
@@ -373,17 +426,11 @@ impl DbInner {
         }
     }
 
-    /// Deletes sstables no Version names anymore and WALs older than the
-    /// manifest's log number.
+    /// Deletes sstables and value files no Version names anymore and WALs
+    /// older than the manifest's log number.
     fn delete_obsolete_files(&self) {
-        let (tables, log_number) = {
-            let v = self.versions.lock();
-            (v.take_obsolete(), v.log_number())
-        };
-        for n in tables {
-            self.table_cache.evict(n);
-            let _ = self.fs.remove(&filename::sstable(&self.dir, n));
-        }
+        self.purger.purge();
+        let log_number = self.versions.lock().log_number();
         let wals: Vec<FileNumber> = {
             let mut st = self.state.lock();
             let (old, keep): (Vec<_>, Vec<_>) = st.live_wals.iter().partition(|&&w| w < log_number);

@@ -21,6 +21,7 @@ use crate::manifest::version_set::VersionSet;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::{new_block_cache, TableCache};
+use crate::value_file::ValueStore;
 use crate::wal::{self, WalWriter};
 
 pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
@@ -54,12 +55,29 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         VersionSet::create(fs.clone(), dir, &opts)?
     };
     let block_cache = Arc::new(new_block_cache(opts.block_cache_capacity));
+    // One budget of open files: three quarters for sstables, a quarter for
+    // value files (fewer, larger files, a few per flush).
+    let value_files_open = (opts.max_open_files / 4).max(8);
     let table_cache = Arc::new(TableCache::new(
         fs.clone(),
         dir.to_path_buf(),
-        opts.max_open_files,
+        opts.max_open_files - value_files_open,
         block_cache.clone(),
         opts.use_direct_reads,
+    ));
+    let values = Arc::new(ValueStore::new(
+        fs.clone(),
+        dir.to_path_buf(),
+        value_files_open,
+        opts.value_cache_capacity,
+        opts.use_direct_reads,
+    ));
+    let purger = Arc::new(super::purge::Purger::new(
+        fs.clone(),
+        dir.to_path_buf(),
+        versions.obsolete_files(),
+        table_cache.clone(),
+        values.clone(),
     ));
     let last_seq = versions.last_seq();
     let current = versions.current();
@@ -88,6 +106,8 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         visible_seq: AtomicU64::new(last_seq),
         block_cache,
         table_cache,
+        values,
+        purger,
         snapshots: Arc::new(SnapshotList::default()),
         counters: Counters::default(),
         next_job_id: AtomicU64::new(0),
@@ -143,17 +163,13 @@ impl DbInner {
         self.remove_orphans()
     }
 
-    /// Every sstable the manifest names must exist; with `paranoid_checks`
-    /// its footer and metadata must also read back.
+    /// Every sstable and value file the manifest names must exist; with
+    /// `paranoid_checks` its footer and metadata must also read back.
     fn check_live_files(&self, present: &[(FileKind, FileNumber)]) -> Result<()> {
-        let present: HashSet<FileNumber> = present
-            .iter()
-            .filter(|(k, _)| *k == FileKind::Sstable)
-            .map(|&(_, n)| n)
-            .collect();
+        let present: HashSet<(FileKind, FileNumber)> = present.iter().copied().collect();
         let current = self.versions.lock().current();
         for (_, file) in current.all_files() {
-            if !present.contains(&file.number) {
+            if !present.contains(&(FileKind::Sstable, file.number)) {
                 return Err(Error::corruption(
                     filename::sstable(&self.dir, file.number),
                     0,
@@ -162,6 +178,18 @@ impl DbInner {
             }
             if self.opts.paranoid_checks {
                 self.table_cache.get(file.number)?;
+            }
+        }
+        for file in current.value_files() {
+            if !present.contains(&(FileKind::ValueFile, file.number)) {
+                return Err(Error::corruption(
+                    filename::value_file(&self.dir, file.number),
+                    0,
+                    "value file named by the manifest is missing",
+                ));
+            }
+            if self.opts.paranoid_checks {
+                self.values.file(file.number)?;
             }
         }
         Ok(())
@@ -211,9 +239,8 @@ impl DbInner {
         let mut it = mem.iter();
         it.seek_to_first()?;
         let mut rules = DropRules::new(Vec::new(), false);
-        for o in self.write_outputs(&mut it, &mut rules, &|_| true, u64::MAX)? {
-            edit.add_file(0, o.meta());
-        }
+        self.write_outputs(&mut it, &mut rules, &|_| true, u64::MAX, true)?
+            .add_to(edit, 0);
         Ok(())
     }
 
@@ -229,7 +256,7 @@ impl DbInner {
                 continue;
             };
             let orphan = match kind {
-                FileKind::Sstable => !live.contains(&number),
+                FileKind::Sstable | FileKind::ValueFile => !live.contains(&number),
                 FileKind::Wal => number < log_number,
                 FileKind::Manifest => number != manifest,
                 FileKind::Temp => true,

@@ -3,14 +3,15 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::purge::PurgeOnDrop;
 use super::DbInner;
 use crate::base::key::{self, InternalKey, ValueKind};
 use crate::base::SeqNo;
 use crate::error::{Error, Result};
-use crate::iter::db_iter::DbIterator;
+use crate::iter::db_iter::{DbIterator, InnerSource};
 use crate::iter::level::{LevelIterator, TableOpener};
 use crate::iter::merging::MergingIterator;
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, ValueSource};
 use crate::manifest::version::Version;
 use crate::memtable::MemTable;
 use crate::options::ReadOptions;
@@ -45,6 +46,14 @@ impl DbInner {
 
     pub(super) fn get(&self, opts: &ReadOptions<'_>, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
         let view = self.capture(opts.snapshot.map(|s| s.sequence_number()));
+        let found = self.get_in(&view, user_key);
+        // This view may have been the last to name a compacted file.
+        drop(view);
+        self.purger.purge();
+        found
+    }
+
+    fn get_in(&self, view: &ReadView, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
         for mem in &view.mems {
             if let Some((kind, value)) = mem.get(user_key, view.seq) {
                 return resolve(kind, value);
@@ -61,38 +70,59 @@ impl DbInner {
                         "malformed internal key",
                     )
                 })?;
+                if parsed.kind == ValueKind::ValueRef {
+                    let source = self.value_source(view.version.clone());
+                    let v = source.resolve(parsed.kind, &value, user_key, parsed.seq, None)?;
+                    return Ok(Some(Arc::unwrap_or_clone(v)));
+                }
                 return resolve(parsed.kind, value);
             }
         }
         Ok(None)
     }
 
+    /// Resolves separated values in the value files of `version`.
+    pub(super) fn value_source(&self, version: Arc<Version>) -> ValueSource {
+        ValueSource {
+            store: self.values.clone(),
+            version,
+        }
+    }
+
     pub(super) fn iter(&self, opts: &ReadOptions<'_>) -> DbIterator {
         let view = self.capture(opts.snapshot.map(|s| s.sequence_number()));
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        for mem in &view.mems {
-            children.push(Box::new(mem.iter()));
-        }
-        let opener = self.table_opener();
-        for file in view.version.files(0) {
-            children.push(Box::new(LevelIterator::new(
-                vec![file.clone()],
-                opener.clone(),
-            )));
-        }
-        for level in 1..crate::base::limits::NUM_LEVELS {
-            let files = view.version.files(level);
-            if !files.is_empty() {
-                children.push(Box::new(LevelIterator::new(files.to_vec(), opener.clone())));
+        let (mems, version, opener) =
+            (view.mems.clone(), view.version.clone(), self.table_opener());
+        // The iterator and its lookahead are built alike, over one view.
+        let source: InnerSource = Arc::new(move || {
+            let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+            for mem in &mems {
+                children.push(Box::new(mem.iter()));
             }
-        }
-        let merged = MergingIterator::new(children);
+            for file in version.files(0) {
+                children.push(Box::new(LevelIterator::new(
+                    vec![file.clone()],
+                    opener.clone(),
+                )));
+            }
+            for level in 1..crate::base::limits::NUM_LEVELS {
+                let files = version.files(level);
+                if !files.is_empty() {
+                    children.push(Box::new(LevelIterator::new(files.to_vec(), opener.clone())));
+                }
+            }
+            Box::new(MergingIterator::new(children))
+        });
+        let values = self.value_source(view.version.clone());
         DbIterator::new(
-            Box::new(merged),
+            source(),
             view.seq,
             opts.lower_bound.clone(),
             opts.upper_bound.clone(),
-            Box::new((view.mems, view.version)),
+            values,
+            Some(source),
+            // Dropped in order: the Version, then the purge it may allow.
+            Box::new((view.mems, view.version, PurgeOnDrop(self.purger.clone()))),
         )
     }
 
@@ -115,6 +145,8 @@ impl DbInner {
     }
 }
 
+/// The result of an entry holding its value inline (memtables never hold
+/// handles; sstable handles are resolved by the caller).
 fn resolve(kind: ValueKind, value: Vec<u8>) -> Result<Option<Vec<u8>>> {
     match kind {
         ValueKind::Value => Ok(Some(value)),

@@ -14,6 +14,8 @@ pub(crate) struct Counters {
     pub wal_syncs: AtomicU64,
     pub flush_bytes_written: AtomicU64,
     pub flushes: AtomicU64,
+    pub value_file_bytes_written: AtomicU64,
+    pub value_files_written: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub compactions: AtomicU64,
@@ -36,8 +38,12 @@ fn get(c: &AtomicU64) -> u64 {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LevelStats {
     pub files: usize,
+    /// Sstable bytes.
     pub bytes: u64,
-    /// Bytes the level should hold; 0 for L0 and unused levels.
+    /// Value-file bytes the level's sstables reference.
+    pub value_bytes: u64,
+    /// Compensated bytes (`bytes + value_bytes`) the level should hold; 0
+    /// for L0 and unused levels.
     pub target_bytes: u64,
     /// Compaction score (≥ 1 means the level wants compaction).
     pub score: f64,
@@ -52,8 +58,20 @@ pub struct Stats {
     pub user_writes: u64,
     pub wal_bytes_written: u64,
     pub wal_syncs: u64,
+    /// Bytes of sstables and value files written by flushes.
     pub flush_bytes_written: u64,
     pub flushes: u64,
+    /// Bytes of value files written (part of `flush_bytes_written`).
+    pub value_file_bytes_written: u64,
+    pub value_files_written: u64,
+    /// Reads of value records that reached a file (a readahead window
+    /// counts once), and their bytes.
+    pub value_reads: u64,
+    pub value_read_bytes: u64,
+    pub value_cache_usage: u64,
+    pub value_cache_capacity: u64,
+    pub value_cache_hits: u64,
+    pub value_cache_misses: u64,
     pub compaction_bytes_read: u64,
     pub compaction_bytes_written: u64,
     pub compactions: u64,
@@ -82,6 +100,8 @@ impl Stats {
             wal_syncs: get(&c.wal_syncs),
             flush_bytes_written: get(&c.flush_bytes_written),
             flushes: get(&c.flushes),
+            value_file_bytes_written: get(&c.value_file_bytes_written),
+            value_files_written: get(&c.value_files_written),
             compaction_bytes_read: get(&c.compaction_bytes_read),
             compaction_bytes_written: get(&c.compaction_bytes_written),
             compactions: get(&c.compactions),
@@ -122,13 +142,14 @@ impl Stats {
     pub fn to_text(&self) -> String {
         let mb = |b: u64| b as f64 / (1 << 20) as f64;
         let mut s = String::new();
-        let _ = writeln!(s, "Level  Files    Size(MB)  Target(MB)  Score");
+        let _ = writeln!(s, "Level  Files    Size(MB)  Values(MB)  Target(MB)  Score");
         for (i, l) in self.levels.iter().enumerate().take(NUM_LEVELS) {
             let _ = writeln!(
                 s,
-                "L{i:<5} {:>5} {:>11.1} {:>11.1} {:>6.2}",
+                "L{i:<5} {:>5} {:>11.1} {:>11.1} {:>11.1} {:>6.2}",
                 l.files,
                 mb(l.bytes),
+                mb(l.value_bytes),
                 mb(l.target_bytes),
                 l.score
             );
@@ -151,6 +172,18 @@ impl Stats {
             mb(self.compaction_bytes_read),
             mb(self.compaction_bytes_written),
             self.entries_dropped
+        );
+        let _ = writeln!(
+            s,
+            "value files: {} written ({:.1} MB); {} value reads ({:.1} MB); value cache {:.1}/{:.1} MB, {} hits, {} misses",
+            self.value_files_written,
+            mb(self.value_file_bytes_written),
+            self.value_reads,
+            mb(self.value_read_bytes),
+            mb(self.value_cache_usage),
+            mb(self.value_cache_capacity),
+            self.value_cache_hits,
+            self.value_cache_misses
         );
         let _ = writeln!(
             s,

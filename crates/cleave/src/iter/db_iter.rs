@@ -6,13 +6,32 @@
 //! iterator sits before every entry of the current key (the scan must see
 //! all of a key's entries to know the newest visible one), so the current
 //! key and value are copies in `saved_key` and `saved_value`.
+//!
+//! A separated value is resolved only when `value()` is called. In a
+//! forward scan, a lookahead iterator over the same view learns the next
+//! entries' handles and their records are read in parallel (a key range's
+//! values lie in as many value files as flushes wrote it, so they are many
+//! small random reads); records adjacent to earlier ones come from the
+//! per-iterator readahead windows.
 
 use std::any::Any;
+use std::cell::{Cell, OnceCell, RefCell};
 use std::fmt;
+use std::sync::Arc;
 
 use crate::base::key::{self, InternalKey, ParsedKey, SeqNo, ValueKind, MAX_SEQ};
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, ValueSource};
+use crate::value_file::Readahead;
 use crate::{Error, Result};
+
+/// Builds another merged iterator over the same view as the one a
+/// `DbIterator` runs on: its lookahead.
+pub(crate) type InnerSource = Arc<dyn Fn() -> Box<dyn InternalIterator> + Send + Sync>;
+
+/// Entries the first prefetch of a scan covers; each next one doubles, up
+/// to `MAX_PREFETCH_ENTRIES`, so a short scan reads little ahead.
+const FIRST_PREFETCH_ENTRIES: usize = 16;
+const MAX_PREFETCH_ENTRIES: usize = 64;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Direction {
@@ -36,9 +55,32 @@ pub struct DbIterator {
     /// Reverse: the current user key. Forward: the user key whose older
     /// entries are being skipped.
     saved_key: Vec<u8>,
-    /// Reverse: the current value.
+    /// Reverse: the current value as stored (inline, or a handle), with
+    /// the kind and seq of its entry.
     saved_value: Vec<u8>,
+    saved_kind: ValueKind,
+    saved_seq: SeqNo,
     status: Option<Error>,
+    values: ValueSource,
+    /// The resolved separated value of the current entry, once asked for.
+    resolved: OnceCell<Arc<Vec<u8>>>,
+    /// Set when resolving a value failed: the iterator is then invalid and
+    /// every movement returns this error.
+    value_error: OnceCell<Error>,
+    readahead: RefCell<Readahead>,
+    /// Moved by `next`/`prev` since the last seek: values are likely read
+    /// in a run, so readahead may start at a file's first read.
+    scanning: bool,
+    /// Where a lookahead iterator comes from (none: no prefetch).
+    lookahead_source: Option<InnerSource>,
+    /// A second iterator that runs ahead of this one in a forward scan to
+    /// learn the next entries' handles, whose records are then read in
+    /// parallel.
+    lookahead: RefCell<Option<Box<DbIterator>>>,
+    /// The last user key the last prefetch covered.
+    prefetched_until: RefCell<Option<Vec<u8>>>,
+    /// Entries the next prefetch covers.
+    prefetch_entries: Cell<usize>,
     // Declared last so that it is dropped after `inner`, which may read
     // memory the pinned memtables and versions keep alive.
     _pins: Box<dyn Any + Send>,
@@ -71,9 +113,8 @@ fn parse_entry(ikey: &[u8]) -> Result<ParsedKey<'_>> {
 
 fn unsupported(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> Error {
     let what = match kind {
-        ValueKind::ValueRef => "a separated value reference",
         ValueKind::Merge => "a merge operand",
-        ValueKind::Deletion | ValueKind::Value => "an unexpected kind",
+        ValueKind::Deletion | ValueKind::Value | ValueKind::ValueRef => "an unexpected kind",
     };
     corruption(format!(
         "entry for key {:?} at seq {seq} is {what}, which this build cannot read",
@@ -89,12 +130,16 @@ fn set(dst: &mut Vec<u8>, src: &[u8]) {
 impl DbIterator {
     /// `inner` merges every source; entries with a sequence number above
     /// `seq` are invisible. Bounds are user keys, lower inclusive and upper
-    /// exclusive. `pins` keeps alive whatever `inner` reads.
+    /// exclusive. `pins` keeps alive whatever `inner` reads; `values`
+    /// resolves separated values; `lookahead_source`, if given, builds
+    /// another iterator like `inner` for prefetching in scans.
     pub(crate) fn new(
         inner: Box<dyn InternalIterator>,
         seq: SeqNo,
         lower_bound: Option<Vec<u8>>,
         upper_bound: Option<Vec<u8>>,
+        values: ValueSource,
+        lookahead_source: Option<InnerSource>,
         pins: Box<dyn Any + Send>,
     ) -> Self {
         DbIterator {
@@ -106,14 +151,25 @@ impl DbIterator {
             valid: false,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
+            saved_kind: ValueKind::Value,
+            saved_seq: 0,
             status: None,
+            values,
+            resolved: OnceCell::new(),
+            value_error: OnceCell::new(),
+            readahead: RefCell::new(Readahead::default()),
+            scanning: false,
+            lookahead_source,
+            lookahead: RefCell::new(None),
+            prefetched_until: RefCell::new(None),
+            prefetch_entries: Cell::new(FIRST_PREFETCH_ENTRIES),
             _pins: pins,
         }
     }
 
     /// True if the iterator is at an entry.
     pub fn valid(&self) -> bool {
-        self.valid
+        self.valid && self.value_error.get().is_none()
     }
 
     /// Moves to the first key (at or after the lower bound).
@@ -154,7 +210,7 @@ impl DbIterator {
 
     /// The current key; empty if the iterator is not valid.
     pub fn key(&self) -> &[u8] {
-        match (self.valid, self.direction) {
+        match (self.valid(), self.direction) {
             (false, _) => &[],
             // The entry was parsed when the iterator stopped on it, so it
             // holds a whole tag.
@@ -163,18 +219,127 @@ impl DbIterator {
         }
     }
 
-    /// The current value; empty if the iterator is not valid.
-    pub fn value(&self) -> &[u8] {
-        match (self.valid, self.direction) {
-            (false, _) => &[],
-            (true, Direction::Forward) => self.inner.value(),
-            (true, Direction::Reverse) => &self.saved_value,
+    /// The current value; empty if the iterator is not valid. A separated
+    /// value is read here, on the first call at each position (so a scan
+    /// that needs only keys reads no values); a failed read is returned,
+    /// leaves the iterator invalid and is reported by every later call.
+    pub fn value(&self) -> Result<&[u8]> {
+        if let Some(e) = self.value_error.get() {
+            return Err(e.duplicate());
         }
+        if !self.valid() {
+            return Ok(&[]);
+        }
+        let (user_key, seq, kind, raw) = match self.direction {
+            Direction::Forward => {
+                let ikey = self.inner.key();
+                let tag = key::tag(ikey);
+                let kind = ValueKind::from_u8(tag as u8).unwrap_or(ValueKind::Value);
+                (key::user_key(ikey), tag >> 8, kind, self.inner.value())
+            }
+            Direction::Reverse => (
+                self.saved_key.as_slice(),
+                self.saved_seq,
+                self.saved_kind,
+                self.saved_value.as_slice(),
+            ),
+        };
+        if kind != ValueKind::ValueRef {
+            return Ok(raw);
+        }
+        if let Some(v) = self.resolved.get() {
+            return Ok(v.as_slice());
+        }
+        let mut readahead = self.readahead.borrow_mut();
+        let scanning_forward = self.scanning && self.direction == Direction::Forward;
+        if scanning_forward
+            && self
+                .prefetched_until
+                .borrow()
+                .as_deref()
+                .is_none_or(|last| user_key > last)
+        {
+            self.prefetch_from(user_key, &mut readahead);
+        }
+        let resolved = self.values.resolve(
+            kind,
+            raw,
+            user_key,
+            seq,
+            // Readahead runs forward: a reverse scan reads record by record.
+            Some((&mut readahead, scanning_forward)),
+        );
+        match resolved {
+            Ok(v) => Ok(self.resolved.get_or_init(|| v).as_slice()),
+            Err(e) => {
+                let _ = self.value_error.set(e.duplicate());
+                Err(e)
+            }
+        }
+    }
+
+    /// Prefetches the records of the separated values of the entries from
+    /// `user_key` on (the current one first), through the lookahead
+    /// iterator. Best effort: a failure here only means the values are read
+    /// one by one, and reported when asked for.
+    fn prefetch_from(&self, user_key: &[u8], readahead: &mut Readahead) {
+        let Some(source) = &self.lookahead_source else {
+            return;
+        };
+        let mut slot = self.lookahead.borrow_mut();
+        let it = slot.get_or_insert_with(|| {
+            Box::new(DbIterator::new(
+                source(),
+                self.seq,
+                self.lower_bound.clone(),
+                self.upper_bound.clone(),
+                self.values.clone(),
+                None,
+                Box::new(()),
+            ))
+        });
+        let entries = self.prefetch_entries.get();
+        self.prefetch_entries
+            .set((entries * 2).min(MAX_PREFETCH_ENTRIES));
+        let mut handles: Vec<Vec<u8>> = Vec::new();
+        let mut last = None;
+        let mut walk = || -> Result<()> {
+            it.seek(user_key)?;
+            for _ in 0..entries {
+                let Some((kind, raw)) = it.forward_entry() else {
+                    break;
+                };
+                if kind == ValueKind::ValueRef {
+                    handles.push(raw.to_vec());
+                }
+                last = Some(it.key().to_vec());
+                it.next()?;
+            }
+            Ok(())
+        };
+        if walk().is_err() {
+            // A failed lookahead stays failed: drop it, read one by one.
+            *slot = None;
+        }
+        if last.is_some() {
+            *self.prefetched_until.borrow_mut() = last;
+            self.values
+                .prefetch(handles.iter().map(Vec::as_slice), readahead);
+        }
+    }
+
+    /// The kind and stored value of the current entry, moving forward.
+    fn forward_entry(&self) -> Option<(ValueKind, &[u8])> {
+        if !self.valid() || self.direction != Direction::Forward {
+            return None;
+        }
+        let kind = ValueKind::from_u8(key::tag(self.inner.key()) as u8)?;
+        Some((kind, self.inner.value()))
     }
 
     /// The first error this iterator met, if any.
     pub fn status(&self) -> Result<()> {
-        match &self.status {
+        match self.status.as_ref().or(self.value_error.get()) {
             Some(e) => Err(e.duplicate()),
             None => Ok(()),
         }
@@ -183,9 +348,10 @@ impl DbIterator {
     /// Runs one movement, unless an earlier one failed, and records its
     /// failure.
     fn run(&mut self, f: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
-        if let Some(e) = &self.status {
+        if let Some(e) = self.status.as_ref().or(self.value_error.get()) {
             return Err(e.duplicate());
         }
+        self.resolved.take();
         let r = f(self);
         if let Err(e) = &r {
             self.valid = false;
@@ -197,6 +363,9 @@ impl DbIterator {
     fn reset(&mut self, direction: Direction) {
         self.direction = direction;
         self.valid = false;
+        self.scanning = false;
+        self.prefetched_until.get_mut().take();
+        self.prefetch_entries.set(FIRST_PREFETCH_ENTRIES);
         self.saved_key.clear();
         self.saved_value.clear();
     }
@@ -259,6 +428,7 @@ impl DbIterator {
         if !self.valid {
             return Ok(());
         }
+        self.scanning = true;
         match self.direction {
             Direction::Reverse => {
                 // `inner` is before the current key's entries; step into
@@ -283,6 +453,7 @@ impl DbIterator {
         if !self.valid {
             return Ok(());
         }
+        self.scanning = true;
         if self.direction == Direction::Forward {
             // Back up to before every entry of the current key, so that the
             // reverse scan starts from the previous key.
@@ -325,12 +496,12 @@ impl DbIterator {
                         set(&mut self.saved_key, parsed.user_key);
                         skipping = true;
                     }
-                    ValueKind::Value if !shadowed => {
+                    ValueKind::Value | ValueKind::ValueRef if !shadowed => {
                         self.valid = true;
                         self.saved_key.clear();
                         return Ok(());
                     }
-                    ValueKind::ValueRef | ValueKind::Merge if !shadowed => {
+                    ValueKind::Merge if !shadowed => {
                         return Err(unsupported(parsed.user_key, parsed.seq, parsed.kind));
                     }
                     ValueKind::Value | ValueKind::ValueRef | ValueKind::Merge => {}
@@ -375,7 +546,11 @@ impl DbIterator {
         }
         match found {
             None => self.reset(Direction::Forward),
-            Some((ValueKind::Value, _)) => self.valid = true,
+            Some((kind @ (ValueKind::Value | ValueKind::ValueRef), seq)) => {
+                self.valid = true;
+                self.saved_kind = kind;
+                self.saved_seq = seq;
+            }
             Some((kind, seq)) => return Err(unsupported(&self.saved_key, seq, kind)),
         }
         Ok(())

@@ -7,6 +7,8 @@ pub(crate) mod level;
 pub(crate) mod merging;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub(crate) mod value_source;
 
 pub(crate) use crate::base::InternalIterator;
 pub use db_iter::DbIterator;
+pub(crate) use value_source::ValueSource;

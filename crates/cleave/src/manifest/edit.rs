@@ -7,10 +7,14 @@ use crate::base::key;
 use crate::base::limits::NUM_LEVELS;
 use crate::base::{Decoder, FileNumber, InternalKey, SeqNo};
 
+use super::file_meta::TableValueRefs;
+use super::value_file_meta::{HostedLogical, ValueFileMeta};
 use super::FileMeta;
 
 /// The database format version this build writes and the newest it reads.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// Version 2 added value files (tags 7–9); a version-1 manifest is a
+/// version-2 manifest without them.
+pub(crate) const FORMAT_VERSION: u32 = 2;
 
 const TAG_FORMAT_VERSION: u64 = 1;
 const TAG_LOG_NUMBER: u64 = 2;
@@ -18,6 +22,9 @@ const TAG_NEXT_FILE_NUMBER: u64 = 3;
 const TAG_LAST_SEQ: u64 = 4;
 const TAG_DELETED_FILE: u64 = 5;
 const TAG_NEW_FILE: u64 = 6;
+const TAG_TABLE_VALUE_REFS: u64 = 7;
+const TAG_NEW_VALUE_FILE: u64 = 8;
+const TAG_DELETED_VALUE_FILE: u64 = 9;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct VersionEdit {
@@ -29,6 +36,9 @@ pub(crate) struct VersionEdit {
     pub last_seq: Option<SeqNo>,
     pub deleted_files: Vec<(usize, FileNumber)>,
     pub new_files: Vec<(usize, FileMeta)>,
+    /// Physical value files leaving the Version.
+    pub deleted_value_files: Vec<FileNumber>,
+    pub new_value_files: Vec<ValueFileMeta>,
 }
 
 impl VersionEdit {
@@ -38,6 +48,14 @@ impl VersionEdit {
 
     pub(crate) fn add_file(&mut self, level: usize, meta: FileMeta) {
         self.new_files.push((level, meta));
+    }
+
+    pub(crate) fn add_value_file(&mut self, meta: ValueFileMeta) {
+        self.new_value_files.push(meta);
+    }
+
+    pub(crate) fn delete_value_file(&mut self, number: FileNumber) {
+        self.deleted_value_files.push(number);
     }
 
     pub(crate) fn encode(&self, dst: &mut Vec<u8>) {
@@ -71,6 +89,31 @@ impl VersionEdit {
             put_varint64(dst, m.largest_seq);
             put_varint64(dst, m.num_entries);
             put_varint64(dst, m.num_deletions);
+            if !m.value_refs.is_empty() {
+                put_varint64(dst, TAG_TABLE_VALUE_REFS);
+                put_varint64(dst, m.number.0);
+                put_varint64(dst, m.value_refs.len() as u64);
+                for r in &m.value_refs {
+                    put_varint64(dst, r.logical_file.0);
+                    put_varint64(dst, r.count);
+                    put_varint64(dst, r.bytes);
+                }
+            }
+        }
+        for &number in &self.deleted_value_files {
+            put_varint64(dst, TAG_DELETED_VALUE_FILE);
+            put_varint64(dst, number.0);
+        }
+        for v in &self.new_value_files {
+            put_varint64(dst, TAG_NEW_VALUE_FILE);
+            put_varint64(dst, v.number.0);
+            put_varint64(dst, v.size);
+            put_varint64(dst, v.hosted.len() as u64);
+            for h in &v.hosted {
+                put_varint64(dst, h.logical_file.0);
+                put_varint64(dst, h.records);
+                put_varint64(dst, h.bytes);
+            }
         }
     }
 
@@ -93,6 +136,26 @@ impl VersionEdit {
                     let level = decode_level(&mut d)?;
                     e.new_files.push((level, decode_file_meta(&mut d)?));
                 }
+                TAG_TABLE_VALUE_REFS => {
+                    let number = FileNumber(d.varint64()?);
+                    let refs = decode_value_refs(&mut d)?;
+                    // The encoder writes the references right after their
+                    // table, so only the last file can match: a snapshot
+                    // of many tables decodes in linear time.
+                    let (_, meta) = e
+                        .new_files
+                        .last_mut()
+                        .filter(|(_, m)| m.number == number)
+                        .ok_or(DecodeError(
+                            "value references of a file the edit does not add",
+                        ))?;
+                    if !meta.value_refs.is_empty() {
+                        return Err(DecodeError("value references given twice for one file"));
+                    }
+                    meta.value_refs = refs;
+                }
+                TAG_DELETED_VALUE_FILE => e.deleted_value_files.push(FileNumber(d.varint64()?)),
+                TAG_NEW_VALUE_FILE => e.new_value_files.push(decode_value_file(&mut d)?),
                 // No forward compatibility yet: a field we do not know could
                 // change the meaning of the ones we do.
                 _ => return Err(DecodeError("unknown version edit tag")),
@@ -107,6 +170,85 @@ fn set_once<T>(slot: &mut Option<T>, v: T) -> Result<(), DecodeError> {
         return Err(DecodeError("duplicate field in version edit"));
     }
     Ok(())
+}
+
+/// A count of list items, bounded by the bytes left (each item takes at
+/// least `min_item_len`), so damaged input cannot make us allocate much.
+fn decode_count(d: &mut Decoder<'_>, min_item_len: usize) -> Result<usize, DecodeError> {
+    let n = d.varint_usize()?;
+    if n == 0 || n > d.remaining() / min_item_len {
+        return Err(DecodeError("list length out of range"));
+    }
+    Ok(n)
+}
+
+fn decode_value_refs(d: &mut Decoder<'_>) -> Result<Vec<TableValueRefs>, DecodeError> {
+    let n = decode_count(d, 3)?;
+    let mut refs = Vec::with_capacity(n);
+    let mut total = 0u64;
+    for _ in 0..n {
+        let r = TableValueRefs {
+            logical_file: FileNumber(d.varint64()?),
+            count: d.varint64()?,
+            bytes: d.varint64()?,
+        };
+        if r.count == 0 || r.bytes < r.count {
+            return Err(DecodeError(
+                "value references with impossible count or bytes",
+            ));
+        }
+        if refs
+            .last()
+            .is_some_and(|p: &TableValueRefs| p.logical_file >= r.logical_file)
+        {
+            return Err(DecodeError("value references out of order"));
+        }
+        total = total
+            .checked_add(r.bytes)
+            .ok_or(DecodeError("referenced bytes overflow"))?;
+        refs.push(r);
+    }
+    Ok(refs)
+}
+
+fn decode_value_file(d: &mut Decoder<'_>) -> Result<ValueFileMeta, DecodeError> {
+    let number = FileNumber(d.varint64()?);
+    let size = d.varint64()?;
+    let n = decode_count(d, 3)?;
+    let mut hosted: Vec<HostedLogical> = Vec::with_capacity(n);
+    let mut record_bytes = 0u64;
+    for _ in 0..n {
+        let h = HostedLogical {
+            logical_file: FileNumber(d.varint64()?),
+            records: d.varint64()?,
+            bytes: d.varint64()?,
+        };
+        if h.records == 0 || h.bytes < h.records {
+            return Err(DecodeError(
+                "hosted logical file with impossible count or bytes",
+            ));
+        }
+        if hosted
+            .last()
+            .is_some_and(|p| p.logical_file >= h.logical_file)
+        {
+            return Err(DecodeError("hosted logical files out of order"));
+        }
+        record_bytes = record_bytes
+            .checked_add(h.bytes)
+            .ok_or(DecodeError("value file record bytes overflow"))?;
+        hosted.push(h);
+    }
+    let meta = ValueFileMeta {
+        number,
+        size,
+        hosted,
+        ..ValueFileMeta::default()
+    };
+    if record_bytes > size {
+        return Err(DecodeError("value file records exceed its size"));
+    }
+    Ok(meta)
 }
 
 fn decode_level(d: &mut Decoder<'_>) -> Result<usize, DecodeError> {
@@ -180,7 +322,38 @@ mod tests {
         e.delete_file(2, FileNumber(7));
         e.delete_file(0, FileNumber(8));
         e.add_file(1, sample_meta(10, b"a", b"m", 5));
-        e.add_file(6, sample_meta(11, b"n", b"z", 7));
+        let mut with_refs = sample_meta(11, b"n", b"z", 7);
+        with_refs.value_refs = vec![
+            TableValueRefs {
+                logical_file: FileNumber(4),
+                count: 3,
+                bytes: 3000,
+            },
+            TableValueRefs {
+                logical_file: FileNumber(9),
+                count: 1,
+                bytes: 20,
+            },
+        ];
+        e.add_file(6, with_refs);
+        e.delete_value_file(FileNumber(2));
+        e.add_value_file(ValueFileMeta {
+            number: FileNumber(9),
+            size: 5000,
+            hosted: vec![
+                HostedLogical {
+                    logical_file: FileNumber(4),
+                    records: 10,
+                    bytes: 4000,
+                },
+                HostedLogical {
+                    logical_file: FileNumber(9),
+                    records: 2,
+                    bytes: 40,
+                },
+            ],
+            ..ValueFileMeta::default()
+        });
         e
     }
 
@@ -237,6 +410,54 @@ mod tests {
         e.add_file(1, sample_meta(1, b"z", b"a", 1));
         let mut buf = Vec::new();
         e.encode(&mut buf);
+        assert!(VersionEdit::decode(&buf).is_err());
+    }
+
+    #[test]
+    fn value_references_must_name_a_file_the_edit_adds() {
+        let mut buf = Vec::new();
+        put_varint64(&mut buf, TAG_TABLE_VALUE_REFS);
+        for v in [5, 1, 4, 1, 100] {
+            put_varint64(&mut buf, v);
+        }
+        assert_eq!(
+            VersionEdit::decode(&buf),
+            Err(DecodeError(
+                "value references of a file the edit does not add"
+            ))
+        );
+    }
+
+    #[test]
+    fn value_file_lists_are_checked() {
+        let encode = |hosted: &[(u64, u64, u64)], size: u64| {
+            let mut buf = Vec::new();
+            put_varint64(&mut buf, TAG_NEW_VALUE_FILE);
+            put_varint64(&mut buf, 7);
+            put_varint64(&mut buf, size);
+            put_varint64(&mut buf, hosted.len() as u64);
+            for &(l, r, b) in hosted {
+                for v in [l, r, b] {
+                    put_varint64(&mut buf, v);
+                }
+            }
+            VersionEdit::decode(&buf)
+        };
+        assert!(encode(&[(7, 2, 100)], 200).is_ok());
+        assert!(encode(&[], 200).is_err(), "hosts nothing");
+        assert!(encode(&[(7, 2, 100), (3, 1, 10)], 200).is_err(), "order");
+        assert!(encode(&[(7, 2, 100)], 50).is_err(), "records exceed size");
+        assert!(encode(&[(7, 0, 100)], 200).is_err(), "no records");
+        assert!(
+            encode(&[(7, 1, 1 << 63), (8, 1, 1 << 63)], u64::MAX).is_err(),
+            "record bytes overflow"
+        );
+        // A huge count with no bytes behind it is refused before allocating.
+        let mut buf = Vec::new();
+        put_varint64(&mut buf, TAG_NEW_VALUE_FILE);
+        put_varint64(&mut buf, 7);
+        put_varint64(&mut buf, 1);
+        put_varint64(&mut buf, u64::MAX >> 1);
         assert!(VersionEdit::decode(&buf).is_err());
     }
 

@@ -1,19 +1,32 @@
 //! Metadata of one live sstable, shared (through `Arc`) by every Version
 //! that names it.
 //!
-//! An sstable may be deleted only when no Version (and so no reader holding
-//! one) names it. Reference counting does that for us: when an edit removes
-//! a file from the current Version, the VersionSet marks its `FileMeta`
-//! obsolete; when the last `Arc` goes away, the mark's `Drop` queues the file
-//! number in the shared [`ObsoleteFiles`] list that the DB drains. A file
-//! never marked (every live file at close) is never queued.
+//! An sstable (or value file) may be deleted only when no Version (and so
+//! no reader holding one) names it. Reference counting does that for us:
+//! when an edit removes a file from the current Version, the VersionSet
+//! marks its metadata obsolete; when the last `Arc` goes away, the mark's
+//! `Drop` queues the file in the shared [`ObsoleteFiles`] list that the DB
+//! drains. A file never marked (every live file at close) is never queued.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
+use crate::base::filename::FileKind;
 use crate::base::{FileNumber, InternalKey, SeqNo};
+
+/// What one sstable references in one logical value file: the manifest's
+/// copy of the count and bytes of the table's value-references block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TableValueRefs {
+    pub logical_file: FileNumber,
+    /// Records referenced.
+    pub count: u64,
+    /// Record bytes referenced (the handles' `len`, summed).
+    pub bytes: u64,
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct FileMeta {
@@ -27,6 +40,8 @@ pub(crate) struct FileMeta {
     pub largest_seq: SeqNo,
     pub num_entries: u64,
     pub num_deletions: u64,
+    /// Per referenced logical value file, sorted by file number.
+    pub value_refs: Vec<TableValueRefs>,
     /// Lifecycle state, not metadata: set when the file leaves the current
     /// Version. Construct with `ObsoleteMark::default()`.
     pub obsolete: ObsoleteMark,
@@ -39,6 +54,20 @@ impl FileMeta {
 
     pub(crate) fn largest_user(&self) -> &[u8] {
         self.largest.user_key()
+    }
+
+    /// Bytes of value-file records the table references.
+    pub(crate) fn value_bytes(&self) -> u64 {
+        self.value_refs
+            .iter()
+            .fold(0u64, |sum, r| sum.saturating_add(r.bytes))
+    }
+
+    /// The table's size as if its separated values were inline: what
+    /// level sizes and file picking count, so the key tree keeps the shape
+    /// it would have without separation.
+    pub(crate) fn compensated_size(&self) -> u64 {
+        self.size.saturating_add(self.value_bytes())
     }
 
     /// Whether the file's user-key range contains `user_key`.
@@ -56,8 +85,7 @@ impl FileMeta {
 
     /// Queues this file for deletion once the last reference to it is gone.
     pub(crate) fn mark_obsolete(&self, sink: &Arc<ObsoleteFiles>) {
-        // A second mark (cannot happen: numbers are never reused) is ignored.
-        let _ = self.obsolete.0.set((self.number, sink.clone()));
+        self.obsolete.mark(FileKind::Sstable, self.number, sink);
     }
 
     #[cfg(test)]
@@ -68,12 +96,19 @@ impl FileMeta {
 
 /// Set once, when the file is removed from the current Version.
 #[derive(Default)]
-pub(crate) struct ObsoleteMark(OnceLock<(FileNumber, Arc<ObsoleteFiles>)>);
+pub(crate) struct ObsoleteMark(OnceLock<(ObsoleteFile, Arc<ObsoleteFiles>)>);
+
+impl ObsoleteMark {
+    pub(crate) fn mark(&self, kind: FileKind, number: FileNumber, sink: &Arc<ObsoleteFiles>) {
+        // A second mark (cannot happen: numbers are never reused) is ignored.
+        let _ = self.0.set((ObsoleteFile { kind, number }, sink.clone()));
+    }
+}
 
 impl Drop for ObsoleteMark {
     fn drop(&mut self) {
-        if let Some((number, sink)) = self.0.take() {
-            sink.push(number);
+        if let Some((file, sink)) = self.0.take() {
+            sink.push(file);
         }
     }
 }
@@ -109,17 +144,38 @@ impl fmt::Debug for ObsoleteMark {
     }
 }
 
-/// Sstable numbers no Version names any more; the DB deletes them.
+/// A file no Version names any more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ObsoleteFile {
+    /// `Sstable` or `ValueFile`.
+    pub kind: FileKind,
+    pub number: FileNumber,
+}
+
+/// Files no Version names any more; the DB deletes them.
 #[derive(Debug, Default)]
-pub(crate) struct ObsoleteFiles(Mutex<Vec<FileNumber>>);
+pub(crate) struct ObsoleteFiles {
+    files: Mutex<Vec<ObsoleteFile>>,
+    /// Whether `files` may be non-empty, readable without the lock: a
+    /// reader that drops the last Version naming a file checks it on every
+    /// release, so it must cost next to nothing.
+    pending: AtomicBool,
+}
 
 impl ObsoleteFiles {
-    fn push(&self, n: FileNumber) {
-        self.0.lock().push(n);
+    fn push(&self, f: ObsoleteFile) {
+        self.files.lock().push(f);
+        self.pending.store(true, Ordering::Release);
     }
 
-    pub(crate) fn take(&self) -> Vec<FileNumber> {
-        std::mem::take(&mut *self.0.lock())
+    pub(crate) fn is_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn take(&self) -> Vec<ObsoleteFile> {
+        let mut files = self.files.lock();
+        self.pending.store(false, Ordering::Release);
+        std::mem::take(&mut *files)
     }
 }
 
@@ -138,6 +194,13 @@ mod tests {
         }
     }
 
+    fn table(n: u64) -> ObsoleteFile {
+        ObsoleteFile {
+            kind: FileKind::Sstable,
+            number: FileNumber(n),
+        }
+    }
+
     #[test]
     fn marked_file_is_queued_only_when_last_reference_drops() {
         let sink = Arc::new(ObsoleteFiles::default());
@@ -147,7 +210,7 @@ mod tests {
         drop(a);
         assert!(sink.take().is_empty(), "a reader still holds the file");
         drop(held);
-        assert_eq!(sink.take(), vec![FileNumber(7)]);
+        assert_eq!(sink.take(), vec![table(7)]);
     }
 
     #[test]
@@ -161,7 +224,7 @@ mod tests {
         drop(meta(9));
         assert!(sink.take().is_empty());
         drop(a);
-        assert_eq!(sink.take(), vec![FileNumber(8)]);
+        assert_eq!(sink.take(), vec![table(8)]);
     }
 
     #[test]

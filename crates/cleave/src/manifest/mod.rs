@@ -3,11 +3,13 @@
 
 pub(crate) mod edit;
 pub(crate) mod file_meta;
+pub(crate) mod value_file_meta;
 pub(crate) mod version;
 pub(crate) mod version_set;
 
 pub(crate) use edit::{VersionEdit, FORMAT_VERSION};
-pub(crate) use file_meta::{FileMeta, ObsoleteFiles};
+pub(crate) use file_meta::{FileMeta, ObsoleteFiles, TableValueRefs};
+pub(crate) use value_file_meta::{HostedLogical, ValueFileMeta};
 pub(crate) use version::Version;
 
 #[cfg(test)]

@@ -1,8 +1,14 @@
-//! An immutable snapshot of the live sstables, level by level. Readers and
-//! compactions hold an `Arc<Version>`, so the files they use cannot be
-//! deleted under them.
+//! An immutable snapshot of the live sstables, level by level, and of the
+//! live value files. Readers and compactions hold an `Arc<Version>`, so the
+//! files they use cannot be deleted under them.
+//!
+//! The Version also knows, exactly and without I/O, how many bytes of each
+//! logical value file the live sstables reference (the manifest keeps each
+//! table's count and bytes per logical file), hence every physical value
+//! file's garbage.
 
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -10,13 +16,27 @@ use crate::base::key;
 use crate::base::limits::NUM_LEVELS;
 use crate::base::FileNumber;
 
-use super::{FileMeta, VersionEdit};
+use super::{FileMeta, ValueFileMeta, VersionEdit};
+
+/// Records and bytes of one logical value file that live sstables reference.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Referenced {
+    pub count: u64,
+    pub bytes: u64,
+}
 
 #[derive(Default, Clone)]
 pub(crate) struct Version {
     /// L0 newest first (largest_seq, then number, descending); L1+ sorted
     /// by smallest key and non-overlapping.
     levels: [Vec<Arc<FileMeta>>; NUM_LEVELS],
+    /// Physical value files by number.
+    value_files: BTreeMap<FileNumber, Arc<ValueFileMeta>>,
+    /// Derived: each logical value file's physical file.
+    logical: BTreeMap<FileNumber, FileNumber>,
+    /// Derived: what live sstables reference, per logical value file;
+    /// absent means nothing.
+    referenced: BTreeMap<FileNumber, Referenced>,
 }
 
 impl Version {
@@ -30,6 +50,60 @@ impl Version {
 
     pub(crate) fn level_bytes(&self, level: usize) -> u64 {
         self.levels[level].iter().map(|f| f.size).sum()
+    }
+
+    /// Sstable bytes plus the value bytes they reference.
+    pub(crate) fn level_compensated_bytes(&self, level: usize) -> u64 {
+        self.levels[level]
+            .iter()
+            .fold(0u64, |sum, f| sum.saturating_add(f.compensated_size()))
+    }
+
+    /// Value bytes the sstables of `level` reference.
+    pub(crate) fn level_value_bytes(&self, level: usize) -> u64 {
+        self.levels[level]
+            .iter()
+            .fold(0u64, |sum, f| sum.saturating_add(f.value_bytes()))
+    }
+
+    pub(crate) fn value_files(&self) -> impl Iterator<Item = &Arc<ValueFileMeta>> {
+        self.value_files.values()
+    }
+
+    /// The physical file hosting `logical_file` now.
+    pub(crate) fn physical_file(&self, logical_file: FileNumber) -> Option<FileNumber> {
+        self.logical.get(&logical_file).copied()
+    }
+
+    /// What live sstables reference in `logical_file`.
+    pub(crate) fn referenced(&self, logical_file: FileNumber) -> Referenced {
+        self.referenced
+            .get(&logical_file)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Record bytes of `file` that no live sstable references: exact
+    /// garbage, reclaimable by GC (or by deleting the file when all of it
+    /// is garbage).
+    pub(crate) fn garbage_bytes(&self, file: &ValueFileMeta) -> u64 {
+        let live = file.hosted.iter().fold(0u64, |sum, h| {
+            sum.saturating_add(self.referenced(h.logical_file).bytes)
+        });
+        file.record_bytes().saturating_sub(live)
+    }
+
+    /// Physical value files none of whose records any sstable references.
+    pub(crate) fn unreferenced_value_files(&self) -> Vec<FileNumber> {
+        self.value_files
+            .values()
+            .filter(|f| {
+                f.hosted
+                    .iter()
+                    .all(|h| self.referenced(h.logical_file).count == 0)
+            })
+            .map(|f| f.number)
+            .collect()
     }
 
     pub(crate) fn all_files(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> {
@@ -105,6 +179,20 @@ impl Version {
     /// Version holds the edit's own metadata, so callers can mark exactly
     /// the `Arc`s that Versions share.
     pub(crate) fn apply(&self, edit: VersionEdit) -> Result<Version, &'static str> {
+        let mut value_files = self.value_files.clone();
+        for number in &edit.deleted_value_files {
+            value_files
+                .remove(number)
+                .ok_or("edit deletes a value file that is not in the version")?;
+        }
+        for meta in edit.new_value_files {
+            if meta.hosted.is_empty() {
+                return Err("value file hosts no logical file");
+            }
+            if value_files.insert(meta.number, Arc::new(meta)).is_some() {
+                return Err("value file number appears twice in a version");
+            }
+        }
         let mut levels = self.levels.clone();
         let mut removed = Vec::new();
         for &(level, number) in &edit.deleted_files {
@@ -123,10 +211,49 @@ impl Version {
             let moved = removed.iter().find(|f| f.number == meta.number);
             files.push(moved.map_or_else(|| Arc::new(meta), Arc::clone));
         }
-        let mut v = Version { levels };
+        let mut v = Version {
+            levels,
+            value_files,
+            ..Version::default()
+        };
         v.sort();
+        v.derive_value_maps()?;
         v.check()?;
         Ok(v)
+    }
+
+    /// Fills `logical` and `referenced` from the files, checking that each
+    /// logical file lives in one physical file and that no table references
+    /// a logical file that is absent or more of one than it holds.
+    fn derive_value_maps(&mut self) -> Result<(), &'static str> {
+        for (&number, f) in &self.value_files {
+            for h in &f.hosted {
+                if self.logical.insert(h.logical_file, number).is_some() {
+                    return Err("logical value file hosted by two physical files");
+                }
+            }
+        }
+        let mut referenced: BTreeMap<FileNumber, Referenced> = BTreeMap::new();
+        for (_, f) in self.all_files() {
+            for r in &f.value_refs {
+                let e = referenced.entry(r.logical_file).or_default();
+                e.count = e.count.saturating_add(r.count);
+                e.bytes = e.bytes.saturating_add(r.bytes);
+            }
+        }
+        self.referenced = referenced;
+        for (logical, r) in &self.referenced {
+            let hosted = self
+                .logical
+                .get(logical)
+                .and_then(|p| self.value_files.get(p))
+                .and_then(|f| f.hosted.iter().find(|h| h.logical_file == *logical))
+                .ok_or("sstable references a logical value file the version does not hold")?;
+            if r.count > hosted.records || r.bytes > hosted.bytes {
+                return Err("sstables reference more of a logical value file than it holds");
+            }
+        }
+        Ok(())
     }
 
     /// Builds a Version from files per level, for tests and tools.
@@ -142,6 +269,9 @@ impl Version {
         let mut seen = std::collections::HashSet::new();
         if !self.all_files().all(|(_, f)| seen.insert(f.number)) {
             return Err("file number appears twice in a version");
+        }
+        if !self.value_files.keys().all(|n| seen.insert(*n)) {
+            return Err("value file has the number of an sstable");
         }
         for files in self.levels.iter().skip(1) {
             let sorted = files.windows(2).all(|pair| match pair {
@@ -286,6 +416,109 @@ mod tests {
         let moved = v.apply(e).unwrap();
         assert_eq!(numbers(moved.files(2)), vec![4]);
         assert_eq!(numbers(moved.files(1)), vec![5, 6]);
+    }
+
+    fn value_file(n: u64, hosted: &[(u64, u64, u64)]) -> ValueFileMeta {
+        ValueFileMeta {
+            number: FileNumber(n),
+            size: hosted.iter().map(|h| h.2).sum::<u64>() + 100,
+            hosted: hosted
+                .iter()
+                .map(|&(l, records, bytes)| crate::manifest::HostedLogical {
+                    logical_file: FileNumber(l),
+                    records,
+                    bytes,
+                })
+                .collect(),
+            ..ValueFileMeta::default()
+        }
+    }
+
+    fn refs(table: FileMeta, refs: &[(u64, u64, u64)]) -> FileMeta {
+        FileMeta {
+            value_refs: refs
+                .iter()
+                .map(|&(l, count, bytes)| crate::manifest::TableValueRefs {
+                    logical_file: FileNumber(l),
+                    count,
+                    bytes,
+                })
+                .collect(),
+            ..table
+        }
+    }
+
+    #[test]
+    fn referenced_bytes_garbage_and_compensated_sizes() {
+        let mut e = VersionEdit::default();
+        e.add_value_file(value_file(30, &[(30, 10, 1000)]));
+        e.add_value_file(value_file(31, &[(31, 4, 400)]));
+        e.add_file(1, refs(meta(1, "a", "c", 1, 50), &[(30, 3, 300)]));
+        e.add_file(
+            2,
+            refs(meta(2, "a", "z", 1, 70), &[(30, 5, 500), (31, 4, 400)]),
+        );
+        let v = Version::default().apply(e).unwrap();
+        assert_eq!(v.referenced(FileNumber(30)).count, 8);
+        assert_eq!(v.referenced(FileNumber(30)).bytes, 800);
+        assert_eq!(v.physical_file(FileNumber(31)), Some(FileNumber(31)));
+        let f30 = v.value_files().find(|f| f.number.0 == 30).unwrap();
+        assert_eq!(v.garbage_bytes(f30), 200);
+        assert_eq!(v.level_compensated_bytes(1), 350);
+        assert_eq!(v.level_value_bytes(2), 900);
+        assert!(v.unreferenced_value_files().is_empty());
+
+        // Dropping the only table that references file 31 leaves it dead.
+        let mut e = VersionEdit::default();
+        e.delete_file(2, FileNumber(2));
+        let v = v.apply(e).unwrap();
+        assert_eq!(v.unreferenced_value_files(), vec![FileNumber(31)]);
+        assert_eq!(v.referenced(FileNumber(30)).bytes, 300);
+    }
+
+    #[test]
+    fn value_file_edits_that_cannot_apply_are_rejected() {
+        let base = {
+            let mut e = VersionEdit::default();
+            e.add_value_file(value_file(30, &[(30, 10, 1000)]));
+            Version::default().apply(e).unwrap()
+        };
+        let cases: Vec<(&str, VersionEdit)> = vec![
+            ("dangling reference", {
+                let mut e = VersionEdit::default();
+                e.add_file(1, refs(meta(1, "a", "c", 1, 50), &[(29, 1, 10)]));
+                e
+            }),
+            ("more than the file holds", {
+                let mut e = VersionEdit::default();
+                e.add_file(1, refs(meta(1, "a", "c", 1, 50), &[(30, 11, 1000)]));
+                e
+            }),
+            ("logical file hosted twice", {
+                let mut e = VersionEdit::default();
+                e.add_value_file(value_file(32, &[(30, 1, 10)]));
+                e
+            }),
+            ("duplicate value file", {
+                let mut e = VersionEdit::default();
+                e.add_value_file(value_file(30, &[(33, 1, 10)]));
+                e
+            }),
+            ("number of an sstable", {
+                let mut e = VersionEdit::default();
+                e.add_file(1, meta(34, "a", "c", 1, 50));
+                e.add_value_file(value_file(34, &[(34, 1, 10)]));
+                e
+            }),
+            ("deleting an absent value file", {
+                let mut e = VersionEdit::default();
+                e.delete_value_file(FileNumber(35));
+                e
+            }),
+        ];
+        for (what, e) in cases {
+            assert!(base.apply(e).is_err(), "{what}");
+        }
     }
 
     #[test]

@@ -64,6 +64,7 @@ impl VersionSet {
             .version
             .all_files()
             .map(|(_, f)| f.number.0)
+            .chain(replayed.version.value_files().map(|f| f.number.0))
             .chain([manifest_number.0])
             .max()
             .unwrap_or(0);
@@ -115,12 +116,27 @@ impl VersionSet {
         edit.format_version = None;
         edit.next_file_number = Some(FileNumber(self.next_file_number));
         edit.last_seq = Some(self.last_seq);
+        let does_not_apply =
+            |reason| Error::InvalidArgument(format!("version edit does not apply: {reason}"));
+        // A physical value file whose records no table references any more
+        // leaves in the same edit, explicitly, so replay needs no rule.
+        let mut version = self.current.apply(edit.clone()).map_err(does_not_apply)?;
+        let dead = version.unreferenced_value_files();
+        if !dead.is_empty() {
+            for number in dead {
+                // A file this edit adds that nothing references is simply
+                // not added: it stays an orphan, removed by the next open.
+                let before = edit.new_value_files.len();
+                edit.new_value_files.retain(|f| f.number != number);
+                if edit.new_value_files.len() == before {
+                    edit.delete_value_file(number);
+                }
+            }
+            version = self.current.apply(edit.clone()).map_err(does_not_apply)?;
+        }
         let mut record = Vec::new();
         edit.encode(&mut record);
         let removed = edit.deleted_files.clone();
-        let version = self.current.apply(edit).map_err(|reason| {
-            Error::InvalidArgument(format!("version edit does not apply: {reason}"))
-        })?;
         let prev_log_number = std::mem::replace(&mut self.log_number, log_number);
         let logged = match new_manifest {
             Some(number) => self.rotate(number, &version),
@@ -141,6 +157,11 @@ impl VersionSet {
                 .iter()
                 .find(|f| f.number == number)
             {
+                f.mark_obsolete(&self.obsolete);
+            }
+        }
+        for number in &edit.deleted_value_files {
+            if let Some(f) = self.current.value_files().find(|f| f.number == *number) {
                 f.mark_obsolete(&self.obsolete);
             }
         }
@@ -211,6 +232,8 @@ impl VersionSet {
                 .all_files()
                 .map(|(level, f)| (level, (**f).clone()))
                 .collect(),
+            deleted_value_files: Vec::new(),
+            new_value_files: version.value_files().map(|f| (**f).clone()).collect(),
         }
     }
 
@@ -248,20 +271,27 @@ impl VersionSet {
         self.manifest_number
     }
 
-    /// Sstables of the current Version plus the manifest: everything else
-    /// with a cleave name (except WALs ≥ log_number, CURRENT and LOCK) is
-    /// an orphan.
+    /// Sstables and value files of the current Version plus the manifest:
+    /// everything else with a cleave name (except WALs ≥ log_number,
+    /// CURRENT and LOCK) is an orphan.
     pub(crate) fn live_file_numbers(&self) -> HashSet<FileNumber> {
         self.current
             .all_files()
             .map(|(_, f)| f.number)
+            .chain(self.current.value_files().map(|f| f.number))
             .chain([self.manifest_number])
             .collect()
     }
 
-    /// Sstables no Version names any more, to be deleted by the caller.
-    pub(crate) fn take_obsolete(&self) -> Vec<FileNumber> {
+    /// Files no Version names any more, to be deleted by the caller.
+    #[cfg(test)]
+    pub(crate) fn take_obsolete(&self) -> Vec<super::file_meta::ObsoleteFile> {
         self.obsolete.take()
+    }
+
+    /// Where files leaving every Version are queued for deletion.
+    pub(crate) fn obsolete_files(&self) -> Arc<ObsoleteFiles> {
+        self.obsolete.clone()
     }
 }
 
@@ -691,6 +721,71 @@ mod tests {
     }
 
     #[test]
+    fn a_value_file_no_table_references_leaves_in_the_same_edit() {
+        let fs = MemFs::new();
+        let mut vs =
+            VersionSet::create(Arc::new(fs.clone()), Path::new(DIR), &opts(1 << 20)).unwrap();
+        let mut e = VersionEdit::default();
+        e.add_value_file(crate::manifest::ValueFileMeta {
+            number: FileNumber(20),
+            size: 500,
+            hosted: vec![crate::manifest::HostedLogical {
+                logical_file: FileNumber(20),
+                records: 2,
+                bytes: 400,
+            }],
+            ..Default::default()
+        });
+        let mut table = meta(21, "a", "c", 1, 10);
+        table.value_refs = vec![crate::manifest::TableValueRefs {
+            logical_file: FileNumber(20),
+            count: 2,
+            bytes: 400,
+        }];
+        e.add_file(0, table);
+        vs.log_and_apply(e).unwrap();
+        let held = vs.current();
+        let mut e = VersionEdit::default();
+        e.delete_file(0, FileNumber(21));
+        vs.log_and_apply(e).unwrap();
+        assert_eq!(vs.current().value_files().count(), 0);
+        assert!(
+            vs.take_obsolete().is_empty(),
+            "a reader holds the old version"
+        );
+        drop(held);
+        let gone: Vec<_> = vs
+            .take_obsolete()
+            .iter()
+            .map(|f| (f.kind, f.number.0))
+            .collect();
+        use crate::base::filename::FileKind;
+        assert_eq!(
+            gone,
+            vec![(FileKind::Sstable, 21), (FileKind::ValueFile, 20)]
+        );
+        // A value file an edit adds but nothing references is left out
+        // rather than failing the edit.
+        let mut e = VersionEdit::default();
+        e.add_value_file(crate::manifest::ValueFileMeta {
+            number: FileNumber(22),
+            size: 500,
+            hosted: vec![crate::manifest::HostedLogical {
+                logical_file: FileNumber(22),
+                records: 1,
+                bytes: 400,
+            }],
+            ..Default::default()
+        });
+        vs.log_and_apply(e).unwrap();
+        assert_eq!(vs.current().value_files().count(), 0);
+        // Replay reaches the same state: the deletion was logged.
+        let vs = VersionSet::recover(Arc::new(fs), Path::new(DIR), &opts(1 << 20)).unwrap();
+        assert_eq!(vs.current().value_files().count(), 0);
+        assert_eq!(vs.current().all_files().count(), 0);
+    }
+
+    #[test]
     fn removed_files_become_obsolete_when_no_version_holds_them() {
         let fs = MemFs::new();
         let mut vs =
@@ -711,7 +806,13 @@ mod tests {
         vs.log_and_apply(e).unwrap();
         assert!(vs.take_obsolete().is_empty());
         drop(v1);
-        assert_eq!(vs.take_obsolete(), vec![FileNumber(10)]);
+        assert_eq!(
+            vs.take_obsolete(),
+            vec![crate::manifest::file_meta::ObsoleteFile {
+                kind: crate::base::filename::FileKind::Sstable,
+                number: FileNumber(10)
+            }]
+        );
         drop(v2);
         assert!(vs.take_obsolete().is_empty());
         assert_eq!(

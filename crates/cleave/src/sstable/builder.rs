@@ -16,7 +16,9 @@ use super::format::{
     FORMAT_VERSION,
 };
 use super::properties::TableProperties;
+use super::value_refs::{ValueRefs, META_VALUE_REFS};
 use super::{TableOptions, TableSummary, META_FILTER, META_PROPERTIES};
+use crate::value_file::ValueHandle;
 
 /// The largest possible tag: an index key made of a shortened user key and
 /// this tag sorts before every real entry with that user key.
@@ -38,6 +40,8 @@ pub(crate) struct TableBuilder {
     /// so that its separator can be short.
     pending_handle: Option<BlockHandle>,
     props: TableProperties,
+    /// What the table's `ValueRef` entries point to.
+    value_refs: ValueRefs,
     /// Set once a write failed; the file is then unusable.
     failed: bool,
 }
@@ -62,16 +66,36 @@ impl TableBuilder {
                 compression: u64::from(compression_byte(opts.compression)),
                 ..TableProperties::default()
             },
+            value_refs: ValueRefs::default(),
             failed: false,
             opts,
         }
     }
 
     /// REQUIRES: `ikey` is a well-formed internal key strictly greater
-    /// (`base::key::compare`) than the previous key.
+    /// (`base::key::compare`) than the previous key. The value of a
+    /// `ValueRef` entry must be one value handle: it is recorded in the
+    /// table's value-references block (a malformed one is refused as
+    /// corrupt input, before anything is written).
     pub(crate) fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         self.check_not_failed()?;
         assert!(ikey.len() >= TAG_LEN, "internal key shorter than its tag");
+        if key::tag(ikey) as u8 == ValueKind::ValueRef as u8 {
+            let bad = |reason: String| {
+                Error::corruption(
+                    "<table input>",
+                    0,
+                    format!(
+                        "value handle of key {:?}: {reason}",
+                        key::user_key(ikey).escape_ascii().to_string()
+                    ),
+                )
+            };
+            let handle = ValueHandle::decode(value).map_err(|e| bad(e.0.to_string()))?;
+            self.value_refs
+                .add(&handle)
+                .map_err(|e| bad(e.to_string()))?;
+        }
         let first = self.props.num_entries == 0;
         debug_assert!(
             first || key::compare(&self.last_key, ikey).is_lt(),
@@ -120,6 +144,11 @@ impl TableBuilder {
         self.offset + pending as u64
     }
 
+    /// Record bytes of the value files the entries so far reference.
+    pub(crate) fn value_bytes(&self) -> u64 {
+        self.value_refs.per_file().map(|(_, _, bytes)| bytes).sum()
+    }
+
     #[cfg(test)]
     pub(crate) fn num_entries(&self) -> u64 {
         self.props.num_entries
@@ -155,6 +184,12 @@ impl TableBuilder {
             self.props.filter_size = h.size + BLOCK_TRAILER_LEN as u64;
         }
         let props_handle = self.write_raw_block(&self.props.encode(), Compression::None)?;
+        // Bitmaps are compressed already.
+        let refs_handle = if self.value_refs.is_empty() {
+            None
+        } else {
+            Some(self.write_raw_block(&self.value_refs.encode(), Compression::None)?)
+        };
 
         let mut meta = BlockBuilder::new(1);
         let mut v = Vec::new();
@@ -165,6 +200,11 @@ impl TableBuilder {
         v.clear();
         props_handle.encode_varint(&mut v);
         meta.add(META_PROPERTIES, &v);
+        if let Some(h) = refs_handle {
+            v.clear();
+            h.encode_varint(&mut v);
+            meta.add(META_VALUE_REFS, &v);
+        }
         let metaindex = self.write_raw_block(&meta.finish(), Compression::None)?;
         let index = self.write_stored_block(&index_stored, index_kind)?;
 
@@ -181,6 +221,7 @@ impl TableBuilder {
             largest: InternalKey::from_encoded(std::mem::take(&mut self.last_key)),
             smallest_seq: self.props.smallest_seq,
             largest_seq: self.props.largest_seq,
+            value_refs: std::mem::take(&mut self.value_refs),
         })
     }
 

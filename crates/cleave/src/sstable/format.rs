@@ -3,6 +3,7 @@
 
 use crate::base::checksum::{crc32c, crc32c_extend, mask, unmask};
 use crate::base::coding::{put_fixed32, put_fixed64, put_varint64, DecodeError, Decoder};
+use crate::base::compression;
 use crate::Compression;
 
 /// Identifies the footer of a cleave sstable ("clvSST01" read as LE bytes).
@@ -23,20 +24,7 @@ pub(crate) const FOOTER_LEN: usize = 16 + 16 + 4 + 4 + 8;
 /// before allocating, so a damaged length cannot exhaust memory.
 pub(crate) const MAX_BLOCK_CONTENTS: usize = (1 << 30) + (128 << 20);
 
-/// Compression byte values. Written to disk: never renumber.
-pub(crate) const COMPRESSION_NONE: u8 = 0;
-pub(crate) const COMPRESSION_LZ4: u8 = 1;
-pub(crate) const COMPRESSION_ZSTD: u8 = 2;
-
-const ZSTD_LEVEL: i32 = 3;
-
-pub(crate) fn compression_byte(c: Compression) -> u8 {
-    match c {
-        Compression::None => COMPRESSION_NONE,
-        Compression::Lz4 => COMPRESSION_LZ4,
-        Compression::Zstd => COMPRESSION_ZSTD,
-    }
-}
+pub(crate) use crate::base::compression::compression_byte;
 
 /// Where a block lives: `size` excludes the trailer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -72,52 +60,14 @@ impl BlockHandle {
     }
 }
 
-/// Compresses `raw` with `c` if that saves at least 12.5%; returns the bytes
-/// to store and their compression byte. Compressed forms carry their
-/// decompressed length as a varint prefix so that readers can bound the
-/// allocation before decompressing.
+/// Compresses a block (see [`compression::compress`]).
 pub(crate) fn compress_block(raw: &[u8], c: Compression) -> (Vec<u8>, u8) {
-    let compressed = match c {
-        Compression::None => None,
-        Compression::Lz4 => Some(lz4_flex::block::compress(raw)),
-        // A compressor error only means "store uncompressed".
-        Compression::Zstd => zstd::bulk::compress(raw, ZSTD_LEVEL).ok(),
-    };
-    if let Some(body) = compressed {
-        let mut out = Vec::with_capacity(body.len() + 10);
-        put_varint64(&mut out, raw.len() as u64);
-        out.extend_from_slice(&body);
-        if out.len() <= raw.len() - raw.len() / 8 {
-            return (out, compression_byte(c));
-        }
-    }
-    (raw.to_vec(), COMPRESSION_NONE)
+    compression::compress(raw, c)
 }
 
-/// Reverses [`compress_block`].
+/// Reverses [`compress_block`], bounding the block by `MAX_BLOCK_CONTENTS`.
 pub(crate) fn decompress_block(stored: Vec<u8>, kind: u8) -> Result<Vec<u8>, DecodeError> {
-    if kind == COMPRESSION_NONE {
-        return Ok(stored);
-    }
-    let mut d = Decoder::new(&stored);
-    let len = d.varint_usize()?;
-    if len > MAX_BLOCK_CONTENTS {
-        return Err(DecodeError("decompressed block length too large"));
-    }
-    let body = d.rest();
-    let out = match kind {
-        COMPRESSION_LZ4 => lz4_flex::block::decompress(body, len)
-            .map_err(|_| DecodeError("lz4 decompression failed"))?,
-        COMPRESSION_ZSTD => zstd::bulk::decompress(body, len)
-            .map_err(|_| DecodeError("zstd decompression failed"))?,
-        _ => return Err(DecodeError("unknown compression type")),
-    };
-    if out.len() != len {
-        return Err(DecodeError(
-            "decompressed length differs from the stored length",
-        ));
-    }
-    Ok(out)
+    compression::decompress(stored, kind, MAX_BLOCK_CONTENTS)
 }
 
 /// The trailer of a block stored as `stored` with compression `kind`.
@@ -214,6 +164,7 @@ impl Footer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::compression::COMPRESSION_NONE;
 
     #[test]
     fn footer_round_trips_and_rejects_every_flipped_byte() {

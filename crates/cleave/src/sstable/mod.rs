@@ -8,6 +8,7 @@ mod format;
 mod properties;
 mod reader;
 mod table_cache;
+pub(crate) mod value_refs;
 
 use crate::base::{InternalKey, SeqNo};
 use crate::Compression;
@@ -94,7 +95,7 @@ impl From<&crate::Options> for TableOptions {
 }
 
 /// What a finished table holds: the manifest's `FileMeta` is made of this.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TableSummary {
     pub file_size: u64,
     pub num_entries: u64,
@@ -103,6 +104,7 @@ pub(crate) struct TableSummary {
     pub largest: InternalKey,
     pub smallest_seq: SeqNo,
     pub largest_seq: SeqNo,
+    pub value_refs: value_refs::ValueRefs,
 }
 
 /// What the shared block cache holds for sstables.

@@ -19,7 +19,9 @@ use super::format::{
     check_block, decompress_block, BlockHandle, Footer, FooterError, FOOTER_LEN, FORMAT_VERSION,
 };
 use super::properties::TableProperties;
+use super::value_refs::{ValueRefs, META_VALUE_REFS};
 use super::{CachedBlock, META_FILTER, META_PROPERTIES};
+use crate::value_file::ValueHandle;
 
 /// An open sstable. Holds only its footer, properties and block handles;
 /// index, filter and data blocks come from the shared block cache.
@@ -34,6 +36,15 @@ pub(crate) struct Table {
     filter_handle: Option<BlockHandle>,
     properties_handle: BlockHandle,
     properties: TableProperties,
+    value_refs_handle: Option<BlockHandle>,
+}
+
+/// Meta blocks the metaindex names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct MetaHandles {
+    filter: Option<BlockHandle>,
+    properties: Option<BlockHandle>,
+    value_refs: Option<BlockHandle>,
 }
 
 impl std::fmt::Debug for Table {
@@ -80,9 +91,10 @@ impl Table {
             filter_handle: None,
             properties_handle: BlockHandle::default(),
             properties: TableProperties::default(),
+            value_refs_handle: None,
         };
-        let (filter, props) = table.read_metaindex()?;
-        let props = props.ok_or_else(|| {
+        let meta = table.read_metaindex()?;
+        let props = meta.properties.ok_or_else(|| {
             table.corruption(
                 footer.metaindex.offset,
                 DecodeError("metaindex names no properties block"),
@@ -91,9 +103,19 @@ impl Table {
         let block = table.read_block(props)?;
         table.properties =
             TableProperties::decode(&block).map_err(|e| table.corruption(props.offset, e))?;
-        table.filter_handle = filter;
+        table.filter_handle = meta.filter;
         table.properties_handle = props;
+        table.value_refs_handle = meta.value_refs;
         Ok(table)
+    }
+
+    /// The table's value-references block (empty if it references no
+    /// value file), read from the file.
+    pub(crate) fn value_refs(&self) -> Result<ValueRefs> {
+        let Some(h) = self.value_refs_handle else {
+            return Ok(ValueRefs::default());
+        };
+        ValueRefs::decode(&self.read_contents(h)?).map_err(|e| self.corruption(h.offset, e))
     }
 
     #[cfg(test)]
@@ -166,8 +188,11 @@ impl Table {
     /// Reads every block from the file (bypassing the cache), checks every
     /// checksum and the order and count of all entries.
     pub(crate) fn verify(&self) -> Result<()> {
-        let (filter, props) = self.read_metaindex()?;
-        if props != Some(self.properties_handle) || filter != self.filter_handle {
+        let meta = self.read_metaindex()?;
+        if meta.properties != Some(self.properties_handle)
+            || meta.filter != self.filter_handle
+            || meta.value_refs != self.value_refs_handle
+        {
             return Err(self.corruption(
                 self.footer.metaindex.offset,
                 DecodeError("metaindex changed"),
@@ -178,6 +203,8 @@ impl Table {
         if let Some(h) = self.filter_handle {
             BloomFilter::new(self.read_contents(h)?).map_err(|e| self.corruption(h.offset, e))?;
         }
+        let refs = self.value_refs()?;
+        let mut handles = 0u64;
         let index = self.read_block(self.footer.index)?;
         let index_err = |e| self.corruption(self.footer.index.offset, e);
         let mut ii = index.iter(KeyOrder::Internal);
@@ -203,10 +230,25 @@ impl Table {
                 }
                 prev = Some(di.key().to_vec());
                 entries += 1;
+                if key::tag(di.key()) as u8 == crate::base::ValueKind::ValueRef as u8 {
+                    let h = ValueHandle::decode(di.value())
+                        .map_err(|e| self.corruption(handle.offset, e))?;
+                    if !refs.contains(h.logical_file, h.ordinal) {
+                        return Err(bad("value handle missing from the value-references block"));
+                    }
+                    handles += 1;
+                }
                 di.next().map_err(|e| self.corruption(handle.offset, e))?;
             }
             blocks += 1;
             ii.next().map_err(index_err)?;
+        }
+        let referenced: u64 = refs.per_file().map(|(_, count, _)| count).sum();
+        if handles != referenced {
+            return Err(self.corruption(
+                self.value_refs_handle.map_or(0, |h| h.offset),
+                DecodeError("value-references block counts records no entry references"),
+            ));
         }
         if entries != self.properties.num_entries || blocks != self.properties.num_data_blocks {
             return Err(self.corruption(
@@ -221,18 +263,19 @@ impl Table {
         Error::corruption(&self.path, offset, e.0)
     }
 
-    /// The filter and properties handles named by the metaindex.
-    fn read_metaindex(&self) -> Result<(Option<BlockHandle>, Option<BlockHandle>)> {
+    /// The meta block handles named by the metaindex.
+    fn read_metaindex(&self) -> Result<MetaHandles> {
         let h = self.footer.metaindex;
         let block = self.read_block(h)?;
         let err = |e| self.corruption(h.offset, e);
-        let (mut filter, mut props) = (None, None);
+        let mut meta = MetaHandles::default();
         let mut it = block.iter(KeyOrder::Bytewise);
         it.seek_to_first().map_err(err)?;
         while it.valid() {
             let slot = match it.key() {
-                META_FILTER => Some(&mut filter),
-                META_PROPERTIES => Some(&mut props),
+                META_FILTER => Some(&mut meta.filter),
+                META_PROPERTIES => Some(&mut meta.properties),
+                META_VALUE_REFS => Some(&mut meta.value_refs),
                 // Later versions may add meta blocks this one ignores.
                 _ => None,
             };
@@ -241,7 +284,7 @@ impl Table {
             }
             it.next().map_err(err)?;
         }
-        Ok((filter, props))
+        Ok(meta)
     }
 
     fn decode_handle(&self, value: &[u8]) -> Result<BlockHandle> {

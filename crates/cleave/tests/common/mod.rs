@@ -39,12 +39,24 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         max_background_jobs: rng.gen_range(1..4),
         level_compaction_dynamic_level_bytes: rng.gen_bool(0.6),
         max_manifest_file_size: rng.gen_range(1 << 10..64 << 10),
-        compression: match rng.gen_range(0..3) {
-            0 => Compression::None,
-            1 => Compression::Lz4,
-            _ => Compression::Zstd,
-        },
+        compression: codec(rng),
+        // Separation on most of the time, with a threshold that puts the
+        // tests' values on both sides of it; files small so a flush writes
+        // several.
+        enable_value_separation: rng.gen_bool(0.85),
+        min_value_size: rng.gen_range(16..2048),
+        value_file_size: rng.gen_range(4 << 10..64 << 10),
+        value_cache_capacity: rng.gen_range(0..1 << 20),
+        value_compression: codec(rng),
         ..Options::default()
+    }
+}
+
+fn codec(rng: &mut StdRng) -> Compression {
+    match rng.gen_range(0..3) {
+        0 => Compression::None,
+        1 => Compression::Lz4,
+        _ => Compression::Zstd,
     }
 }
 
@@ -54,7 +66,7 @@ pub fn contents(db: &Db) -> Model {
     it.seek_to_first().unwrap();
     let mut got = Model::new();
     while it.valid() {
-        got.insert(it.key().to_vec(), it.value().to_vec());
+        got.insert(it.key().to_vec(), it.value().unwrap().to_vec());
         it.next().unwrap();
     }
     it.status().unwrap();

@@ -26,6 +26,8 @@ fn bounded(
         seq,
         lower.map(<[u8]>::to_vec),
         upper.map(<[u8]>::to_vec),
+        ValueSource::for_tests(),
+        None,
         Box::new(()),
     )
 }
@@ -34,7 +36,7 @@ fn forward(it: &mut DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut out = Vec::new();
     it.seek_to_first().unwrap();
     while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
+        out.push((it.key().to_vec(), it.value().unwrap().to_vec()));
         it.next().unwrap();
     }
     out
@@ -44,7 +46,7 @@ fn backward(it: &mut DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut out = Vec::new();
     it.seek_to_last().unwrap();
     while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
+        out.push((it.key().to_vec(), it.value().unwrap().to_vec()));
         it.prev().unwrap();
     }
     out.reverse();
@@ -94,11 +96,11 @@ fn direction_changes_mid_stream() {
     ];
     let mut it = db_iter(parts, MAX_SEQ);
     it.seek(b"b").unwrap();
-    assert_eq!((it.key(), it.value()), (&b"b"[..], &b"b3"[..]));
+    assert_eq!((it.key(), it.value().unwrap()), (&b"b"[..], &b"b3"[..]));
     it.next().unwrap();
     assert_eq!(it.key(), b"d");
     it.prev().unwrap();
-    assert_eq!((it.key(), it.value()), (&b"b"[..], &b"b3"[..]));
+    assert_eq!((it.key(), it.value().unwrap()), (&b"b"[..], &b"b3"[..]));
     it.prev().unwrap();
     assert_eq!(it.key(), b"a");
     it.next().unwrap();
@@ -207,6 +209,8 @@ fn bounds_stop_scans_early() {
         MAX_SEQ,
         Some(b"k040".to_vec()),
         Some(b"k060".to_vec()),
+        ValueSource::for_tests(),
+        None,
         Box::new(()),
     );
     assert_eq!(forward(&mut it).len(), 20);
@@ -218,7 +222,8 @@ fn bounds_stop_scans_early() {
 
 #[test]
 fn visible_unsupported_kinds_are_corruption() {
-    for kind in [ValueKind::ValueRef, ValueKind::Merge] {
+    {
+        let kind = ValueKind::Merge;
         let parts: &[Part<'_>] = &[
             (b"a", 1, V, b"a1"),
             (b"b", 2, kind, b"h"),
@@ -244,6 +249,40 @@ fn visible_unsupported_kinds_are_corruption() {
     }
 }
 
+/// A handle is resolved only by `value()`: a damaged one fails there, in
+/// both directions, and leaves the iterator failed.
+#[test]
+fn a_bad_value_handle_fails_value_not_movement() {
+    let parts: &[Part<'_>] = &[
+        (b"a", 1, V, b"a1"),
+        (b"b", 2, ValueKind::ValueRef, b"\xff"),
+        (b"c", 3, V, b"c3"),
+    ];
+    let mut it = db_iter(parts, MAX_SEQ);
+    it.seek(b"b").unwrap();
+    assert_eq!(it.key(), b"b");
+    let err = it.value().unwrap_err();
+    assert!(
+        err.is_corruption() && err.to_string().contains("\"b\""),
+        "{err}"
+    );
+    assert!(!it.valid());
+    assert!(it.status().is_err());
+    assert!(it.value().is_err(), "the failure is sticky");
+    assert!(it.next().is_err() && it.seek_to_first().is_err());
+
+    let mut it = db_iter(parts, MAX_SEQ);
+    it.seek_to_last().unwrap();
+    it.prev().unwrap();
+    assert_eq!(it.key(), b"b", "moving past an unread handle costs nothing");
+    assert!(it.value().unwrap_err().is_corruption());
+    let mut it = db_iter(parts, MAX_SEQ);
+    it.seek_to_first().unwrap();
+    it.next().unwrap();
+    it.next().unwrap();
+    assert_eq!((it.key(), it.value().unwrap()), (&b"c"[..], &b"c3"[..]));
+}
+
 #[test]
 fn shadowed_or_invisible_unsupported_kinds_are_skipped() {
     let parts: &[Part<'_>] = &[
@@ -267,7 +306,15 @@ fn malformed_keys_are_corruption() {
     bad_kind[n - TAG_LEN] = 0x77;
     for bad in [b"short".to_vec(), bad_kind] {
         let inner = VecIter::raw(vec![(good.clone(), b"v".to_vec()), (bad, b"x".to_vec())]);
-        let mut it = DbIterator::new(Box::new(inner), MAX_SEQ, None, None, Box::new(()));
+        let mut it = DbIterator::new(
+            Box::new(inner),
+            MAX_SEQ,
+            None,
+            None,
+            ValueSource::for_tests(),
+            None,
+            Box::new(()),
+        );
         let mut r = it.seek_to_first();
         while r.is_ok() && it.valid() {
             r = it.next();
@@ -283,7 +330,15 @@ fn malformed_keys_are_corruption() {
 fn inner_errors_are_returned_and_recorded() {
     let inner = VecIter::from_parts(&[(b"a", 1, V, b"1"), (b"b", 2, V, b"2"), (b"c", 3, V, b"3")])
         .fail_after(2);
-    let mut it = DbIterator::new(Box::new(inner), MAX_SEQ, None, None, Box::new(()));
+    let mut it = DbIterator::new(
+        Box::new(inner),
+        MAX_SEQ,
+        None,
+        None,
+        ValueSource::for_tests(),
+        None,
+        Box::new(()),
+    );
     it.seek_to_first().unwrap();
     it.next().unwrap();
     assert_eq!(it.key(), b"b");
@@ -385,7 +440,15 @@ fn random_ops_match_model() {
         let lower = rng.gen_bool(0.4).then(|| random_key(&mut rng));
         let upper = rng.gen_bool(0.4).then(|| random_key(&mut rng));
         let visible = model.visible(seq, lower.as_deref(), upper.as_deref());
-        let mut it = DbIterator::new(inner, seq, lower.clone(), upper.clone(), Box::new(()));
+        let mut it = DbIterator::new(
+            inner,
+            seq,
+            lower.clone(),
+            upper.clone(),
+            ValueSource::for_tests(),
+            None,
+            Box::new(()),
+        );
         let ctx = format!("seed {seed} seq {seq} lower {lower:?} upper {upper:?}");
 
         let mut pos: Option<usize> = None;
@@ -424,7 +487,11 @@ fn random_ops_match_model() {
             assert_eq!(it.valid(), pos.is_some(), "{ctx} step {step} op {op}");
             if let Some(p) = pos {
                 assert_eq!(it.key(), &visible[p].0[..], "{ctx} step {step} op {op}");
-                assert_eq!(it.value(), &visible[p].1[..], "{ctx} step {step} op {op}");
+                assert_eq!(
+                    it.value().unwrap(),
+                    &visible[p].1[..],
+                    "{ctx} step {step} op {op}"
+                );
             }
         }
         it.status().unwrap();

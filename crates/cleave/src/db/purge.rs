@@ -1,0 +1,74 @@
+//! Deleting sstables and value files once no Version names them.
+//!
+//! A file leaves the current Version in a manifest edit, but readers (a
+//! `get` in flight, an iterator, a compaction's input Version) may still
+//! use it; the last one to drop a Version naming it queues it. Whoever
+//! drops that last reference then deletes it: a background job after its
+//! work, or a reader when its view goes away (as RocksDB purges obsolete
+//! files in an iterator's destructor), so that space comes back as soon as
+//! nothing can read the file.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::base::filename::{self, FileKind};
+use crate::manifest::ObsoleteFiles;
+use crate::sstable::TableCache;
+use crate::value_file::ValueStore;
+use crate::vfs::Fs;
+
+pub(crate) struct Purger {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    obsolete: Arc<ObsoleteFiles>,
+    table_cache: Arc<TableCache>,
+    values: Arc<ValueStore>,
+}
+
+impl Purger {
+    pub(crate) fn new(
+        fs: Arc<dyn Fs>,
+        dir: PathBuf,
+        obsolete: Arc<ObsoleteFiles>,
+        table_cache: Arc<TableCache>,
+        values: Arc<ValueStore>,
+    ) -> Purger {
+        Purger {
+            fs,
+            dir,
+            obsolete,
+            table_cache,
+            values,
+        }
+    }
+
+    /// Deletes every queued file. Best effort: a file that cannot be
+    /// removed now is an orphan, removed by the next open.
+    pub(crate) fn purge(&self) {
+        if !self.obsolete.is_pending() {
+            return;
+        }
+        for f in self.obsolete.take() {
+            // Closing the cached handle first, so the space is freed now
+            // rather than when the cache would have evicted it.
+            let path = if f.kind == FileKind::ValueFile {
+                self.values.evict_file(f.number);
+                filename::value_file(&self.dir, f.number)
+            } else {
+                self.table_cache.evict(f.number);
+                filename::sstable(&self.dir, f.number)
+            };
+            let _ = self.fs.remove(&path);
+        }
+    }
+}
+
+/// Purges when dropped: the last pin of a reader's view, dropped after the
+/// Version it pins.
+pub(crate) struct PurgeOnDrop(pub Arc<Purger>);
+
+impl Drop for PurgeOnDrop {
+    fn drop(&mut self) {
+        self.0.purge();
+    }
+}

@@ -1,0 +1,94 @@
+//! Resolving the value of an entry: inline, or through its value handle in
+//! the value files of one Version.
+
+use std::sync::Arc;
+
+use crate::base::key::{SeqNo, ValueKind};
+use crate::base::FileNumber;
+use crate::error::{Error, Result};
+use crate::manifest::version::Version;
+use crate::value_file::{Readahead, ValueHandle, ValueStore};
+
+/// The value files a reader may resolve handles in: those of the Version
+/// it holds (which keeps them from being deleted).
+#[derive(Clone)]
+pub(crate) struct ValueSource {
+    pub store: Arc<ValueStore>,
+    pub version: Arc<Version>,
+}
+
+impl ValueSource {
+    /// A source with no value files, for iterators over inline values.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> ValueSource {
+        let fs = Arc::new(crate::vfs::MemFs::new());
+        ValueSource {
+            store: Arc::new(ValueStore::new(fs, "/none".into(), 16, 0, false)),
+            version: Arc::new(Version::default()),
+        }
+    }
+
+    /// The value of an entry of `kind` (`Value` or `ValueRef`) whose stored
+    /// value is `raw`, for `user_key` at `seq`. A `ValueRef` costs at most
+    /// one read (none on a value-cache hit); with `readahead`, adjacent
+    /// records come from one larger read.
+    pub(crate) fn resolve(
+        &self,
+        kind: ValueKind,
+        raw: &[u8],
+        user_key: &[u8],
+        seq: SeqNo,
+        readahead: Option<(&mut Readahead, bool)>,
+    ) -> Result<Arc<Vec<u8>>> {
+        if kind != ValueKind::ValueRef {
+            return Ok(Arc::new(raw.to_vec()));
+        }
+        let handle = ValueHandle::decode(raw).map_err(|e| {
+            Error::corruption(
+                "<value handle>",
+                0,
+                format!(
+                    "entry for key {:?} at seq {seq}: {}",
+                    user_key.escape_ascii().to_string(),
+                    e.0
+                ),
+            )
+        })?;
+        let physical = self.physical_file(&handle, user_key)?;
+        match readahead {
+            Some((ra, scanning)) => self
+                .store
+                .get_for_scan(physical, &handle, user_key, seq, ra, scanning),
+            None => self.store.get(physical, &handle, user_key, seq),
+        }
+    }
+
+    /// Reads ahead, in parallel, the records the handles `raw` of a scan's
+    /// next entries name. Best effort: what fails here is read (and its
+    /// error reported) when the value is asked for.
+    pub(crate) fn prefetch<'a>(
+        &self,
+        raw: impl Iterator<Item = &'a [u8]>,
+        readahead: &mut Readahead,
+    ) {
+        let handles: Vec<_> = raw
+            .filter_map(|r| ValueHandle::decode(r).ok())
+            .filter_map(|h| Some((self.version.physical_file(h.logical_file)?, h)))
+            .collect();
+        self.store.prefetch(&handles, readahead);
+    }
+
+    fn physical_file(&self, handle: &ValueHandle, user_key: &[u8]) -> Result<FileNumber> {
+        self.version.physical_file(handle.logical_file).ok_or_else(|| {
+            Error::corruption(
+                self.store.path(handle.logical_file),
+                0,
+                format!(
+                    "handle of key {:?} names logical value file {}, which the version does not hold",
+                    user_key.escape_ascii().to_string(),
+                    handle.logical_file
+                ),
+            )
+        })
+    }
+}

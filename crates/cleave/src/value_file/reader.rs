@@ -1,0 +1,422 @@
+//! Reads a value file: records by handle, the record index by id, and all
+//! records in file order.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::base::coding::DecodeError;
+use crate::base::compression::decompress;
+use crate::base::limits::MAX_VALUE_SIZE;
+use crate::base::{FileNumber, SeqNo};
+use crate::error::{Error, Result};
+use crate::vfs::{FileOptions, Fs, RandomAccessFile};
+
+use super::format::{
+    check_block, decode_index_block, decode_record, decode_top_index, BlockHandle, Footer,
+    FooterError, IndexBlockMeta, IndexEntry, ValueFileProperties, FOOTER_LEN, FORMAT_VERSION,
+    MIN_RECORD_LEN,
+};
+use super::ValueHandle;
+
+/// An open value file. Holds its footer, properties and top-level index;
+/// record index blocks are read when needed.
+pub(crate) struct ValueFile {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    number: FileNumber,
+    footer: Footer,
+    properties: ValueFileProperties,
+    index_blocks: Vec<IndexBlockMeta>,
+}
+
+impl std::fmt::Debug for ValueFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ValueFile")
+            .field("path", &self.path)
+            .field("number", &self.number)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One record, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ValueRecord {
+    pub logical_file: FileNumber,
+    pub ordinal: u64,
+    pub key: Vec<u8>,
+    pub seq: SeqNo,
+    pub value: Vec<u8>,
+}
+
+impl ValueFile {
+    /// Opens physical file `number` at `path`: reads and checks the footer,
+    /// properties and top-level index (three reads).
+    pub(crate) fn open(
+        fs: &dyn Fs,
+        path: PathBuf,
+        number: FileNumber,
+        opts: FileOptions,
+    ) -> Result<ValueFile> {
+        let file = fs.open(&path, opts)?;
+        let len = file.len();
+        let footer_offset = len.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
+            Error::corruption(
+                &path,
+                0,
+                format!("file of {len} bytes is too short for a value file footer"),
+            )
+        })?;
+        let buf = file.read_at(footer_offset, FOOTER_LEN)?;
+        let footer = Footer::decode(&buf, footer_offset).map_err(|e| match e {
+            FooterError::Corrupt(reason) => Error::corruption(&path, footer_offset, reason),
+            FooterError::Version(found) => Error::UnsupportedFormatVersion {
+                file: path.clone(),
+                found,
+                supported: FORMAT_VERSION,
+            },
+        })?;
+        let mut vf = ValueFile {
+            file,
+            path,
+            number,
+            footer,
+            properties: ValueFileProperties::default(),
+            index_blocks: Vec::new(),
+        };
+        let props = footer.properties;
+        vf.properties = ValueFileProperties::decode(&vf.read_block(props)?)
+            .map_err(|e| vf.corruption(props.offset, e))?;
+        if vf.properties.record_bytes != footer.records_end {
+            return Err(vf.corruption(
+                props.offset,
+                DecodeError("record bytes differ from the records region"),
+            ));
+        }
+        let top = footer.top_index;
+        vf.index_blocks = decode_top_index(&vf.read_block(top)?, footer.records_end, top.offset)
+            .map_err(|e| vf.corruption(top.offset, e))?;
+        let indexed: u64 = vf.index_blocks.iter().map(|b| b.num_entries).sum();
+        if indexed != vf.properties.num_records {
+            return Err(vf.corruption(
+                top.offset,
+                DecodeError("record index count differs from the properties"),
+            ));
+        }
+        Ok(vf)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn properties(&self) -> &ValueFileProperties {
+        &self.properties
+    }
+
+    #[cfg(test)]
+    pub(crate) fn num_index_blocks(&self) -> usize {
+        self.index_blocks.len()
+    }
+
+    /// The value of the record `handle` names, which must hold `key` and
+    /// `seq`. One read when the handle's logical file was born here; else
+    /// the record index is read first.
+    #[cfg(test)]
+    pub(crate) fn read(&self, handle: &ValueHandle, key: &[u8], seq: SeqNo) -> Result<Vec<u8>> {
+        let (offset, len) = self.place(handle)?;
+        self.read_placed(offset, len, key, seq)
+    }
+
+    /// The value of the record of `len` bytes at `offset` (as
+    /// [`Self::place`] gives), checked as [`Self::read`] checks it.
+    pub(crate) fn read_placed(
+        &self,
+        offset: u64,
+        len: u32,
+        key: &[u8],
+        seq: SeqNo,
+    ) -> Result<Vec<u8>> {
+        self.check_record_bounds(offset, len)?;
+        let buf = self.file.read_at(offset, len as usize)?;
+        self.value_of(offset, &buf, key, seq)
+    }
+
+    /// Where the record `handle` names lies in this file: the handle's own
+    /// place if its logical file was born here, else the record index's.
+    pub(crate) fn place(&self, handle: &ValueHandle) -> Result<(u64, u32)> {
+        if handle.logical_file == self.number {
+            return Ok((handle.offset, handle.len));
+        }
+        self.locate(handle.logical_file, handle.ordinal)?
+            .ok_or_else(|| {
+                Error::corruption(
+                    &self.path,
+                    self.footer.top_index.offset,
+                    format!(
+                        "record {} of logical file {} is not in this file",
+                        handle.ordinal, handle.logical_file
+                    ),
+                )
+            })
+    }
+
+    /// Raw bytes `[offset, offset + len)` of the records region, clipped
+    /// to its end: a readahead window over several records.
+    pub(crate) fn read_records_span(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let end = offset
+            .saturating_add(len as u64)
+            .min(self.footer.records_end);
+        let len = usize::try_from(end.saturating_sub(offset))
+            .map_err(|_| self.corruption(offset, DecodeError("span overflows")))?;
+        self.file.read_at(offset, len)
+    }
+
+    /// The value of the record of `len` bytes at `offset`, taken from
+    /// `buf` (which holds exactly those bytes), checked as [`Self::read`]
+    /// checks it.
+    pub(crate) fn value_of(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        key: &[u8],
+        seq: SeqNo,
+    ) -> Result<Vec<u8>> {
+        let len = u32::try_from(buf.len())
+            .map_err(|_| self.corruption(offset, DecodeError("record longer than 4 GiB")))?;
+        self.check_record_bounds(offset, len)?;
+        let record = self.decode(offset, buf)?;
+        if record.key != key || record.seq != seq {
+            return Err(Error::corruption(
+                &self.path,
+                offset,
+                format!(
+                    "record holds another key or sequence number (seq {} instead of {seq})",
+                    record.seq
+                ),
+            ));
+        }
+        Ok(record.value)
+    }
+
+    /// Where record `ordinal` of `logical_file` lies in this file, through
+    /// the record index; `None` if the file does not host it.
+    pub(crate) fn locate(
+        &self,
+        logical_file: FileNumber,
+        ordinal: u64,
+    ) -> Result<Option<(u64, u32)>> {
+        let id = (logical_file.0, ordinal);
+        let i = self.index_blocks.partition_point(|b| b.first <= id);
+        let Some(i) = i.checked_sub(1) else {
+            return Ok(None);
+        };
+        let entries = self.index_block(i)?;
+        Ok(entries
+            .binary_search_by_key(&id, IndexEntry::id)
+            .ok()
+            .and_then(|j| entries.get(j))
+            .map(|e| (e.offset, e.len)))
+    }
+
+    /// Reads every record, checking its checksum and that the records of
+    /// each hosted logical file are as many and as large as the
+    /// properties say.
+    pub(crate) fn verify(&self) -> Result<()> {
+        let mut seen: std::collections::BTreeMap<FileNumber, u64> = Default::default();
+        for r in self.iter()? {
+            *seen.entry(r?.logical_file).or_default() += 1;
+        }
+        let expected: std::collections::BTreeMap<FileNumber, u64> = self
+            .properties
+            .hosted
+            .iter()
+            .map(|h| (h.logical_file, h.num_records))
+            .collect();
+        if seen != expected {
+            return Err(self.corruption(
+                self.footer.properties.offset,
+                DecodeError("records differ from the hosted files the properties list"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// All records in file order (for verification): reads the whole
+    /// record index, then the records, a run of adjacent ones per read.
+    pub(crate) fn iter(&self) -> Result<RecordIter<'_>> {
+        self.iter_live(&|_, _| true)
+    }
+
+    /// The records `live(logical_file, ordinal)` selects, in file order.
+    /// Only those are read: one read per run of adjacent live records (up
+    /// to a bound), and a dead record is never read, so a file that is
+    /// mostly garbage costs little more than its live bytes.
+    pub(crate) fn iter_live(
+        &self,
+        live: &dyn Fn(FileNumber, u64) -> bool,
+    ) -> Result<RecordIter<'_>> {
+        let mut entries = Vec::new();
+        for i in 0..self.index_blocks.len() {
+            entries.extend(self.index_block(i)?);
+        }
+        entries.sort_unstable_by_key(|e| e.offset);
+        // Records are written back to back: the index must cover the
+        // records region exactly, once.
+        let mut end = 0;
+        for e in &entries {
+            if e.offset != end {
+                return Err(self.corruption(
+                    self.footer.records_end,
+                    DecodeError("record index does not tile the records"),
+                ));
+            }
+            end = e.offset + u64::from(e.len);
+        }
+        if end != self.footer.records_end {
+            return Err(self.corruption(
+                self.footer.records_end,
+                DecodeError("record index does not cover the records"),
+            ));
+        }
+        entries.retain(|e| live(FileNumber(e.logical_file), e.ordinal));
+        Ok(RecordIter {
+            file: self,
+            entries: entries.into_iter(),
+            window_start: 0,
+            window: Vec::new(),
+            done: false,
+        })
+    }
+
+    fn corruption(&self, offset: u64, e: DecodeError) -> Error {
+        Error::corruption(&self.path, offset, e.0)
+    }
+
+    /// The entries of record index block `i`, checked against the
+    /// top-level index and the next block's first id.
+    fn index_block(&self, i: usize) -> Result<Vec<IndexEntry>> {
+        let Some(meta) = self.index_blocks.get(i) else {
+            return Ok(Vec::new());
+        };
+        let at = meta.handle.offset;
+        let contents = self.read_block(meta.handle)?;
+        let entries = decode_index_block(&contents, self.footer.records_end)
+            .map_err(|e| self.corruption(at, e))?;
+        let next_first = self.index_blocks.get(i + 1).map(|b| b.first);
+        let consistent = entries.len() as u64 == meta.num_entries
+            && entries.first().map(IndexEntry::id) == Some(meta.first)
+            && entries
+                .last()
+                .zip(next_first)
+                .is_none_or(|(last, next)| last.id() < next);
+        if !consistent {
+            return Err(self.corruption(
+                at,
+                DecodeError("record index block disagrees with the top-level index"),
+            ));
+        }
+        Ok(entries)
+    }
+
+    /// Reads a block with its trailer (bounded by the footer's checks) and
+    /// returns its checked contents.
+    fn read_block(&self, h: BlockHandle) -> Result<Vec<u8>> {
+        let len = h
+            .end_with_trailer()
+            .and_then(|end| usize::try_from(end - h.offset).ok())
+            .ok_or_else(|| self.corruption(h.offset, DecodeError("block handle overflows")))?;
+        let buf = self.file.read_at(h.offset, len)?;
+        let contents = check_block(&buf).map_err(|e| self.corruption(h.offset, e))?;
+        Ok(contents.to_vec())
+    }
+
+    fn check_record_bounds(&self, offset: u64, len: u32) -> Result<()> {
+        let inside = offset
+            .checked_add(u64::from(len))
+            .is_some_and(|end| end <= self.footer.records_end);
+        if !inside || (len as usize) < MIN_RECORD_LEN {
+            return Err(self.corruption(
+                offset,
+                DecodeError("record handle points outside the records"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn decode(&self, offset: u64, buf: &[u8]) -> Result<DecodedRecord> {
+        let err = |e| self.corruption(offset, e);
+        let r = decode_record(buf).map_err(err)?;
+        let value = decompress(r.stored_value.to_vec(), r.codec, MAX_VALUE_SIZE).map_err(err)?;
+        Ok(DecodedRecord {
+            key: r.key.to_vec(),
+            seq: r.seq,
+            value,
+        })
+    }
+}
+
+struct DecodedRecord {
+    key: Vec<u8>,
+    seq: SeqNo,
+    value: Vec<u8>,
+}
+
+/// Most bytes [`RecordIter`] reads at once; a larger record is read alone.
+const ITER_READAHEAD_BYTES: u64 = 1 << 20;
+
+/// Records in file order, each with its id. Stops after the first error.
+pub(crate) struct RecordIter<'a> {
+    file: &'a ValueFile,
+    entries: std::vec::IntoIter<IndexEntry>,
+    window_start: u64,
+    window: Vec<u8>,
+    done: bool,
+}
+
+impl RecordIter<'_> {
+    fn load(&mut self, e: &IndexEntry) -> Result<ValueRecord> {
+        let len = e.len as usize;
+        let in_window = e.offset >= self.window_start
+            && e.offset - self.window_start + u64::from(e.len) <= self.window.len() as u64;
+        if !in_window {
+            // The run of records adjacent to this one that the iterator
+            // will yield next; the index tiles the records region, so none
+            // reaches past it.
+            let mut end = e.offset + u64::from(e.len);
+            for next in self.entries.as_slice() {
+                if next.offset != end || end + u64::from(next.len) - e.offset > ITER_READAHEAD_BYTES
+                {
+                    break;
+                }
+                end += u64::from(next.len);
+            }
+            let want = usize::try_from(end - e.offset).unwrap_or(len).max(len);
+            self.window = self.file.file.read_at(e.offset, want)?;
+            self.window_start = e.offset;
+        }
+        let at = (e.offset - self.window_start) as usize;
+        let buf = self.window.get(at..at + len).unwrap_or_default();
+        let r = self.file.decode(e.offset, buf)?;
+        Ok(ValueRecord {
+            logical_file: FileNumber(e.logical_file),
+            ordinal: e.ordinal,
+            key: r.key,
+            seq: r.seq,
+            value: r.value,
+        })
+    }
+}
+
+impl Iterator for RecordIter<'_> {
+    type Item = Result<ValueRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let e = self.entries.next()?;
+        let r = self.load(&e);
+        self.done = r.is_err();
+        Some(r)
+    }
+}

@@ -1,0 +1,425 @@
+//! How reads resolve value handles: open value files (bounded, like the
+//! table cache), a sharded value cache keyed by `(logical_file, ordinal)`,
+//! per-iterator readahead over adjacent records, and prefetch: the records
+//! of the next entries of a scan, read in parallel.
+//!
+//! The cache key never changes when GC moves a logical file, so a cached
+//! value stays valid; the caller names the physical file that hosts the
+//! handle's logical file now (the Version knows it).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::base::{filename, FileNumber, SeqNo};
+use crate::cache::{Priority, ShardedCache};
+use crate::error::Result;
+use crate::vfs::{FileOptions, Fs};
+
+use super::{ValueFile, ValueHandle};
+
+/// Shards of the open-file cache: opens are rare next to reads.
+const FILE_SHARD_BITS: u32 = 2;
+
+/// Value cache shards: as the block cache, at least 4 MiB each, at most 16.
+const VALUE_CACHE_MIN_SHARD_BYTES: usize = 4 << 20;
+const VALUE_CACHE_MAX_SHARD_BITS: u32 = 4;
+
+/// Bookkeeping charged per cached value on top of its bytes.
+const VALUE_CACHE_ENTRY_OVERHEAD: usize = 64;
+
+/// The first read of a file by a scanning iterator takes this much, so the
+/// few records of one file a short scan needs (a flush writes records in
+/// key order) come in one read.
+const SCAN_FIRST_READ_BYTES: usize = 32 << 10;
+
+/// Readahead windows double up to this size.
+const MAX_READAHEAD_BYTES: usize = 256 << 10;
+
+/// Files whose read position an iterator remembers. A scan over data that
+/// many flushes wrote touches one file per flush in turn, so this must
+/// exceed the number of value files a key range spans, or every read
+/// would look like a file's first.
+const MAX_WINDOWS: usize = 128;
+
+/// Bytes of readahead buffers an iterator keeps; beyond it the buffers of
+/// the least recently used files are dropped (their positions are kept).
+const MAX_BUFFERED_BYTES: usize = 4 << 20;
+
+/// Records of one file closer than this are read in one prefetch read, the
+/// gap with them: a read costs more than the bytes between two records.
+const PREFETCH_GAP_BYTES: u64 = 16 << 10;
+
+/// Largest prefetch read.
+const PREFETCH_MAX_SPAN_BYTES: u64 = 512 << 10;
+
+/// Prefetch reads in flight at once. A scan's next records lie in as many
+/// value files as flushes wrote its key range, so they are many small
+/// random reads: issued together, they cost about one read's latency
+/// (BlobDB 7.8 reads them one after another).
+const PREFETCH_THREADS: usize = 8;
+
+/// An open file and the `(start, end)` of records to read from it.
+type FilePlaces = (Arc<ValueFile>, Vec<(u64, u64)>);
+
+/// Value reads that reached a file, for statistics.
+#[derive(Debug, Default)]
+pub(crate) struct ValueReadCounters {
+    /// `pread`s of value records (a readahead window counts once).
+    pub reads: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+pub(crate) struct ValueStore {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    direct_reads: bool,
+    files: ShardedCache<FileNumber, Arc<ValueFile>>,
+    values: ShardedCache<(FileNumber, u64), Arc<Vec<u8>>>,
+    counters: ValueReadCounters,
+}
+
+impl ValueStore {
+    pub(crate) fn new(
+        fs: Arc<dyn Fs>,
+        dir: PathBuf,
+        max_open_files: usize,
+        value_cache_capacity: usize,
+        direct_reads: bool,
+    ) -> ValueStore {
+        let shards = (value_cache_capacity / VALUE_CACHE_MIN_SHARD_BYTES).max(1);
+        let shard_bits = shards.ilog2().min(VALUE_CACHE_MAX_SHARD_BITS);
+        ValueStore {
+            fs,
+            dir,
+            direct_reads,
+            files: ShardedCache::new(max_open_files, FILE_SHARD_BITS, 0.0),
+            values: ShardedCache::new(value_cache_capacity, shard_bits, 0.0),
+            counters: ValueReadCounters::default(),
+        }
+    }
+
+    /// The open physical value file `number`, opening it (footer,
+    /// properties, top-level index) if needed. Failures are not cached.
+    pub(crate) fn file(&self, number: FileNumber) -> Result<Arc<ValueFile>> {
+        if let Some(f) = self.files.get(&number) {
+            return Ok(f);
+        }
+        let path = self.path(number);
+        let opts = FileOptions {
+            direct: self.direct_reads,
+        };
+        let file = Arc::new(ValueFile::open(self.fs.as_ref(), path, number, opts)?);
+        self.files.insert(number, file.clone(), 1, Priority::Low);
+        Ok(file)
+    }
+
+    /// Where physical file `number` lives.
+    pub(crate) fn path(&self, number: FileNumber) -> PathBuf {
+        filename::value_file(&self.dir, number)
+    }
+
+    /// Forgets physical file `number` (after it is deleted).
+    pub(crate) fn evict_file(&self, number: FileNumber) {
+        self.files.erase(&number);
+    }
+
+    /// The value `handle` names, whose logical file lives in physical file
+    /// `physical`, for `key` at `seq`: from the cache, else one read.
+    pub(crate) fn get(
+        &self,
+        physical: FileNumber,
+        handle: &ValueHandle,
+        key: &[u8],
+        seq: SeqNo,
+    ) -> Result<Arc<Vec<u8>>> {
+        if let Some(v) = self.cached(handle) {
+            return Ok(v);
+        }
+        let file = self.file(physical)?;
+        let (offset, len) = file.place(handle)?;
+        self.count_read(len as usize);
+        let value = Arc::new(file.read_placed(offset, len, key, seq)?);
+        self.insert(handle, &value);
+        Ok(value)
+    }
+
+    /// As [`Self::get`], for an iterator: reads go through `readahead`,
+    /// which serves records adjacent to earlier ones from one larger read.
+    /// `scanning` says the iterator is moving step by step, so the first
+    /// read of a file may take more than one record.
+    pub(crate) fn get_for_scan(
+        &self,
+        physical: FileNumber,
+        handle: &ValueHandle,
+        key: &[u8],
+        seq: SeqNo,
+        readahead: &mut Readahead,
+        scanning: bool,
+    ) -> Result<Arc<Vec<u8>>> {
+        if let Some(v) = self.cached(handle) {
+            return Ok(v);
+        }
+        let file = self.file(physical)?;
+        let (offset, len) = file.place(handle)?;
+        let len_usize = len as usize;
+        if let Some(bytes) = readahead.prefetched(physical, offset, len_usize) {
+            let value = Arc::new(file.value_of(offset, bytes, key, seq)?);
+            self.insert(handle, &value);
+            return Ok(value);
+        }
+        let window = readahead.window(physical);
+        if !window.holds(offset, len_usize) {
+            let size = window.next_read_size(offset, len_usize, scanning);
+            window.buf = file.read_records_span(offset, size)?;
+            window.start = offset;
+            self.count_read(window.buf.len());
+        }
+        let at = usize::try_from(offset - window.start).unwrap_or(usize::MAX);
+        let bytes = window
+            .buf
+            .get(at..at.saturating_add(len_usize))
+            .unwrap_or_default();
+        // A span cut short by the end of the records region leaves `bytes`
+        // short; `value_of` then reports the handle as pointing outside.
+        let value = Arc::new(file.value_of(offset, bytes, key, seq)?);
+        window.last_end = offset + u64::from(len);
+        readahead.trim();
+        self.insert(handle, &value);
+        Ok(value)
+    }
+
+    /// Reads ahead the records of `handles` (each with the physical file
+    /// hosting it) into `readahead`: per file, records within
+    /// `PREFETCH_GAP_BYTES` of each other in one read, and the reads in
+    /// parallel. Best effort: a record that cannot be placed or read here
+    /// is read (and its error reported) when its value is asked for.
+    pub(crate) fn prefetch(
+        &self,
+        handles: &[(FileNumber, ValueHandle)],
+        readahead: &mut Readahead,
+    ) {
+        let mut places: BTreeMap<FileNumber, FilePlaces> = BTreeMap::new();
+        for (physical, handle) in handles {
+            if self.values.capacity() > 0
+                && self
+                    .values
+                    .get(&(handle.logical_file, handle.ordinal))
+                    .is_some()
+            {
+                continue;
+            }
+            let Ok(file) = self.file(*physical) else {
+                continue;
+            };
+            let Ok((offset, len)) = file.place(handle) else {
+                continue;
+            };
+            places
+                .entry(*physical)
+                .or_insert_with(|| (file, Vec::new()))
+                .1
+                .push((offset, offset.saturating_add(u64::from(len))));
+        }
+        let mut spans: Vec<(FileNumber, Arc<ValueFile>, u64, u64)> = Vec::new();
+        for (physical, (file, mut records)) in places {
+            records.sort_unstable();
+            let mut current: Option<(u64, u64)> = None;
+            for (start, end) in records {
+                current = match current {
+                    Some((s, e))
+                        if start <= e.saturating_add(PREFETCH_GAP_BYTES)
+                            && end.max(e) - s <= PREFETCH_MAX_SPAN_BYTES =>
+                    {
+                        Some((s, end.max(e)))
+                    }
+                    Some((s, e)) => {
+                        spans.push((physical, file.clone(), s, e));
+                        Some((start, end))
+                    }
+                    None => Some((start, end)),
+                };
+            }
+            if let Some((s, e)) = current {
+                spans.push((physical, file.clone(), s, e));
+            }
+        }
+        let results: Vec<Mutex<Option<Vec<u8>>>> = spans.iter().map(|_| Mutex::new(None)).collect();
+        let next = AtomicUsize::new(0);
+        let work = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some((_, file, start, end)) = spans.get(i) else {
+                break;
+            };
+            let len = usize::try_from(end - start).unwrap_or(0);
+            if let Ok(buf) = file.read_records_span(*start, len) {
+                *results[i].lock() = Some(buf);
+            }
+        };
+        std::thread::scope(|s| {
+            for _ in 1..PREFETCH_THREADS.min(spans.len()) {
+                s.spawn(work);
+            }
+            work();
+        });
+        readahead.spans.clear();
+        for ((physical, _, start, _), buf) in spans.into_iter().zip(results) {
+            if let Some(buf) = buf.into_inner() {
+                self.count_read(buf.len());
+                readahead.spans.push((physical, start, buf));
+            }
+        }
+    }
+
+    fn cached(&self, handle: &ValueHandle) -> Option<Arc<Vec<u8>>> {
+        if self.values.capacity() == 0 {
+            return None;
+        }
+        self.values.get(&(handle.logical_file, handle.ordinal))
+    }
+
+    fn insert(&self, handle: &ValueHandle, value: &Arc<Vec<u8>>) {
+        if self.values.capacity() == 0 {
+            return;
+        }
+        self.values.insert(
+            (handle.logical_file, handle.ordinal),
+            value.clone(),
+            value.len() + VALUE_CACHE_ENTRY_OVERHEAD,
+            Priority::Low,
+        );
+    }
+
+    fn count_read(&self, bytes: usize) {
+        self.counters.reads.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn counters(&self) -> &ValueReadCounters {
+        &self.counters
+    }
+
+    pub(crate) fn cache_usage(&self) -> usize {
+        self.values.usage()
+    }
+
+    pub(crate) fn cache_capacity(&self) -> usize {
+        self.values.capacity()
+    }
+
+    pub(crate) fn cache_hits(&self) -> u64 {
+        self.values.hits()
+    }
+
+    pub(crate) fn cache_misses(&self) -> u64 {
+        self.values.misses()
+    }
+}
+
+/// An iterator's readahead state: one window per recently read file, and
+/// the spans the last prefetch read.
+#[derive(Default)]
+pub(crate) struct Readahead {
+    /// Most recently used last.
+    windows: Vec<Window>,
+    /// (physical file, offset of `buf[0]`, buf).
+    spans: Vec<(FileNumber, u64, Vec<u8>)>,
+}
+
+struct Window {
+    file: FileNumber,
+    /// File offset of `buf[0]`.
+    start: u64,
+    buf: Vec<u8>,
+    /// End of the last record served from this file.
+    last_end: u64,
+    /// Size of the next readahead.
+    next: usize,
+}
+
+impl Readahead {
+    /// The bytes of the record at `offset` of `len` bytes in `file`, if the
+    /// last prefetch read them.
+    fn prefetched(&self, file: FileNumber, offset: u64, len: usize) -> Option<&[u8]> {
+        self.spans.iter().find_map(|(f, start, buf)| {
+            if *f != file || offset < *start {
+                return None;
+            }
+            let at = usize::try_from(offset - start).ok()?;
+            buf.get(at..at.checked_add(len)?)
+        })
+    }
+
+    /// The window of `file`, created empty if it has none.
+    fn window(&mut self, file: FileNumber) -> &mut Window {
+        match self.windows.iter().position(|w| w.file == file) {
+            Some(i) => {
+                let w = self.windows.remove(i);
+                self.windows.push(w);
+            }
+            None => {
+                if self.windows.len() >= MAX_WINDOWS {
+                    self.windows.remove(0);
+                }
+                self.windows.push(Window {
+                    file,
+                    start: 0,
+                    buf: Vec::new(),
+                    last_end: u64::MAX,
+                    next: SCAN_FIRST_READ_BYTES,
+                });
+            }
+        }
+        let last = self.windows.len() - 1;
+        &mut self.windows[last]
+    }
+
+    /// Drops the buffers of the least recently used files while the
+    /// buffers exceed their budget; the most recent file keeps its own.
+    fn trim(&mut self) {
+        let mut total: usize = self.windows.iter().map(|w| w.buf.len()).sum();
+        let keep = self.windows.len().saturating_sub(1);
+        for w in self.windows.iter_mut().take(keep) {
+            if total <= MAX_BUFFERED_BYTES {
+                break;
+            }
+            total -= w.buf.len();
+            w.buf = Vec::new();
+        }
+    }
+}
+
+impl Window {
+    fn holds(&self, offset: u64, len: usize) -> bool {
+        offset >= self.start
+            && (offset - self.start)
+                .checked_add(len as u64)
+                .is_some_and(|end| end <= self.buf.len() as u64)
+    }
+
+    /// How much to read for a record of `len` bytes at `offset`: more than
+    /// the record when the read continues forward from the last one in
+    /// this file (a gap smaller than the window is read through: one read
+    /// costs less than two), doubling each time; the first read of a file
+    /// takes a window only while scanning.
+    fn next_read_size(&mut self, offset: u64, len: usize, scanning: bool) -> usize {
+        let forward = self.last_end != u64::MAX
+            && offset >= self.last_end
+            && offset - self.last_end <= self.next as u64;
+        let first = self.last_end == u64::MAX;
+        if forward || (first && scanning) {
+            let size = self.next.max(len);
+            self.next = (self.next * 2).min(MAX_READAHEAD_BYTES);
+            size
+        } else {
+            // A jump: the next forward run starts small again.
+            self.next = SCAN_FIRST_READ_BYTES;
+            len
+        }
+    }
+}
