@@ -412,6 +412,38 @@ fn scans_prefetch_values_spread_over_many_value_files() {
     );
 }
 
+/// A scan that reads few of its values stops prefetching: reads stay in
+/// proportion to the values asked for, not to the keys passed.
+#[test]
+fn a_scan_reading_few_values_stops_prefetching() {
+    let fs = MemFs::new();
+    let opts = Options {
+        write_buffer_size: 4 << 20,
+        block_cache_capacity: 8 << 20,
+        ..options(Arc::new(fs.clone()))
+    };
+    let db = Db::open(DIR, opts).unwrap();
+    for f in 0..20 {
+        for i in (f..2000).step_by(20) {
+            db.put(&WriteOptions::default(), &k(i), &v(i, 0)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let before = db.stats().value_reads;
+    let mut it = db.iter(&ReadOptions::new());
+    it.seek_to_first().unwrap();
+    let mut asked = 0;
+    for i in 0..2000 {
+        if i % 50 == 10 {
+            assert_eq!(it.value().unwrap(), &v(i, 0)[..]);
+            asked += 1;
+        }
+        it.next().unwrap();
+    }
+    let reads = db.stats().value_reads - before;
+    assert!(reads <= 3 * asked, "{reads} reads for {asked} values");
+}
+
 /// The value cache serves repeated gets without reading the file.
 #[test]
 fn value_cache_serves_repeated_reads() {

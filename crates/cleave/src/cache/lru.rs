@@ -53,6 +53,10 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         self.high_usage + self.low_usage
     }
 
+    fn contains(&self, key: &K) -> bool {
+        self.high.contains(key) || self.low.contains(key)
+    }
+
     fn get(&mut self, key: &K) -> Option<V> {
         if let Some(e) = self.high.get(key) {
             return Some(e.value.clone());
@@ -171,6 +175,12 @@ impl<K: Hash + Eq, V: Clone> ShardedCache<K, V> {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         v
+    }
+
+    /// Whether `key` is cached, without counting a hit or a miss or
+    /// touching its recency.
+    pub(crate) fn contains(&self, key: &K) -> bool {
+        self.shard(key).lock().contains(key)
     }
 
     /// Inserts or replaces `key`. Entries larger than a shard are not kept.

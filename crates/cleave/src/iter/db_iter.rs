@@ -29,9 +29,13 @@ use crate::{Error, Result};
 pub(crate) type InnerSource = Arc<dyn Fn() -> Box<dyn InternalIterator> + Send + Sync>;
 
 /// Entries the first prefetch of a scan covers; each next one doubles, up
-/// to `MAX_PREFETCH_ENTRIES`, so a short scan reads little ahead.
+/// to `MAX_PREFETCH_ENTRIES`, so a short scan reads little ahead. When most
+/// of a batch's records went unused (the caller reads few values), the
+/// next batch is a quarter and stops growing, and below
+/// `MIN_PREFETCH_ENTRIES` prefetch stops until the next seek.
 const FIRST_PREFETCH_ENTRIES: usize = 16;
 const MAX_PREFETCH_ENTRIES: usize = 64;
+const MIN_PREFETCH_ENTRIES: usize = 4;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Direction {
@@ -221,8 +225,10 @@ impl DbIterator {
 
     /// The current value; empty if the iterator is not valid. A separated
     /// value is read here, on the first call at each position (so a scan
-    /// that needs only keys reads no values); a failed read is returned,
-    /// leaves the iterator invalid and is reported by every later call.
+    /// that needs only keys reads no values); in a forward scan that call
+    /// may also prefetch the records of the next entries. A failed read is
+    /// returned, leaves the iterator invalid and is reported by every later
+    /// call.
     pub fn value(&self) -> Result<&[u8]> {
         if let Some(e) = self.value_error.get() {
             return Err(e.duplicate());
@@ -286,6 +292,18 @@ impl DbIterator {
         let Some(source) = &self.lookahead_source else {
             return;
         };
+        let mut entries = self.prefetch_entries.get();
+        let next = if readahead.last_batch_mostly_unused() {
+            entries /= 4;
+            entries
+        } else {
+            (entries * 2).min(MAX_PREFETCH_ENTRIES)
+        };
+        if entries < MIN_PREFETCH_ENTRIES {
+            self.prefetch_entries.set(0);
+            return;
+        }
+        self.prefetch_entries.set(next);
         let mut slot = self.lookahead.borrow_mut();
         let it = slot.get_or_insert_with(|| {
             Box::new(DbIterator::new(
@@ -298,9 +316,6 @@ impl DbIterator {
                 Box::new(()),
             ))
         });
-        let entries = self.prefetch_entries.get();
-        self.prefetch_entries
-            .set((entries * 2).min(MAX_PREFETCH_ENTRIES));
         let mut handles: Vec<Vec<u8>> = Vec::new();
         let mut last = None;
         let mut walk = || -> Result<()> {
@@ -318,8 +333,10 @@ impl DbIterator {
             Ok(())
         };
         if walk().is_err() {
-            // A failed lookahead stays failed: drop it, read one by one.
+            // A failed iterator stays failed: drop it, and read one by one
+            // until the next seek.
             *slot = None;
+            self.prefetch_entries.set(0);
         }
         if last.is_some() {
             *self.prefetched_until.borrow_mut() = last;
@@ -366,6 +383,7 @@ impl DbIterator {
         self.scanning = false;
         self.prefetched_until.get_mut().take();
         self.prefetch_entries.set(FIRST_PREFETCH_ENTRIES);
+        self.readahead.get_mut().clear_spans();
         self.saved_key.clear();
         self.saved_value.clear();
     }

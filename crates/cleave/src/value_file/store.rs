@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -45,8 +46,9 @@ const MAX_READAHEAD_BYTES: usize = 256 << 10;
 /// would look like a file's first.
 const MAX_WINDOWS: usize = 128;
 
-/// Bytes of readahead buffers an iterator keeps; beyond it the buffers of
-/// the least recently used files are dropped (their positions are kept).
+/// Bytes of readahead window buffers an iterator keeps (prefetch spans are
+/// bounded apart); beyond it the buffers of the least recently used files
+/// are dropped (their positions are kept).
 const MAX_BUFFERED_BYTES: usize = 4 << 20;
 
 /// Records of one file closer than this are read in one prefetch read, the
@@ -58,9 +60,18 @@ const PREFETCH_MAX_SPAN_BYTES: u64 = 512 << 10;
 
 /// Prefetch reads in flight at once. A scan's next records lie in as many
 /// value files as flushes wrote its key range, so they are many small
-/// random reads: issued together, they cost about one read's latency
-/// (BlobDB 7.8 reads them one after another).
+/// random reads: issued eight at a time, a batch costs about an eighth of
+/// their latencies one after another (BlobDB 7.8 reads them one by one).
 const PREFETCH_THREADS: usize = 8;
+
+/// Without direct reads, a first prefetch read faster than this came from
+/// the page cache: starting threads would cost more than the reads, so the
+/// rest of the batch is read in the calling thread too.
+const PREFETCH_INLINE_READ: Duration = Duration::from_micros(20);
+
+/// Bytes of records one prefetch batch reads at most, so a scan of very
+/// large values never holds many of them at once.
+const PREFETCH_MAX_BATCH_BYTES: u64 = 4 << 20;
 
 /// An open file and the `(start, end)` of records to read from it.
 type FilePlaces = (Arc<ValueFile>, Vec<(u64, u64)>);
@@ -148,7 +159,8 @@ impl ValueStore {
     }
 
     /// As [`Self::get`], for an iterator: reads go through `readahead`,
-    /// which serves records adjacent to earlier ones from one larger read.
+    /// which serves records its last prefetch read, and records adjacent
+    /// to earlier ones from one larger read.
     /// `scanning` says the iterator is moving step by step, so the first
     /// read of a file may take more than one record.
     pub(crate) fn get_for_scan(
@@ -168,6 +180,7 @@ impl ValueStore {
         let len_usize = len as usize;
         if let Some(bytes) = readahead.prefetched(physical, offset, len_usize) {
             let value = Arc::new(file.value_of(offset, bytes, key, seq)?);
+            readahead.batch_used += 1;
             self.insert(handle, &value);
             return Ok(value);
         }
@@ -203,12 +216,14 @@ impl ValueStore {
         readahead: &mut Readahead,
     ) {
         let mut places: BTreeMap<FileNumber, FilePlaces> = BTreeMap::new();
+        let mut batch_bytes = 0u64;
+        let mut batch_records = 0usize;
         for (physical, handle) in handles {
+            if batch_bytes >= PREFETCH_MAX_BATCH_BYTES {
+                break;
+            }
             if self.values.capacity() > 0
-                && self
-                    .values
-                    .get(&(handle.logical_file, handle.ordinal))
-                    .is_some()
+                && self.values.contains(&(handle.logical_file, handle.ordinal))
             {
                 continue;
             }
@@ -218,6 +233,8 @@ impl ValueStore {
             let Ok((offset, len)) = file.place(handle) else {
                 continue;
             };
+            batch_bytes += u64::from(len);
+            batch_records += 1;
             places
                 .entry(*physical)
                 .or_insert_with(|| (file, Vec::new()))
@@ -259,13 +276,34 @@ impl ValueStore {
                 *results[i].lock() = Some(buf);
             }
         };
-        std::thread::scope(|s| {
-            for _ in 1..PREFETCH_THREADS.min(spans.len()) {
-                s.spawn(work);
+        // Direct reads always reach the device; otherwise the first read,
+        // timed, says whether the records are in the page cache, where
+        // threads would cost more than the reads.
+        let mut inline = false;
+        if !self.direct_reads {
+            let started = Instant::now();
+            if let Some((_, file, start, end)) = spans.first() {
+                next.store(1, Ordering::Relaxed);
+                let len = usize::try_from(end - start).unwrap_or(0);
+                if let Ok(buf) = file.read_records_span(*start, len) {
+                    *results[0].lock() = Some(buf);
+                }
             }
+            inline = started.elapsed() < PREFETCH_INLINE_READ;
+        }
+        if inline {
             work();
-        });
-        readahead.spans.clear();
+        } else {
+            std::thread::scope(|s| {
+                for _ in 1..PREFETCH_THREADS.min(spans.len()) {
+                    // Best effort: a thread that cannot start is not needed.
+                    let _ = std::thread::Builder::new().spawn_scoped(s, work);
+                }
+                work();
+            });
+        }
+        readahead.clear_spans();
+        readahead.batch_records = batch_records;
         for ((physical, _, start, _), buf) in spans.into_iter().zip(results) {
             if let Some(buf) = buf.into_inner() {
                 self.count_read(buf.len());
@@ -327,8 +365,14 @@ impl ValueStore {
 pub(crate) struct Readahead {
     /// Most recently used last.
     windows: Vec<Window>,
-    /// (physical file, offset of `buf[0]`, buf).
+    /// (physical file, offset of `buf[0]`, buf); at most
+    /// `PREFETCH_MAX_BATCH_BYTES` of records and their gaps.
     spans: Vec<(FileNumber, u64, Vec<u8>)>,
+    /// Records the last prefetch was asked for, and how many of them were
+    /// then served from its spans: a scan that reads few of its values
+    /// stops prefetching.
+    batch_records: usize,
+    batch_used: usize,
 }
 
 struct Window {
@@ -343,6 +387,19 @@ struct Window {
 }
 
 impl Readahead {
+    /// Forgets the last prefetch (after a seek: its records are likely not
+    /// needed, and they hold memory).
+    pub(crate) fn clear_spans(&mut self) {
+        self.spans.clear();
+        self.batch_records = 0;
+        self.batch_used = 0;
+    }
+
+    /// Whether most records of the last prefetch went unused.
+    pub(crate) fn last_batch_mostly_unused(&self) -> bool {
+        self.batch_records > 0 && self.batch_used * 2 < self.batch_records
+    }
+
     /// The bytes of the record at `offset` of `len` bytes in `file`, if the
     /// last prefetch read them.
     fn prefetched(&self, file: FileNumber, offset: u64, len: usize) -> Option<&[u8]> {
