@@ -265,16 +265,19 @@ impl ValueStore {
             }
         }
         let results: Vec<Mutex<Option<Vec<u8>>>> = spans.iter().map(|_| Mutex::new(None)).collect();
+        let read = |i: usize| {
+            if let Some((_, file, start, end)) = spans.get(i) {
+                let len = usize::try_from(end - start).unwrap_or(0);
+                *results[i].lock() = file.read_records_span(*start, len).ok();
+            }
+        };
         let next = AtomicUsize::new(0);
         let work = || loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some((_, file, start, end)) = spans.get(i) else {
+            if i >= spans.len() {
                 break;
-            };
-            let len = usize::try_from(end - start).unwrap_or(0);
-            if let Ok(buf) = file.read_records_span(*start, len) {
-                *results[i].lock() = Some(buf);
             }
+            read(i);
         };
         // Direct reads always reach the device; otherwise the first read,
         // timed, says whether the records are in the page cache, where
@@ -282,13 +285,8 @@ impl ValueStore {
         let mut inline = false;
         if !self.direct_reads {
             let started = Instant::now();
-            if let Some((_, file, start, end)) = spans.first() {
-                next.store(1, Ordering::Relaxed);
-                let len = usize::try_from(end - start).unwrap_or(0);
-                if let Ok(buf) = file.read_records_span(*start, len) {
-                    *results[0].lock() = Some(buf);
-                }
-            }
+            next.store(1, Ordering::Relaxed);
+            read(0);
             inline = started.elapsed() < PREFETCH_INLINE_READ;
         }
         if inline {
