@@ -40,6 +40,19 @@ pub(crate) fn temp(dir: &Path, n: FileNumber) -> PathBuf {
     dir.join(format!("{n}.tmp"))
 }
 
+/// The path of numbered file `n` of `kind`; `None` for CURRENT and LOCK,
+/// which have no number.
+pub(crate) fn numbered(dir: &Path, kind: FileKind, n: FileNumber) -> Option<PathBuf> {
+    match kind {
+        FileKind::Wal => Some(wal(dir, n)),
+        FileKind::Sstable => Some(sstable(dir, n)),
+        FileKind::ValueFile => Some(value_file(dir, n)),
+        FileKind::Manifest => Some(manifest(dir, n)),
+        FileKind::Temp => Some(temp(dir, n)),
+        FileKind::Current | FileKind::Lock => None,
+    }
+}
+
 pub(crate) fn current(dir: &Path) -> PathBuf {
     dir.join(CURRENT)
 }
@@ -94,6 +107,7 @@ mod tests {
         ] {
             let name = p.file_name().unwrap().to_str().unwrap();
             assert_eq!(parse(name), Some((kind, n)), "{name}");
+            assert_eq!(numbered(d, kind, n), Some(p.clone()));
         }
         assert_eq!(parse("CURRENT"), Some((FileKind::Current, FileNumber(0))));
         assert_eq!(parse("notes.txt"), None);

@@ -153,11 +153,9 @@ impl DbInner {
         );
         if let Err(e) = result {
             for &(kind, number) in &created.0 {
-                let path = match kind {
-                    FileKind::ValueFile => filename::value_file(&self.dir, number),
-                    _ => filename::sstable(&self.dir, number),
-                };
-                let _ = self.fs.remove(&path);
+                if let Some(path) = filename::numbered(&self.dir, kind, number) {
+                    let _ = self.fs.remove(&path);
+                }
             }
             return Err(e);
         }

@@ -51,14 +51,14 @@ impl Purger {
         for f in self.obsolete.take() {
             // Closing the cached handle first, so the space is freed now
             // rather than when the cache would have evicted it.
-            let path = if f.kind == FileKind::ValueFile {
+            if f.kind == FileKind::ValueFile {
                 self.values.evict_file(f.number);
-                filename::value_file(&self.dir, f.number)
             } else {
                 self.table_cache.evict(f.number);
-                filename::sstable(&self.dir, f.number)
-            };
-            let _ = self.fs.remove(&path);
+            }
+            if let Some(path) = filename::numbered(&self.dir, f.kind, f.number) {
+                let _ = self.fs.remove(&path);
+            }
         }
     }
 }
