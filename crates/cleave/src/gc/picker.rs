@@ -1,0 +1,174 @@
+//! Which physical value files GC collects: a pure function of a Version.
+//!
+//! A file qualifies when its exact garbage ratio (record bytes no live
+//! sstable references, over all its record bytes) reaches the threshold;
+//! the highest ratio goes first, since it frees the most space per byte
+//! copied. Files whose live bytes are small are packed together into one
+//! output of at most `value_file_size` live bytes, so GC does not turn many
+//! small files into as many smaller ones. Files with no live record at all
+//! never reach the picker: the edit that drops their last reference also
+//! drops them.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::base::FileNumber;
+use crate::manifest::{ValueFileMeta, Version};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct GcPickerOptions {
+    /// Smallest garbage ratio (0..=1) that makes a file worth collecting.
+    pub garbage_ratio: f64,
+    /// Most live bytes one GC output holds.
+    pub value_file_size: u64,
+}
+
+/// One GC job: the physical files to collect, and what they hold.
+#[derive(Debug, Clone)]
+pub(crate) struct GcPlan {
+    /// Highest garbage ratio first.
+    pub inputs: Vec<Arc<ValueFileMeta>>,
+    /// Record bytes live sstables reference: what the job copies.
+    pub live_bytes: u64,
+    /// Record bytes it reclaims.
+    pub garbage_bytes: u64,
+}
+
+/// The files GC should collect next, or `None` if no file reaches the
+/// threshold. `busy` names files that a running job collects or that an
+/// unflushed memtable still references; they are never picked.
+pub(crate) fn pick(
+    v: &Version,
+    opts: &GcPickerOptions,
+    busy: &HashSet<FileNumber>,
+) -> Option<GcPlan> {
+    let mut candidates: Vec<(f64, &Arc<ValueFileMeta>, u64, u64)> = v
+        .value_files()
+        .filter(|f| !busy.contains(&f.number))
+        .filter_map(|f| {
+            let records = f.record_bytes();
+            let garbage = v.garbage_bytes(f);
+            if records == 0 {
+                return None;
+            }
+            let ratio = garbage as f64 / records as f64;
+            (ratio >= opts.garbage_ratio).then_some((ratio, f, records - garbage, garbage))
+        })
+        .collect();
+    // Highest ratio first; among equals the oldest file, for a stable order.
+    candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.number.cmp(&b.1.number)));
+    let mut plan: Option<GcPlan> = None;
+    for (_, f, live, garbage) in candidates {
+        match plan.as_mut() {
+            None => {
+                plan = Some(GcPlan {
+                    inputs: vec![f.clone()],
+                    live_bytes: live,
+                    garbage_bytes: garbage,
+                })
+            }
+            // Packing: another file joins while the output stays within
+            // one value file.
+            Some(p) if p.live_bytes.saturating_add(live) <= opts.value_file_size => {
+                p.inputs.push(f.clone());
+                p.live_bytes += live;
+                p.garbage_bytes += garbage;
+            }
+            Some(_) => {}
+        }
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::testutil::meta;
+    use crate::manifest::{HostedLogical, TableValueRefs, VersionEdit};
+
+    /// A Version with one value file per `(number, record bytes, live
+    /// bytes)`, each referenced by its own table.
+    fn version(files: &[(u64, u64, u64)]) -> Version {
+        let mut e = VersionEdit::default();
+        for (i, &(n, records, live)) in files.iter().enumerate() {
+            e.add_value_file(ValueFileMeta {
+                number: FileNumber(n),
+                size: records + 100,
+                hosted: vec![HostedLogical {
+                    logical_file: FileNumber(n),
+                    records: records / 10,
+                    bytes: records,
+                }],
+                ..ValueFileMeta::default()
+            });
+            let key = format!("k{i:03}");
+            let mut table = meta(1000 + n, &key, &key, 1, 10);
+            table.value_refs = vec![TableValueRefs {
+                logical_file: FileNumber(n),
+                count: live / 10,
+                bytes: live,
+            }];
+            e.add_file(6, table);
+        }
+        Version::default().apply(e).unwrap()
+    }
+
+    fn opts(ratio: f64, size: u64) -> GcPickerOptions {
+        GcPickerOptions {
+            garbage_ratio: ratio,
+            value_file_size: size,
+        }
+    }
+
+    fn numbers(p: &GcPlan) -> Vec<u64> {
+        p.inputs.iter().map(|f| f.number.0).collect()
+    }
+
+    #[test]
+    fn picks_the_highest_garbage_ratio_at_or_above_the_threshold() {
+        // Ratios: 1 → 0.1, 2 → 0.5, 3 → 0.2, 4 → 0.9.
+        let v = version(&[
+            (1, 1000, 900),
+            (2, 1000, 500),
+            (3, 1000, 800),
+            (4, 1000, 100),
+        ]);
+        let p = pick(&v, &opts(0.2, 150), &HashSet::new()).unwrap();
+        assert_eq!(numbers(&p), vec![4]);
+        assert_eq!((p.live_bytes, p.garbage_bytes), (100, 900));
+        assert!(pick(&v, &opts(0.95, 150), &HashSet::new()).is_none());
+        // The threshold is inclusive: file 3's 0.2 qualifies.
+        let p = pick(&v, &opts(0.2, 10_000), &HashSet::new()).unwrap();
+        assert_eq!(numbers(&p), vec![4, 2, 3]);
+    }
+
+    #[test]
+    fn small_files_are_packed_up_to_one_value_file() {
+        let v = version(&[
+            (1, 1000, 300),
+            (2, 1000, 400),
+            (3, 1000, 350),
+            (4, 1000, 200),
+        ]);
+        // Ratios 0.7, 0.6, 0.65, 0.8: order 4, 1, 3, 2; live 200, 300, 350.
+        let p = pick(&v, &opts(0.5, 600), &HashSet::new()).unwrap();
+        assert_eq!(numbers(&p), vec![4, 1]);
+        assert_eq!(p.live_bytes, 500);
+        let p = pick(&v, &opts(0.5, 900), &HashSet::new()).unwrap();
+        assert_eq!(numbers(&p), vec![4, 1, 3]);
+        assert_eq!((p.live_bytes, p.garbage_bytes), (850, 2150));
+        // A first file larger than the target is still collected alone.
+        let p = pick(&v, &opts(0.5, 100), &HashSet::new()).unwrap();
+        assert_eq!(numbers(&p), vec![4]);
+    }
+
+    #[test]
+    fn busy_files_are_never_picked() {
+        let v = version(&[(1, 1000, 100), (2, 1000, 500)]);
+        let busy: HashSet<FileNumber> = [FileNumber(1)].into();
+        let p = pick(&v, &opts(0.2, 10_000), &busy).unwrap();
+        assert_eq!(numbers(&p), vec![2]);
+        let busy: HashSet<FileNumber> = [FileNumber(1), FileNumber(2)].into();
+        assert!(pick(&v, &opts(0.2, 10_000), &busy).is_none());
+    }
+}
