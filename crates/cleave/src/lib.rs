@@ -8,7 +8,6 @@ mod cache;
 mod compaction;
 mod db;
 mod error;
-#[allow(dead_code, reason = "the GC job of issue 5 calls the picker")]
 mod gc;
 mod iter;
 mod manifest;
@@ -23,6 +22,7 @@ mod wal;
 pub use batch::WriteBatch;
 pub use db::{Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats};
 pub use error::{Error, Result};
+pub use gc::GcStats;
 pub use iter::DbIterator;
 pub use options::{Compression, Options, ReadOptions, WriteOptions};
 

@@ -66,6 +66,12 @@ pub struct Options {
     /// Compression of each separated value; a value the codec does not
     /// shrink by 1/8 is stored raw.
     pub value_compression: Compression,
+    /// Background garbage collection of value files. Off, files are
+    /// collected only by [`crate::Db::gc_now`].
+    pub enable_gc: bool,
+    /// Smallest exact garbage ratio (garbage record bytes over all record
+    /// bytes, 0..=1) that makes a value file worth collecting.
+    pub gc_garbage_ratio: f64,
     /// `O_DIRECT` for sstable and value-file reads.
     pub use_direct_reads: bool,
     /// `O_DIRECT` for flush and compaction writes (sstables and value
@@ -106,6 +112,8 @@ impl Default for Options {
             value_file_size: 256 << 20,
             value_cache_capacity: 32 << 20,
             value_compression: Compression::None,
+            enable_gc: true,
+            gc_garbage_ratio: 0.2,
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             max_open_files: 1000,
@@ -158,6 +166,10 @@ impl Options {
         }
         if self.min_value_size == 0 {
             return bad("min_value_size must be positive");
+        }
+        // NaN fails too.
+        if !(self.gc_garbage_ratio > 0.0 && self.gc_garbage_ratio <= 1.0) {
+            return bad("gc_garbage_ratio must be in (0, 1]");
         }
         // Ordinals of a logical file fit a u32 in the value-references
         // bitmaps: 32 GiB of records of at least 14 bytes stays below 2^32.

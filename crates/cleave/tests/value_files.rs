@@ -24,6 +24,8 @@ fn options(fs: Arc<dyn Fs>) -> Options {
         level0_file_num_compaction_trigger: 4,
         min_value_size: MIN,
         value_cache_capacity: 0,
+        // Garbage is counted here, and collected in tests/gc.rs.
+        enable_gc: false,
         ..Options::default()
     }
 }

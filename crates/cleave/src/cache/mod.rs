@@ -1,6 +1,8 @@
 //! A generic sharded LRU cache with a high-priority pool, charged in bytes.
-//! The block cache (`sstable::BlockCache`) is built on it.
+//! The block cache is built on it.
 
+mod block_cache;
 mod lru;
 
+pub(crate) use self::block_cache::{new_block_cache, BlockCache, CachedBlock};
 pub(crate) use self::lru::{Priority, ShardedCache};

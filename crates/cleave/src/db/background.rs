@@ -1,5 +1,6 @@
 //! The background pool: flushes first, then compactions of disjoint key
-//! ranges in parallel; also manual compaction and waiting for idleness.
+//! ranges in parallel and GC, taking turns when both have work; also
+//! manual compaction and waiting for idleness.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use super::{DbInner, State};
 use crate::base::limits::NUM_LEVELS;
 use crate::compaction::picker::{self, Busy, CompactionPlan};
 use crate::error::Result;
+use crate::gc::picker::GcPlan;
 use crate::manifest::version::Version;
 
 /// A compaction in progress: the files and output range the picker must
@@ -46,8 +48,18 @@ pub(super) fn run(db: &DbInner) {
         if st.shutting_down {
             return;
         }
-        if st.bg_error.is_none() && st.compactions.len() < db.max_compactions() {
-            if let Some(plan) = picker::pick(&st.current, &db.picker_opts, &st.busy()) {
+        let jobs = st.compactions.len() + usize::from(st.gc_running);
+        if st.bg_error.is_none() && jobs < db.max_compactions() {
+            let gc = db.pick_gc(&st);
+            let compaction = picker::pick(&st.current, &db.picker_opts, &st.busy());
+            let gc_first = st.gc_turn || compaction.is_none();
+            if let Some(gc) = gc.filter(|_| gc_first) {
+                st.gc_turn = false;
+                st = run_gc_registered(db, st, gc);
+                continue;
+            }
+            if let Some(plan) = compaction {
+                st.gc_turn = true;
                 let version = st.current.clone();
                 st = run_registered(db, st, plan, version);
                 continue;
@@ -55,6 +67,29 @@ pub(super) fn run(db: &DbInner) {
         }
         db.bg_cv.wait(&mut st);
     }
+}
+
+/// Runs a GC job with the state lock released, marked as running.
+fn run_gc_registered<'a>(
+    db: &'a DbInner,
+    mut st: parking_lot::MutexGuard<'a, State>,
+    plan: GcPlan,
+) -> parking_lot::MutexGuard<'a, State> {
+    let version = st.current.clone();
+    st.gc_running = true;
+    drop(st);
+    if let Err(e) = db.run_gc(&plan, &version) {
+        db.set_bg_error(&e);
+    }
+    // As for compactions: the job's Version may be the last to name the
+    // inputs.
+    drop(plan);
+    drop(version);
+    db.delete_obsolete_files();
+    let mut st = db.state.lock();
+    st.gc_running = false;
+    db.bg_cv.notify_all();
+    st
 }
 
 /// Runs `plan` with the state lock released, registered as running.
@@ -135,7 +170,9 @@ impl DbInner {
             let idle = st.imm.is_empty()
                 && !st.flush_running
                 && st.compactions.is_empty()
-                && picker::pick(&st.current, &self.picker_opts, &st.busy()).is_none();
+                && !st.gc_running
+                && picker::pick(&st.current, &self.picker_opts, &st.busy()).is_none()
+                && self.pick_gc(&st).is_none();
             if idle {
                 return Ok(());
             }

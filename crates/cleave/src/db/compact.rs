@@ -362,8 +362,16 @@ impl DbInner {
     /// Logs `edit` to the manifest and installs the new Version. A failure
     /// poisons the database: the manifest's state on disk is unknown.
     pub(super) fn apply_edit(&self, edit: VersionEdit) -> Result<()> {
+        self.apply_edit_with(|_| edit)
+    }
+
+    /// As [`Self::apply_edit`], with the edit made from the current
+    /// Version under the lock that orders edits, for a job whose inputs
+    /// may have changed since it started.
+    pub(super) fn apply_edit_with(&self, make: impl FnOnce(&Version) -> VersionEdit) -> Result<()> {
         let mut v = self.versions.lock();
         v.set_last_seq(self.last_seq());
+        let edit = make(&v.current());
         if let Err(e) = v.log_and_apply(edit) {
             drop(v);
             self.set_bg_error(&e);

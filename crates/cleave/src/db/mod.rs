@@ -4,6 +4,7 @@
 mod background;
 mod compact;
 mod flush;
+mod gc;
 mod open;
 mod purge;
 mod read;
@@ -27,6 +28,7 @@ use crate::base::{filename, FileNumber, SeqNo};
 use crate::batch::WriteBatch;
 use crate::compaction::picker::{self, PickerOptions};
 use crate::error::{Error, Result};
+use crate::gc::GcStats;
 use crate::iter::db_iter::DbIterator;
 use crate::manifest::version::Version;
 use crate::manifest::version_set::VersionSet;
@@ -96,6 +98,11 @@ struct State {
     current: Arc<Version>,
     flush_running: bool,
     compactions: Vec<RunningCompaction>,
+    /// At most one GC job runs at a time.
+    gc_running: bool,
+    /// Whether GC goes before compaction when both have work, so that
+    /// neither starves the other (they share the non-flush threads).
+    gc_turn: bool,
     /// The first background or WAL failure; once set, writes are refused.
     bg_error: Option<Error>,
     shutting_down: bool,
@@ -125,6 +132,7 @@ pub(crate) struct DbInner {
     purger: Arc<purge::Purger>,
     snapshots: Arc<SnapshotList>,
     counters: stats::Counters,
+    gc_totals: Mutex<gc::GcTotals>,
     next_job_id: AtomicU64,
     _lock: Box<dyn FileLock>,
 }
@@ -221,9 +229,24 @@ impl Db {
         self.inner.compact_range(begin, end)
     }
 
-    /// Waits until no flush or compaction is pending or running.
+    /// Waits until no flush, compaction or (with `enable_gc`) GC job is
+    /// pending or running.
     pub fn wait_for_compactions(&self) -> Result<()> {
         self.inner.wait_for_background_idle()
+    }
+
+    /// Runs value-file GC now, whether or not `enable_gc` is set: every
+    /// value file whose exact garbage ratio reaches `gc_garbage_ratio` is
+    /// collected (files written meanwhile are left for later). Waits for a
+    /// running background GC job first. Returns what the jobs did.
+    pub fn gc_now(&self) -> Result<GcStats> {
+        self.inner.gc_now(self.inner.opts.gc_garbage_ratio)
+    }
+
+    /// As [`Self::gc_now`] with another threshold, in (0, 1]: a tool
+    /// reclaiming space, or a test collecting files with any garbage.
+    pub fn gc_with_ratio(&self, garbage_ratio: f64) -> Result<GcStats> {
+        self.inner.gc_now(garbage_ratio)
     }
 
     /// Reads every block of every live sstable and every record of every
@@ -330,6 +353,9 @@ impl DbInner {
         s.block_cache_hits = self.block_cache.hits();
         s.block_cache_misses = self.block_cache.misses();
         s.block_cache_capacity = self.block_cache.capacity() as u64;
+        let gc = self.gc_totals.lock();
+        s.gc = gc.total.clone();
+        s.last_gc = gc.last.clone();
         let reads = self.values.counters();
         s.value_reads = reads.reads.load(Ordering::Relaxed);
         s.value_read_bytes = reads.bytes.load(Ordering::Relaxed);

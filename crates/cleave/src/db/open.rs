@@ -71,6 +71,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         value_files_open,
         opts.value_cache_capacity,
         opts.use_direct_reads,
+        block_cache.clone(),
     ));
     let purger = Arc::new(super::purge::Purger::new(
         fs.clone(),
@@ -94,6 +95,8 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
             current,
             flush_running: false,
             compactions: Vec::new(),
+            gc_running: false,
+            gc_turn: false,
             bg_error: None,
             shutting_down: false,
             live_wals: Vec::new(),
@@ -110,6 +113,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         purger,
         snapshots: Arc::new(SnapshotList::default()),
         counters: Counters::default(),
+        gc_totals: Default::default(),
         next_job_id: AtomicU64::new(0),
         opts,
         _lock: lock,

@@ -11,6 +11,7 @@ use super::DbInner;
 use crate::base::filename::{self, FileKind};
 use crate::base::limits::NUM_LEVELS;
 use crate::error::{Error, Result};
+use crate::gc::GcStats;
 use crate::vfs::FileOptions;
 
 /// Space of one level.
@@ -56,6 +57,9 @@ pub struct SpaceReport {
     pub other_bytes: u64,
     /// The sizes of all files in the database directory, summed.
     pub on_disk_bytes: u64,
+    /// What GC has written and reclaimed since open, with the rest of
+    /// its work.
+    pub gc: GcStats,
 }
 
 impl DbInner {
@@ -68,6 +72,7 @@ impl DbInner {
                     value_bytes: version.level_value_bytes(l),
                 })
                 .collect(),
+            gc: self.gc_totals.lock().total.clone(),
             ..SpaceReport::default()
         };
         r.sstable_bytes = r.levels.iter().map(|l| l.sstable_bytes).sum();

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::base::limits::NUM_LEVELS;
+use crate::gc::GcStats;
 
 /// Monotonic counters, updated without locks.
 #[derive(Debug, Default)]
@@ -89,6 +90,10 @@ pub struct Stats {
     pub block_cache_hits: u64,
     pub block_cache_misses: u64,
     pub block_cache_capacity: u64,
+    /// Every GC job since open, summed.
+    pub gc: GcStats,
+    /// The most recent GC job.
+    pub last_gc: Option<GcStats>,
 }
 
 impl Stats {
@@ -114,14 +119,17 @@ impl Stats {
         }
     }
 
-    /// Bytes written by flushes and compactions per user byte, WAL
+    /// Bytes written by flushes, compactions and GC per user byte, WAL
     /// excluded (as BENCHMARKS.md reports RocksDB's).
     pub fn write_amplification(&self) -> f64 {
         if self.user_bytes_written == 0 {
             return 0.0;
         }
-        (self.flush_bytes_written + self.compaction_bytes_written) as f64
-            / self.user_bytes_written as f64
+        self.background_bytes_written() as f64 / self.user_bytes_written as f64
+    }
+
+    fn background_bytes_written(&self) -> u64 {
+        self.flush_bytes_written + self.compaction_bytes_written + self.gc.bytes_written
     }
 
     /// Like [`write_amplification`](Self::write_amplification), WAL included.
@@ -129,7 +137,7 @@ impl Stats {
         if self.user_bytes_written == 0 {
             return 0.0;
         }
-        (self.wal_bytes_written + self.flush_bytes_written + self.compaction_bytes_written) as f64
+        (self.wal_bytes_written + self.background_bytes_written()) as f64
             / self.user_bytes_written as f64
     }
 
@@ -185,6 +193,7 @@ impl Stats {
             self.value_cache_hits,
             self.value_cache_misses
         );
+        let _ = writeln!(s, "{}", self.gc.to_text());
         let _ = writeln!(
             s,
             "write amplification: {:.2} (with WAL {:.2})",
@@ -219,9 +228,12 @@ mod tests {
         add(&c.flush_bytes_written, 100);
         add(&c.compaction_bytes_written, 150);
         add(&c.wal_bytes_written, 110);
-        let s = Stats::from_counters(&c);
+        let mut s = Stats::from_counters(&c);
         assert!((s.write_amplification() - 2.5).abs() < 1e-9);
         assert!((s.write_amplification_with_wal() - 3.6).abs() < 1e-9);
         assert!(s.to_text().contains("write amplification: 2.50"));
+        s.gc.bytes_written = 50;
+        assert!((s.write_amplification() - 3.0).abs() < 1e-9);
+        assert!(s.to_text().contains("wrote 0.0 MB"));
     }
 }

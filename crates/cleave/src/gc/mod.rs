@@ -1,4 +1,9 @@
-//! Value-file garbage collection: the pure picker that chooses which
-//! physical value files to collect (the job that collects them follows).
+//! Value-file garbage collection, independent of compaction: the picker
+//! chooses physical files by exact garbage ratio, and a job copies their
+//! live records into new files without touching the LSM.
 
+pub(crate) mod job;
 pub(crate) mod picker;
+mod stats;
+
+pub use stats::GcStats;

@@ -23,7 +23,14 @@ impl ValueSource {
     pub(crate) fn for_tests() -> ValueSource {
         let fs = Arc::new(crate::vfs::MemFs::new());
         ValueSource {
-            store: Arc::new(ValueStore::new(fs, "/none".into(), 16, 0, false)),
+            store: Arc::new(ValueStore::new(
+                fs,
+                "/none".into(),
+                16,
+                0,
+                false,
+                Arc::new(crate::cache::new_block_cache(0)),
+            )),
             version: Arc::new(Version::default()),
         }
     }

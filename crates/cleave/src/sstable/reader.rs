@@ -110,12 +110,27 @@ impl Table {
     }
 
     /// The table's value-references block (empty if it references no
-    /// value file), read from the file.
-    pub(crate) fn value_refs(&self) -> Result<ValueRefs> {
+    /// value file), through the block cache. Low priority: only GC and
+    /// verification read it, and they read each table's once per job.
+    pub(crate) fn value_refs(&self) -> Result<Arc<ValueRefs>> {
         let Some(h) = self.value_refs_handle else {
-            return Ok(ValueRefs::default());
+            return Ok(Arc::default());
         };
-        ValueRefs::decode(&self.read_contents(h)?).map_err(|e| self.corruption(h.offset, e))
+        let key = (self.number, h.offset);
+        if let Some(CachedBlock::ValueRefs(r)) = self.cache.get(&key) {
+            return Ok(r);
+        }
+        let contents = self.read_contents(h)?;
+        let refs = ValueRefs::decode(&contents).map_err(|e| self.corruption(h.offset, e))?;
+        let refs = Arc::new(refs);
+        // Charged by its encoded size, which the decoded bitmaps track.
+        self.cache.insert(
+            key,
+            CachedBlock::ValueRefs(refs.clone()),
+            contents.len(),
+            Priority::Low,
+        );
+        Ok(refs)
     }
 
     #[cfg(test)]

@@ -643,14 +643,6 @@ fn readahead_windows_of_every_size_serve_exact_blocks() {
     }
 }
 
-#[test]
-fn small_block_caches_use_few_shards() {
-    assert_eq!(super::block_cache_shard_bits(1 << 20), 0);
-    assert_eq!(super::block_cache_shard_bits(8 << 20), 1);
-    assert_eq!(super::block_cache_shard_bits(20 << 20), 2);
-    assert_eq!(super::block_cache_shard_bits(512 << 20), 4);
-}
-
 /// Regression: an 8 MiB cache used to have sixteen 512 KiB shards, which
 /// never kept the ~600 KiB filter of a 64 MiB table, so every lookup read
 /// and checked the whole filter again.

@@ -52,11 +52,6 @@ pub(crate) enum ValueRefsError {
     /// must start a new logical file before reaching it.
     #[error("ordinal {ordinal} of logical value file {file} exceeds the limit of {MAX_ORDINAL}")]
     OrdinalTooLarge { file: FileNumber, ordinal: u64 },
-    /// Two sets of references being merged share a record: tables of one
-    /// Version never do, so their counts and bytes cannot simply be added.
-    #[error("merged value references both reference a record of logical value file {file}")]
-    #[allow(dead_code, reason = "returned by merge, which GC (issue 5) uses")]
-    Overlap { file: FileNumber },
 }
 
 /// What a table references in one logical value file.
@@ -96,30 +91,6 @@ impl ValueRefs {
         Ok(true)
     }
 
-    /// Adds `other`'s references, as when the outputs of one job are
-    /// summed. The two must not share a record (tables of one Version never
-    /// do); if they do, `self` is left unchanged.
-    #[allow(dead_code, reason = "GC (issue 5) sums the references of many tables")]
-    pub(crate) fn merge(&mut self, other: &ValueRefs) -> Result<(), ValueRefsError> {
-        for (&file, theirs) in &other.files {
-            if let Some(ours) = self.files.get(&file) {
-                if !ours.ordinals.is_disjoint(&theirs.ordinals) {
-                    return Err(ValueRefsError::Overlap { file });
-                }
-            }
-        }
-        for (&file, theirs) in &other.files {
-            let ours = self.files.entry(file).or_default();
-            ours.ordinals |= &theirs.ordinals;
-            // Disjoint ordinals of one file number at most 2^32 records of
-            // at most 2^32 - 1 bytes each, so neither sum can overflow;
-            // saturating keeps damaged input from panicking regardless.
-            ours.count = ours.count.saturating_add(theirs.count);
-            ours.bytes = ours.bytes.saturating_add(theirs.bytes);
-        }
-        Ok(())
-    }
-
     pub(crate) fn is_empty(&self) -> bool {
         self.files.is_empty()
     }
@@ -140,7 +111,6 @@ impl ValueRefs {
 
     /// The referenced ordinals of `file`, if any: GC takes the union of
     /// these over every table referencing the files it collects.
-    #[allow(dead_code, reason = "GC (issue 5) reads the live ordinals")]
     pub(crate) fn ordinals(&self, file: FileNumber) -> Option<&RoaringBitmap> {
         self.files.get(&file).map(|r| &r.ordinals)
     }
@@ -356,14 +326,6 @@ mod tests {
             let mut shuffled = handles.clone();
             shuffled.shuffle(&mut rng);
             assert_eq!(build(&shuffled).encode(), enc);
-
-            // Built in pieces and merged, as a job summing its outputs.
-            let mut merged = ValueRefs::default();
-            for piece in shuffled.chunks(7_001) {
-                merged.merge(&build(piece)).unwrap();
-            }
-            assert_eq!(merged, build(&handles));
-            assert_eq!(merged.encode(), enc);
         }
         // A decoded bitmap holds run containers; re-encoding it, or adding
         // to it what it already holds, changes nothing.
@@ -373,28 +335,13 @@ mod tests {
     }
 
     #[test]
-    fn merge_refuses_overlap_and_leaves_self_unchanged() {
-        let mut a = build(&[handle(1, 1, 10), handle(2, 5, 20)]);
-        let b = build(&[handle(1, 2, 10), handle(2, 5, 20)]);
-        let before = a.clone();
+    fn ordinals_per_file() {
+        let a = build(&[handle(1, 1, 10), handle(1, 2, 10), handle(3, 0, 1)]);
         assert_eq!(
-            a.merge(&b),
-            Err(ValueRefsError::Overlap {
-                file: FileNumber(2)
-            })
+            a.ordinals(FileNumber(1))
+                .map(|b| b.iter().collect::<Vec<_>>()),
+            Some(vec![1, 2])
         );
-        assert_eq!(a, before);
-        a.merge(&build(&[handle(1, 2, 10), handle(3, 0, 1)]))
-            .unwrap();
-        assert_eq!(
-            a.per_file().collect::<Vec<_>>(),
-            vec![
-                (FileNumber(1), 2, 20),
-                (FileNumber(2), 1, 20),
-                (FileNumber(3), 1, 1)
-            ]
-        );
-        assert_eq!(a.ordinals(FileNumber(1)).map(|b| b.len()), Some(2));
         assert!(a.ordinals(FileNumber(4)).is_none());
     }
 

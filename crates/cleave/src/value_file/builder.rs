@@ -16,6 +16,7 @@ use super::format::{
     IndexBlockEncoder, IndexBlockMeta, IndexEntry, ValueFileProperties, BLOCK_TRAILER_LEN,
     FORMAT_VERSION, INDEX_BLOCK_TARGET_BYTES,
 };
+use super::reader::ValueRecord;
 use super::{ValueFileOptions, ValueFileSummary, ValueHandle};
 
 pub(crate) struct ValueFileBuilder {
@@ -83,21 +84,36 @@ impl ValueFileBuilder {
         Ok(h)
     }
 
-    /// Appends a record that keeps the id it had elsewhere (GC moving a
-    /// logical file here). The returned handle's offset and len are valid
-    /// only in this file; callers keep the original handles.
-    /// REQUIRES: each `(logical_file, ordinal)` is added once, and not mixed
-    /// with [`ValueFileBuilder::add`] for the file's own number.
-    #[allow(dead_code, reason = "GC (issue 5) moves records")]
-    pub(crate) fn add_moved(
-        &mut self,
-        logical_file: FileNumber,
-        ordinal: u64,
-        key: &[u8],
-        seq: SeqNo,
-        value: &[u8],
-    ) -> Result<ValueHandle> {
-        self.append_record(logical_file, ordinal, key, seq, value)
+    /// Appends a record read from another file, byte for byte, keeping
+    /// its id (GC moving a logical file here). Its length stays what the
+    /// sstables' handles and value-references blocks say, so referenced
+    /// and hosted bytes keep counting the same bytes; its codec stays its
+    /// own. REQUIRES: each `(logical_file, ordinal)` is added once, and not
+    /// mixed with [`ValueFileBuilder::add`] for the file's own number.
+    /// The returned handle's offset is valid only in this file; callers
+    /// keep the original handles.
+    pub(crate) fn add_moved(&mut self, r: &ValueRecord) -> Result<ValueHandle> {
+        self.check_not_failed()?;
+        let len = u32::try_from(r.raw.len()).map_err(|_| {
+            Error::InvalidArgument(format!("value file record of {} bytes", r.raw.len()))
+        })?;
+        let offset = self.offset;
+        self.append(&r.raw)?;
+        self.account(
+            r.logical_file,
+            r.ordinal,
+            &r.key,
+            r.seq,
+            r.value.len(),
+            offset,
+            len,
+        );
+        Ok(ValueHandle {
+            logical_file: r.logical_file,
+            ordinal: r.ordinal,
+            offset,
+            len,
+        })
     }
 
     /// Bytes written so far (records only until `finish`).
@@ -148,7 +164,28 @@ impl ValueFileBuilder {
         self.append(&header)?;
         self.append(key)?;
         self.append(stored)?;
+        self.account(logical_file, ordinal, key, seq, value.len(), offset, len);
+        Ok(ValueHandle {
+            logical_file,
+            ordinal,
+            offset,
+            len,
+        })
+    }
 
+    /// Counts a record of `len` bytes just written at `offset` in the
+    /// properties and the record index.
+    #[allow(clippy::too_many_arguments)]
+    fn account(
+        &mut self,
+        logical_file: FileNumber,
+        ordinal: u64,
+        key: &[u8],
+        seq: SeqNo,
+        value_len: usize,
+        offset: u64,
+        len: u32,
+    ) {
         let p = &mut self.props;
         if p.num_records == 0 || key < p.smallest_key.as_slice() {
             p.smallest_key = key.to_vec();
@@ -158,7 +195,7 @@ impl ValueFileBuilder {
         }
         p.num_records += 1;
         p.record_bytes += u64::from(len);
-        p.raw_value_bytes += value.len() as u64;
+        p.raw_value_bytes += value_len as u64;
         p.smallest_seq = p.smallest_seq.min(seq);
         p.largest_seq = p.largest_seq.max(seq);
         let slot = self.hosted.entry(logical_file.0).or_default();
@@ -170,12 +207,6 @@ impl ValueFileBuilder {
             offset,
             len,
         });
-        Ok(ValueHandle {
-            logical_file,
-            ordinal,
-            offset,
-            len,
-        })
     }
 
     /// Writes the record index, top-level index, properties and footer, and

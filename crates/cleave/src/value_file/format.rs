@@ -68,7 +68,7 @@ impl Origin {
 
 /// Expected garbage rate of a file's records (from the DropCache at birth,
 /// later from observed garbage). Written to disk: never renumber.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub(crate) enum ValueClass {
     #[default]
     Cold = 0,

@@ -23,7 +23,7 @@ mod reader;
 mod store;
 
 pub(crate) use builder::ValueFileBuilder;
-pub(crate) use format::{Origin, ValueClass, ValueFileProperties};
+pub(crate) use format::{IndexEntry, Origin, ValueClass, ValueFileProperties};
 pub(crate) use handle::ValueHandle;
 pub(crate) use reader::ValueFile;
 pub(crate) use store::{Readahead, ValueStore};

@@ -8,6 +8,7 @@ use crate::base::coding::DecodeError;
 use crate::base::compression::decompress;
 use crate::base::limits::MAX_VALUE_SIZE;
 use crate::base::{FileNumber, SeqNo};
+use crate::cache::{BlockCache, CachedBlock, Priority};
 use crate::error::{Error, Result};
 use crate::vfs::{FileOptions, Fs, RandomAccessFile};
 
@@ -19,9 +20,11 @@ use super::format::{
 use super::ValueHandle;
 
 /// An open value file. Holds its footer, properties and top-level index;
-/// record index blocks are read when needed.
+/// record index blocks are read when needed, through the block cache if
+/// it has one.
 pub(crate) struct ValueFile {
     file: Arc<dyn RandomAccessFile>,
+    cache: Option<Arc<BlockCache>>,
     path: PathBuf,
     number: FileNumber,
     footer: Footer,
@@ -46,16 +49,21 @@ pub(crate) struct ValueRecord {
     pub key: Vec<u8>,
     pub seq: SeqNo,
     pub value: Vec<u8>,
+    /// The record as stored (checksum, header, key, possibly compressed
+    /// value), checked: GC copies it unchanged.
+    pub raw: Vec<u8>,
 }
 
 impl ValueFile {
     /// Opens physical file `number` at `path`: reads and checks the footer,
-    /// properties and top-level index (three reads).
+    /// properties and top-level index (three reads). Record index blocks
+    /// that point reads use are kept in `cache`.
     pub(crate) fn open(
         fs: &dyn Fs,
         path: PathBuf,
         number: FileNumber,
         opts: FileOptions,
+        cache: Option<Arc<BlockCache>>,
     ) -> Result<ValueFile> {
         let file = fs.open(&path, opts)?;
         let len = file.len();
@@ -77,6 +85,7 @@ impl ValueFile {
         })?;
         let mut vf = ValueFile {
             file,
+            cache,
             path,
             number,
             footer,
@@ -210,7 +219,7 @@ impl ValueFile {
         let Some(i) = i.checked_sub(1) else {
             return Ok(None);
         };
-        let entries = self.index_block(i)?;
+        let entries = self.index_block(i, true)?;
         Ok(entries
             .binary_search_by_key(&id, IndexEntry::id)
             .ok()
@@ -256,8 +265,10 @@ impl ValueFile {
         live: &dyn Fn(FileNumber, u64) -> bool,
     ) -> Result<RecordIter<'_>> {
         let mut entries = Vec::new();
+        // A whole-file pass (GC, verification) does not fill the cache:
+        // it would push out the blocks point reads use.
         for i in 0..self.index_blocks.len() {
-            entries.extend(self.index_block(i)?);
+            entries.extend_from_slice(&self.index_block(i, false)?);
         }
         entries.sort_unstable_by_key(|e| e.offset);
         // Records are written back to back: the index must cover the
@@ -293,12 +304,21 @@ impl ValueFile {
     }
 
     /// The entries of record index block `i`, checked against the
-    /// top-level index and the next block's first id.
-    fn index_block(&self, i: usize) -> Result<Vec<IndexEntry>> {
+    /// top-level index and the next block's first id: from the block
+    /// cache, else read (and, with `fill`, cached with high priority, as
+    /// sstable index blocks are: a handle of a moved logical file needs
+    /// one before its record, and should cost one disk read, not two).
+    fn index_block(&self, i: usize, fill: bool) -> Result<Arc<[IndexEntry]>> {
         let Some(meta) = self.index_blocks.get(i) else {
-            return Ok(Vec::new());
+            return Ok(Arc::new([]));
         };
         let at = meta.handle.offset;
+        let key = (self.number, at);
+        if let Some(cache) = &self.cache {
+            if let Some(CachedBlock::ValueIndex(entries)) = cache.get(&key) {
+                return Ok(entries);
+            }
+        }
         let contents = self.read_block(meta.handle)?;
         let entries = decode_index_block(&contents, self.footer.records_end)
             .map_err(|e| self.corruption(at, e))?;
@@ -314,6 +334,16 @@ impl ValueFile {
                 at,
                 DecodeError("record index block disagrees with the top-level index"),
             ));
+        }
+        let entries: Arc<[IndexEntry]> = entries.into();
+        if let Some(cache) = self.cache.as_ref().filter(|_| fill) {
+            let charge = std::mem::size_of_val::<[IndexEntry]>(&entries);
+            cache.insert(
+                key,
+                CachedBlock::ValueIndex(entries.clone()),
+                charge,
+                Priority::High,
+            );
         }
         Ok(entries)
     }
@@ -403,6 +433,7 @@ impl RecordIter<'_> {
             key: r.key,
             seq: r.seq,
             value: r.value,
+            raw: buf.to_vec(),
         })
     }
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::base::{filename, FileNumber, SeqNo};
-use crate::cache::{Priority, ShardedCache};
+use crate::cache::{BlockCache, Priority, ShardedCache};
 use crate::error::Result;
 use crate::vfs::{FileOptions, Fs};
 
@@ -89,6 +89,8 @@ pub(crate) struct ValueStore {
     dir: PathBuf,
     direct_reads: bool,
     files: ShardedCache<FileNumber, Arc<ValueFile>>,
+    /// Shared with the sstables: holds record index blocks.
+    block_cache: Arc<BlockCache>,
     values: ShardedCache<(FileNumber, u64), Arc<Vec<u8>>>,
     counters: ValueReadCounters,
 }
@@ -100,6 +102,7 @@ impl ValueStore {
         max_open_files: usize,
         value_cache_capacity: usize,
         direct_reads: bool,
+        block_cache: Arc<BlockCache>,
     ) -> ValueStore {
         let shards = (value_cache_capacity / VALUE_CACHE_MIN_SHARD_BYTES).max(1);
         let shard_bits = shards.ilog2().min(VALUE_CACHE_MAX_SHARD_BITS);
@@ -108,6 +111,7 @@ impl ValueStore {
             dir,
             direct_reads,
             files: ShardedCache::new(max_open_files, FILE_SHARD_BITS, 0.0),
+            block_cache,
             values: ShardedCache::new(value_cache_capacity, shard_bits, 0.0),
             counters: ValueReadCounters::default(),
         }
@@ -123,7 +127,14 @@ impl ValueStore {
         let opts = FileOptions {
             direct: self.direct_reads,
         };
-        let file = Arc::new(ValueFile::open(self.fs.as_ref(), path, number, opts)?);
+        let cache = Some(self.block_cache.clone());
+        let file = Arc::new(ValueFile::open(
+            self.fs.as_ref(),
+            path,
+            number,
+            opts,
+            cache,
+        )?);
         self.files.insert(number, file.clone(), 1, Priority::Low);
         Ok(file)
     }

@@ -10,12 +10,13 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-use super::format::{HostedFile, FOOTER_LEN};
+use super::format::{record_header, HostedFile, FOOTER_LEN};
 use super::reader::ValueRecord;
 use super::*;
+use crate::base::compression::{compress, COMPRESSION_NONE};
 use crate::base::key::MAX_SEQ;
 use crate::base::limits::MAX_KEY_SIZE;
-use crate::base::Decoder;
+use crate::base::{Decoder, SeqNo};
 use crate::vfs::{FaultFs, FaultOp, FileOptions, Fs, MemFs, OsFs};
 use crate::{Compression, Error};
 
@@ -94,12 +95,40 @@ fn build(
     (handles, b.finish().unwrap())
 }
 
+/// Record `ordinal` of logical file `logical` as a reader of another file
+/// yields it, for `add_moved`.
+fn moved(
+    logical: u64,
+    ordinal: u64,
+    key: &[u8],
+    seq: SeqNo,
+    value: &[u8],
+    c: Compression,
+) -> ValueRecord {
+    let (stored, codec) = match c {
+        Compression::None => (value.to_vec(), COMPRESSION_NONE),
+        c => compress(value, c),
+    };
+    let mut raw = record_header(key, &stored, seq, codec);
+    raw.extend_from_slice(key);
+    raw.extend_from_slice(&stored);
+    ValueRecord {
+        logical_file: FileNumber(logical),
+        ordinal,
+        key: key.to_vec(),
+        seq,
+        value: value.to_vec(),
+        raw,
+    }
+}
+
 fn open(fs: &dyn Fs, path: &Path, n: u64) -> crate::Result<ValueFile> {
     ValueFile::open(
         fs,
         path.to_path_buf(),
         FileNumber(n),
         FileOptions::default(),
+        None,
     )
 }
 
@@ -245,7 +274,7 @@ fn moved_records_of_several_logical_files_are_found_through_the_index() {
     let mut placed = Vec::new();
     for (&(l, o), r) in ids.iter().zip(&recs) {
         placed.push(
-            b.add_moved(FileNumber(l), o, &r.key, r.seq, &r.value)
+            b.add_moved(&moved(l, o, &r.key, r.seq, &r.value, Compression::Lz4))
                 .unwrap(),
         );
     }
@@ -652,8 +681,10 @@ fn limits_and_empty_files_are_refused() {
         options(Compression::None),
     )
     .unwrap();
-    b.add_moved(FileNumber(3), 1, b"a", 1, b"x").unwrap();
-    b.add_moved(FileNumber(3), 1, b"b", 2, b"y").unwrap();
+    b.add_moved(&moved(3, 1, b"a", 1, b"x", Compression::None))
+        .unwrap();
+    b.add_moved(&moved(3, 1, b"b", 2, b"y", Compression::None))
+        .unwrap();
     assert!(matches!(b.finish(), Err(Error::InvalidArgument(_))));
 }
 
@@ -674,6 +705,7 @@ fn direct_writes_on_a_real_file_system() {
         path.clone(),
         FileNumber(80),
         FileOptions { direct: true },
+        None,
     )
     .unwrap();
     check_all(&vf, &recs, &handles);

@@ -48,6 +48,9 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         value_file_size: rng.gen_range(4 << 10..64 << 10),
         value_cache_capacity: rng.gen_range(0..1 << 20),
         value_compression: codec(rng),
+        // Background GC most of the time, at thresholds from eager to lazy.
+        enable_gc: rng.gen_bool(0.7),
+        gc_garbage_ratio: rng.gen_range(0.05..0.8),
         ..Options::default()
     }
 }

@@ -1,0 +1,156 @@
+//! Running GC jobs: picking from the current Version, copying with the
+//! state lock released, and committing one VersionEdit that swaps the
+//! input physical files for the outputs.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::compact::value_file_meta;
+use super::{DbInner, State};
+use crate::base::{filename, FileNumber};
+use crate::error::{Error, Result};
+use crate::gc::job::{self, GcContext, GcWriteOptions};
+use crate::gc::picker::{self, GcPickerOptions, GcPlan};
+use crate::gc::GcStats;
+use crate::manifest::edit::VersionEdit;
+use crate::manifest::version::Version;
+
+/// GC totals since open, and the last job.
+#[derive(Debug, Default)]
+pub(super) struct GcTotals {
+    pub total: GcStats,
+    pub last: Option<GcStats>,
+}
+
+impl DbInner {
+    fn gc_picker_options(&self, garbage_ratio: f64) -> GcPickerOptions {
+        GcPickerOptions {
+            garbage_ratio,
+            value_file_size: self.opts.value_file_size,
+        }
+    }
+
+    /// The next background GC job, if GC is on, none runs, and some file
+    /// reaches the threshold.
+    pub(super) fn pick_gc(&self, st: &State) -> Option<GcPlan> {
+        if !self.opts.enable_gc || st.gc_running {
+            return None;
+        }
+        let opts = self.gc_picker_options(self.opts.gc_garbage_ratio);
+        picker::pick(&st.current, &opts, &HashSet::new())
+    }
+
+    /// Runs `plan` over `version` to completion: copies, then commits.
+    /// On failure before the commit the outputs are removed; a failed
+    /// commit poisons the database (the manifest's state is unknown).
+    pub(super) fn run_gc(&self, plan: &GcPlan, version: &Arc<Version>) -> Result<GcStats> {
+        let cx = GcContext {
+            fs: self.fs.as_ref(),
+            dir: &self.dir,
+            tables: &self.table_cache,
+            values: &self.values,
+            write: GcWriteOptions {
+                compression: self.opts.value_compression,
+                direct_writes: self.opts.use_direct_io_for_flush_and_compaction,
+                value_file_size: self.opts.value_file_size,
+            },
+        };
+        let mut created = Vec::new();
+        let mut new_number = || self.versions.lock().new_file_number();
+        let copied = job::run(&cx, version, plan, &mut new_number, &mut created);
+        let mut out = match copied {
+            Ok(out) => out,
+            Err(e) => {
+                self.remove_value_files(&created);
+                return Err(e);
+            }
+        };
+        let start = Instant::now();
+        self.apply_edit_with(|current| {
+            let mut edit = VersionEdit::default();
+            for f in &plan.inputs {
+                // An input whose every record lost its last reference while
+                // the job ran has already left, in the edit that did it.
+                if current.value_file(f.number).is_some() {
+                    edit.delete_value_file(f.number);
+                }
+            }
+            for s in &out.files {
+                edit.add_value_file(value_file_meta(s));
+            }
+            edit
+        })?;
+        // An output whose logical files all died meanwhile was left out of
+        // the edit: nothing will ever name it.
+        let current = self.state.lock().current.clone();
+        let unnamed: Vec<FileNumber> = out
+            .files
+            .iter()
+            .map(|f| f.number)
+            .filter(|&n| current.value_file(n).is_none())
+            .collect();
+        self.remove_value_files(&unnamed);
+        out.stats.commit_time = start.elapsed();
+        let mut totals = self.gc_totals.lock();
+        totals.total += &out.stats;
+        totals.last = Some(out.stats.clone());
+        Ok(out.stats)
+    }
+
+    fn remove_value_files(&self, numbers: &[FileNumber]) {
+        for &n in numbers {
+            let _ = self.fs.remove(&filename::value_file(&self.dir, n));
+        }
+    }
+
+    /// Collects, now, every value file whose garbage ratio is at least
+    /// `garbage_ratio`, waiting for a background GC job first. Files that
+    /// appear while it runs are left alone, so it ends under any write
+    /// load. Returns the work of the jobs it ran.
+    pub(super) fn gc_now(&self, garbage_ratio: f64) -> Result<GcStats> {
+        if !(garbage_ratio > 0.0 && garbage_ratio <= 1.0) {
+            return Err(Error::InvalidArgument(format!(
+                "garbage_ratio {garbage_ratio} is not in (0, 1]"
+            )));
+        }
+        let opts = self.gc_picker_options(garbage_ratio);
+        let mut done = GcStats::default();
+        let mut st = self.state.lock();
+        let eligible: HashSet<FileNumber> = st.current.value_files().map(|f| f.number).collect();
+        loop {
+            Self::check_bg_error(&st)?;
+            if st.gc_running {
+                self.bg_cv.wait(&mut st);
+                continue;
+            }
+            let newer: HashSet<FileNumber> = st
+                .current
+                .value_files()
+                .map(|f| f.number)
+                .filter(|n| !eligible.contains(n))
+                .collect();
+            let Some(plan) = picker::pick(&st.current, &opts, &newer) else {
+                return Ok(done);
+            };
+            let version = st.current.clone();
+            st.gc_running = true;
+            drop(st);
+            let r = self.run_gc(&plan, &version);
+            drop(plan);
+            drop(version);
+            self.delete_obsolete_files();
+            st = self.state.lock();
+            st.gc_running = false;
+            self.bg_cv.notify_all();
+            match r {
+                Ok(stats) => done += &stats,
+                Err(e) => {
+                    drop(st);
+                    self.set_bg_error(&e);
+                    return Err(e);
+                }
+            }
+        }
+    }
+}

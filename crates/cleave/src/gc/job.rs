@@ -1,0 +1,245 @@
+//! One GC job: copies the live records of the picked physical value files
+//! into new physical files, keeping every record's `(logical_file,
+//! ordinal)`, so the sstables' handles stay valid and nothing is written
+//! into the LSM.
+//!
+//! Liveness comes from the value-references blocks of the sstables that
+//! reference the hosted logical files: their union is the set of records
+//! some table of the job's Version references. References only ever
+//! decrease, so the union is a superset of what is live when the job
+//! commits; a record dropped here is unreachable for good.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::Instant;
+
+use roaring::RoaringBitmap;
+
+use super::picker::GcPlan;
+use super::stats::GcStats;
+use crate::base::{filename, FileNumber};
+use crate::error::{Error, Result};
+use crate::manifest::Version;
+use crate::sstable::TableCache;
+use crate::value_file::{
+    Origin, ValueClass, ValueFileBuilder, ValueFileOptions, ValueFileSummary, ValueStore,
+};
+use crate::vfs::Fs;
+use crate::Compression;
+
+/// How GC writes its outputs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GcWriteOptions {
+    pub compression: Compression,
+    pub direct_writes: bool,
+    /// An output takes no new logical file once it holds this many bytes.
+    pub value_file_size: u64,
+}
+
+/// What a job needs from the database.
+pub(crate) struct GcContext<'a> {
+    pub fs: &'a dyn Fs,
+    pub dir: &'a Path,
+    pub tables: &'a TableCache,
+    pub values: &'a ValueStore,
+    pub write: GcWriteOptions,
+}
+
+/// The synced outputs of a job, not yet named by the manifest.
+pub(crate) struct GcOutputs {
+    pub files: Vec<ValueFileSummary>,
+    pub stats: GcStats,
+}
+
+/// Collects `plan`'s files as `version` sees them. New file numbers come
+/// from `new_number`, and each is pushed to `created` before its file is
+/// created, so that the caller can remove them all if the job fails.
+pub(crate) fn run(
+    cx: &GcContext<'_>,
+    version: &Version,
+    plan: &GcPlan,
+    new_number: &mut dyn FnMut() -> FileNumber,
+    created: &mut Vec<FileNumber>,
+) -> Result<GcOutputs> {
+    let mut stats = GcStats {
+        jobs: 1,
+        files_in: plan.inputs.len() as u64,
+        ..GcStats::default()
+    };
+
+    let start = Instant::now();
+    let live = live_ordinals(cx, version, plan, &mut stats)?;
+    stats.bitmap_time = start.elapsed();
+
+    let mut outputs = Outputs::default();
+    for input in &plan.inputs {
+        let file = cx.values.file(input.number)?;
+        let class = file.properties().class;
+        let start = Instant::now();
+        let records = file.iter_live(&|logical, ordinal| {
+            u32::try_from(ordinal).is_ok_and(|o| live.get(&logical).is_some_and(|b| b.contains(o)))
+        })?;
+        stats.index_time += start.elapsed();
+        stats.index_bytes_read += file.properties().index_size;
+
+        let mut kept: BTreeMap<FileNumber, u64> = BTreeMap::new();
+        let mut read_start = Instant::now();
+        for record in records {
+            let record = record?;
+            stats.value_read_time += read_start.elapsed();
+            let write_start = Instant::now();
+            let out = outputs.for_record(cx, record.logical_file, class, new_number, created)?;
+            out.add_moved(&record)?;
+            stats.value_bytes_read += record.raw.len() as u64;
+            *kept.entry(record.logical_file).or_default() += 1;
+            stats.write_time += write_start.elapsed();
+            read_start = Instant::now();
+        }
+        // Every referenced record must have been found: a table pointing
+        // at a record the file does not hold is damage, and copying the
+        // rest would make it permanent.
+        for h in &input.hosted {
+            let wanted = live.get(&h.logical_file).map_or(0, RoaringBitmap::len);
+            let found = kept.get(&h.logical_file).copied().unwrap_or(0);
+            if found != wanted {
+                return Err(Error::corruption(
+                    file.path(),
+                    0,
+                    format!(
+                        "sstables reference {wanted} records of logical file {} but its \
+                         record index lists {found} of them",
+                        h.logical_file
+                    ),
+                ));
+            }
+            stats.records_kept += found;
+            stats.records_dropped += h.records.saturating_sub(found);
+        }
+    }
+
+    let start = Instant::now();
+    let files = outputs.finish()?;
+    if !files.is_empty() {
+        cx.fs.sync_dir(cx.dir)?;
+    }
+    stats.write_time += start.elapsed();
+    stats.files_out = files.len() as u64;
+    stats.bytes_written = files.iter().map(|f| f.file_size).sum();
+    let input_bytes: u64 = plan.inputs.iter().map(|f| f.size).sum();
+    stats.bytes_reclaimed = input_bytes.saturating_sub(stats.bytes_written);
+    Ok(GcOutputs { files, stats })
+}
+
+/// For each logical file the inputs host that some table references, the
+/// union of the referenced ordinals over every table of `version`,
+/// checked against the counts the manifest keeps.
+fn live_ordinals(
+    cx: &GcContext<'_>,
+    version: &Version,
+    plan: &GcPlan,
+    stats: &mut GcStats,
+) -> Result<HashMap<FileNumber, RoaringBitmap>> {
+    let mut live: HashMap<FileNumber, RoaringBitmap> = plan
+        .inputs
+        .iter()
+        .flat_map(|f| &f.hosted)
+        .filter(|h| version.referenced(h.logical_file).count > 0)
+        .map(|h| (h.logical_file, RoaringBitmap::new()))
+        .collect();
+    for (_, table) in version.all_files() {
+        if !table
+            .value_refs
+            .iter()
+            .any(|r| live.contains_key(&r.logical_file))
+        {
+            continue;
+        }
+        let refs = cx.tables.get(table.number)?.value_refs()?;
+        stats.tables_read += 1;
+        for (logical, bitmap) in live.iter_mut() {
+            if let Some(ordinals) = refs.ordinals(*logical) {
+                *bitmap |= ordinals;
+            }
+        }
+    }
+    // Tables of one Version never share a record, so the union holds
+    // exactly as many ordinals as the manifest's counts add up to.
+    for (logical, bitmap) in &live {
+        let expected = version.referenced(*logical).count;
+        if bitmap.len() != expected {
+            return Err(Error::corruption(
+                filename::value_file(cx.dir, *logical),
+                0,
+                format!(
+                    "the value-references blocks of the sstables list {} records of logical \
+                     file {logical}, the manifest {expected}",
+                    bitmap.len()
+                ),
+            ));
+        }
+    }
+    Ok(live)
+}
+
+/// The output files of one job. A logical file is copied into exactly one
+/// output (the manifest maps it to one physical file), chosen when its
+/// first record arrives: the open output of its class, or a new one if
+/// that is full. Hot and cold logical files never share an output, so hot
+/// files, which gather garbage fast, are collected without copying cold
+/// records again.
+#[derive(Default)]
+struct Outputs {
+    builders: Vec<ValueFileBuilder>,
+    /// The output each logical file seen so far goes to.
+    assigned: HashMap<FileNumber, usize>,
+    /// The output taking new logical files, per class.
+    open: HashMap<ValueClass, usize>,
+}
+
+impl Outputs {
+    fn for_record(
+        &mut self,
+        cx: &GcContext<'_>,
+        logical: FileNumber,
+        class: ValueClass,
+        new_number: &mut dyn FnMut() -> FileNumber,
+        created: &mut Vec<FileNumber>,
+    ) -> Result<&mut ValueFileBuilder> {
+        let i = match self.assigned.get(&logical) {
+            Some(&i) => i,
+            None => {
+                let open = self
+                    .open
+                    .get(&class)
+                    .copied()
+                    .filter(|&i| self.builders[i].file_size() < cx.write.value_file_size);
+                let i = match open {
+                    Some(i) => i,
+                    None => {
+                        let number = new_number();
+                        created.push(number);
+                        let opts = ValueFileOptions {
+                            compression: cx.write.compression,
+                            direct_writes: cx.write.direct_writes,
+                            origin: Origin::Gc,
+                            class,
+                        };
+                        let path = filename::value_file(cx.dir, number);
+                        self.builders
+                            .push(ValueFileBuilder::create(cx.fs, path, number, opts)?);
+                        self.open.insert(class, self.builders.len() - 1);
+                        self.builders.len() - 1
+                    }
+                };
+                self.assigned.insert(logical, i);
+                i
+            }
+        };
+        Ok(&mut self.builders[i])
+    }
+
+    /// Finishes (and syncs) every output.
+    fn finish(self) -> Result<Vec<ValueFileSummary>> {
+        self.builders.into_iter().map(|b| b.finish()).collect()
+    }
+}

@@ -1,0 +1,84 @@
+//! What GC did: per job, and summed over jobs.
+
+use std::ops::AddAssign;
+use std::time::Duration;
+
+/// Work and time of one or more GC jobs. [`crate::Stats::gc`] sums every
+/// job since open; [`crate::Stats::last_gc`] and [`crate::Db::gc_now`]
+/// report single jobs (or a manual run's jobs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GcStats {
+    pub jobs: u64,
+    /// Physical value files collected, and written.
+    pub files_in: u64,
+    pub files_out: u64,
+    /// Sstables whose value-references blocks were read.
+    pub tables_read: u64,
+    /// Records copied, and records left behind as garbage.
+    pub records_kept: u64,
+    pub records_dropped: u64,
+    /// Bytes of record index read, and of live records read.
+    pub index_bytes_read: u64,
+    pub value_bytes_read: u64,
+    /// Bytes of the output files.
+    pub bytes_written: u64,
+    /// Bytes of the input files minus those of the outputs: what the disk
+    /// gets back once no reader holds the inputs.
+    pub bytes_reclaimed: u64,
+    /// Time per phase: union of the liveness bitmaps, reading the record
+    /// indexes, reading live records, writing and syncing the outputs, and
+    /// logging the edit.
+    pub bitmap_time: Duration,
+    pub index_time: Duration,
+    pub value_read_time: Duration,
+    pub write_time: Duration,
+    pub commit_time: Duration,
+}
+
+impl AddAssign<&GcStats> for GcStats {
+    fn add_assign(&mut self, o: &GcStats) {
+        self.jobs += o.jobs;
+        self.files_in += o.files_in;
+        self.files_out += o.files_out;
+        self.tables_read += o.tables_read;
+        self.records_kept += o.records_kept;
+        self.records_dropped += o.records_dropped;
+        self.index_bytes_read += o.index_bytes_read;
+        self.value_bytes_read += o.value_bytes_read;
+        self.bytes_written += o.bytes_written;
+        self.bytes_reclaimed += o.bytes_reclaimed;
+        self.bitmap_time += o.bitmap_time;
+        self.index_time += o.index_time;
+        self.value_read_time += o.value_read_time;
+        self.write_time += o.write_time;
+        self.commit_time += o.commit_time;
+    }
+}
+
+impl GcStats {
+    /// One line for the `cleave.stats` text.
+    pub(crate) fn to_text(&self) -> String {
+        let mb = |b: u64| b as f64 / (1 << 20) as f64;
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        format!(
+            "gc: {} jobs, {} files in, {} out, {} tables' bitmaps; {} records kept, {} dropped; \
+             read {:.1} MB index + {:.1} MB values, wrote {:.1} MB, reclaimed {:.1} MB; \
+             ms: bitmaps {:.0}, index {:.0}, values {:.0}, write {:.0}, commit {:.0}",
+            self.jobs,
+            self.files_in,
+            self.files_out,
+            self.tables_read,
+            self.records_kept,
+            self.records_dropped,
+            mb(self.index_bytes_read),
+            mb(self.value_bytes_read),
+            mb(self.bytes_written),
+            mb(self.bytes_reclaimed),
+            ms(self.bitmap_time),
+            ms(self.index_time),
+            ms(self.value_read_time),
+            ms(self.write_time),
+            ms(self.commit_time),
+        )
+    }
+}

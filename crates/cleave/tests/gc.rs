@@ -1,0 +1,320 @@
+//! Value-file GC end to end: it copies only the records live sstables
+//! reference, keeps handles valid (a moved value still costs one disk
+//! read), leaves the collected files to readers that still hold them,
+//! respects snapshots, runs by itself in the background, and a crash at
+//! any I/O step of a job leaves the database as before or after it.
+
+use std::collections::BTreeMap;
+use std::io::ErrorKind;
+use std::path::Path;
+use std::sync::Arc;
+
+use cleave::vfs::{FaultFs, FaultOp, Fs, MemFs};
+use cleave::{Db, Options, ReadOptions, WriteOptions};
+
+const DIR: &str = "/db";
+
+fn options(fs: Arc<dyn Fs>) -> Options {
+    Options {
+        create_if_missing: true,
+        fs,
+        // One memtable holds a whole round, so each round is one flush.
+        write_buffer_size: 4 << 20,
+        min_value_size: 512,
+        value_cache_capacity: 0,
+        enable_gc: false,
+        ..Options::default()
+    }
+}
+
+fn k(i: usize) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// Large for even `i` (separated), small for odd `i` (inline).
+fn v(i: usize, round: usize) -> Vec<u8> {
+    let len = if i.is_multiple_of(2) {
+        1000 + i % 300
+    } else {
+        40
+    };
+    let mut out = format!("r{round}-i{i}-").into_bytes();
+    out.resize(len, b'a' + (i % 26) as u8);
+    out
+}
+
+fn fill(db: &Db, range: std::ops::Range<usize>, round: usize, model: &mut BTreeMap<usize, usize>) {
+    for i in range {
+        db.put(&WriteOptions::default(), &k(i), &v(i, round))
+            .unwrap();
+        model.insert(i, round);
+    }
+}
+
+fn check(db: &Db, model: &BTreeMap<usize, usize>, ctx: &str) {
+    for (&i, &round) in model {
+        assert_eq!(
+            db.get(&ReadOptions::new(), &k(i)).unwrap(),
+            Some(v(i, round)),
+            "{ctx}: key {i}"
+        );
+    }
+}
+
+fn value_files(fs: &dyn Fs) -> Vec<String> {
+    let mut v: Vec<String> = fs
+        .list(Path::new(DIR))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".vf"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// 1,000 keys (500 separated values) in one flush, then the first 500 keys
+/// overwritten in a second flush and everything compacted: the first value
+/// file keeps 250 live records of 500.
+fn half_garbage(db: &Db) -> BTreeMap<usize, usize> {
+    let mut model = BTreeMap::new();
+    fill(db, 0..1000, 0, &mut model);
+    db.flush().unwrap();
+    fill(db, 0..500, 1, &mut model);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    model
+}
+
+#[test]
+fn gc_copies_only_live_records_and_reads_are_unchanged() {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    let model = half_garbage(&db);
+    let before = db.space_report().unwrap();
+    assert!(before.exposed_garbage_bytes > 0);
+    let files_before = value_files(&fs);
+    assert_eq!(files_before.len(), 2);
+
+    let g = db.gc_now().unwrap();
+    assert_eq!((g.jobs, g.files_in, g.files_out), (1, 1, 1));
+    assert_eq!((g.records_kept, g.records_dropped), (250, 250));
+    assert!(g.tables_read >= 1);
+    assert!(g.index_bytes_read > 0);
+    // Exactly the live records are read, and copied byte for byte.
+    let records = |range: std::ops::Range<usize>| -> u64 {
+        range
+            .filter(|i| i.is_multiple_of(2))
+            .map(|i| record_len(&k(i), &v(i, 0)))
+            .sum()
+    };
+    assert_eq!(before.exposed_garbage_bytes, records(0..500));
+    assert_eq!(g.value_bytes_read, records(500..1000));
+    assert!(g.bytes_written > g.value_bytes_read);
+    let after = db.space_report().unwrap();
+    assert_eq!(after.exposed_garbage_bytes, 0);
+    assert_eq!(after.referenced_value_bytes, before.referenced_value_bytes);
+    assert_eq!(after.gc, g);
+    assert_eq!(db.stats().gc, g);
+    assert_eq!(db.stats().last_gc, Some(g.clone()));
+    assert!(db.stats().to_text().contains("gc: 1 jobs"));
+    // The collected file is gone; the output took its place.
+    let files_after = value_files(&fs);
+    assert_eq!(files_after.len(), 2);
+    assert!(!files_after.contains(&files_before[0]));
+    assert_eq!(
+        before.value_file_bytes - after.value_file_bytes,
+        g.bytes_reclaimed
+    );
+    check(&db, &model, "after GC");
+    // Nothing more to collect.
+    assert_eq!(db.gc_with_ratio(0.000_001).unwrap().jobs, 0);
+    db.close().unwrap();
+
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    check(&db, &model, "after reopen");
+    db.verify_checksums().unwrap();
+    assert_eq!(db.space_report().unwrap().exposed_garbage_bytes, 0);
+}
+
+/// Bytes of a stored record (docs/format/value_file.md).
+fn record_len(key: &[u8], value: &[u8]) -> u64 {
+    let varint = |n: usize| (usize::BITS - n.max(1).leading_zeros()).div_ceil(7) as u64;
+    4 + varint(key.len()) + varint(value.len()) + 8 + (key.len() + value.len()) as u64
+}
+
+/// A handle whose logical file GC moved is resolved through the new file's
+/// record index, which the block cache keeps: one disk read per value, as
+/// before GC.
+#[test]
+fn a_moved_value_costs_one_disk_read() {
+    let fault = FaultFs::new(Arc::new(MemFs::new()));
+    let db = Db::open(DIR, options(Arc::new(fault.clone()))).unwrap();
+    let model = half_garbage(&db);
+    assert_eq!(db.gc_now().unwrap().records_kept, 250);
+    let moved: Vec<usize> = (500..1000usize).filter(|i| i.is_multiple_of(2)).collect();
+    // Warm the caches: sstable blocks, filters, and record index blocks.
+    check(&db, &model, "warm-up");
+    let reads = fault.count(FaultOp::Read);
+    for &i in &moved {
+        assert_eq!(db.get(&ReadOptions::new(), &k(i)).unwrap(), Some(v(i, 0)));
+    }
+    assert_eq!(fault.count(FaultOp::Read) - reads, moved.len() as u64);
+}
+
+#[test]
+fn readers_keep_collected_files_until_they_let_go() {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    let model = half_garbage(&db);
+    let collected = value_files(&fs)[0].clone();
+    let mut it = db.iter(&ReadOptions::new());
+    it.seek_to_first().unwrap();
+    assert_eq!(db.gc_now().unwrap().files_in, 1);
+    // The iterator's Version still names the collected file.
+    assert!(value_files(&fs).contains(&collected));
+    let mut seen = 0;
+    while it.valid() {
+        let i: usize = std::str::from_utf8(&it.key()[3..])
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(it.value().unwrap(), v(i, model[&i]).as_slice());
+        seen += 1;
+        it.next().unwrap();
+    }
+    assert_eq!(seen, model.len());
+    drop(it);
+    assert!(!value_files(&fs).contains(&collected));
+}
+
+#[test]
+fn values_a_snapshot_sees_are_not_garbage() {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, 0..1000, 0, &mut model);
+    db.flush().unwrap();
+    let old = model.clone();
+    let snap = db.snapshot();
+    fill(&db, 0..500, 1, &mut model);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    // Compaction kept the overwritten entries for the snapshot, so their
+    // records are still referenced: nothing to collect.
+    assert_eq!(db.space_report().unwrap().exposed_garbage_bytes, 0);
+    assert_eq!(db.gc_with_ratio(0.000_001).unwrap().jobs, 0);
+    let mut ro = ReadOptions::new();
+    ro.snapshot = Some(&snap);
+    for (&i, &round) in &old {
+        assert_eq!(db.get(&ro, &k(i)).unwrap(), Some(v(i, round)));
+    }
+    drop(ro);
+    drop(snap);
+    // The next compaction through the keys drops the entries only the
+    // snapshot needed (compact_range does not rewrite the last level by
+    // itself; a flush into it does).
+    fill(&db, 0..1, 2, &mut model);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let g = db.gc_with_ratio(0.4).unwrap();
+    assert_eq!((g.records_kept, g.records_dropped), (250, 250));
+    check(&db, &model, "after GC");
+}
+
+#[test]
+fn background_gc_keeps_garbage_below_the_threshold() {
+    let fs = MemFs::new();
+    let opts = Options {
+        enable_gc: true,
+        write_buffer_size: 256 << 10,
+        value_file_size: 128 << 10,
+        target_file_size_base: 64 << 10,
+        max_bytes_for_level_base: 256 << 10,
+        ..options(Arc::new(fs.clone()))
+    };
+    let db = Db::open(DIR, opts).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..6 {
+        fill(&db, 0..1000, round, &mut model);
+        db.flush().unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    assert!(s.gc.jobs > 0, "{}", s.to_text());
+    let r = db.space_report().unwrap();
+    let records = r.referenced_value_bytes + r.exposed_garbage_bytes;
+    // Every file is below the threshold once GC is idle, so the whole is.
+    assert!(
+        (r.exposed_garbage_bytes as f64) < 0.2 * records as f64,
+        "{r:?}"
+    );
+    check(&db, &model, "after background GC");
+    db.verify_checksums().unwrap();
+}
+
+/// Fails the database's `n`-th file operation from the start of a GC job
+/// on, and every later one (a device going away), then crashes: the
+/// reopened database must hold exactly the model, with the job either
+/// applied whole or not at all, and no file left over.
+#[test]
+fn crash_at_every_io_step_of_a_gc_job() {
+    let base = MemFs::new();
+    let model = {
+        let db = Db::open(DIR, options(Arc::new(base.clone()))).unwrap();
+        let model = half_garbage(&db);
+        db.close().unwrap();
+        model
+    };
+    let all = [
+        FaultOp::Create,
+        FaultOp::Open,
+        FaultOp::Append,
+        FaultOp::Sync,
+        FaultOp::Read,
+        FaultOp::Rename,
+        FaultOp::Remove,
+        FaultOp::SyncDir,
+    ];
+    let mut steps = 0;
+    for n in 0.. {
+        let mem = base.crash_clone();
+        let fault = FaultFs::new(Arc::new(mem.clone()));
+        let db = Db::open(DIR, options(Arc::new(fault.clone()))).unwrap();
+        let garbage_before = db.space_report().unwrap().exposed_garbage_bytes;
+        fault.fail(&all, None, n, ErrorKind::Other, true);
+        let result = db.gc_now();
+        let injected = fault.injected() > 0;
+        let crashed = mem.crash_clone();
+        assert!(
+            injected || result.is_ok(),
+            "step {n}: {result:?} without a fault"
+        );
+        // The crash happens here; the old instance's shutdown fails on
+        // the dead device and changes nothing the clone holds.
+        drop(db);
+
+        let db = Db::open(DIR, options(Arc::new(crashed.clone()))).unwrap();
+        check(&db, &model, &format!("step {n}"));
+        db.verify_checksums().unwrap();
+        let r = db.space_report().unwrap();
+        assert!(
+            r.exposed_garbage_bytes == garbage_before || r.exposed_garbage_bytes == 0,
+            "step {n}: neither before nor after the job: {r:?}"
+        );
+        // Orphan outputs of an unlogged job are removed by the open.
+        db.gc_now().unwrap();
+        let r = db.space_report().unwrap();
+        assert!(r.other_bytes < 64, "step {n}: leftovers {r:?}");
+        assert_eq!(r.exposed_garbage_bytes, 0);
+        check(&db, &model, &format!("step {n}, collected after reopen"));
+        if !injected {
+            steps = n;
+            break;
+        }
+    }
+    // A job reads bitmaps, index and records, creates, writes and syncs
+    // its output and the directory, logs the edit and removes its input.
+    eprintln!("a GC job took {steps} I/O steps");
+    assert!(steps >= 8, "only {steps} I/O steps");
+}
