@@ -66,6 +66,11 @@ pub struct Options {
     /// Compression of each separated value; a value the codec does not
     /// shrink by 1/8 is stored raw.
     pub value_compression: Compression,
+    /// Bytes of the DropCache: user keys flushes and compactions recently
+    /// found overwritten or deleted. A flush writes the values of those
+    /// keys to a separate, *hot* value file, which gathers garbage fast
+    /// and is collected cheaply. 0 turns hot/cold separation off.
+    pub drop_cache_capacity: usize,
     /// Background garbage collection of value files. Off, files are
     /// collected only by [`crate::Db::gc_now`].
     pub enable_gc: bool,
@@ -112,6 +117,7 @@ impl Default for Options {
             value_file_size: 256 << 20,
             value_cache_capacity: 32 << 20,
             value_compression: Compression::None,
+            drop_cache_capacity: 4 << 20,
             enable_gc: true,
             gc_garbage_ratio: 0.2,
             use_direct_reads: false,

@@ -253,6 +253,53 @@ fn background_gc_keeps_garbage_below_the_threshold() {
     db.verify_checksums().unwrap();
 }
 
+/// Keys compaction found overwritten go to hot value files at the next
+/// flush, the rest to cold ones; GC copies hot and cold records into
+/// separate outputs.
+#[test]
+fn hot_and_cold_values_go_to_separate_files() {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    let mut model = BTreeMap::new();
+    let records = |range: std::ops::Range<usize>, round: usize| -> u64 {
+        range
+            .filter(|i| i.is_multiple_of(2))
+            .map(|i| record_len(&k(i), &v(i, round)))
+            .sum()
+    };
+    fill(&db, 0..1000, 0, &mut model);
+    db.flush().unwrap();
+    fill(&db, 0..100, 1, &mut model);
+    db.flush().unwrap();
+    assert_eq!(db.stats().hot_value_file_bytes_written, 0);
+    // Compaction drops the first versions of keys 0..100: they are hot.
+    db.compact_range(None, None).unwrap();
+    assert!(db.stats().drop_cache_usage > 0);
+    let files = value_files(&fs).len();
+    fill(&db, 0..200, 2, &mut model);
+    db.flush().unwrap();
+    assert_eq!(value_files(&fs).len(), files + 2, "one hot, one cold file");
+    let hot = db.stats().hot_value_file_bytes_written;
+    let expected = records(0..100, 2);
+    // Records, plus the record index, properties and footer.
+    assert!(
+        hot > expected && hot < expected + (4 << 10),
+        "{hot} {expected}"
+    );
+    db.compact_range(None, None).unwrap();
+    fill(&db, 0..50, 3, &mut model);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    // Garbage in the first flush's (cold) file and in the hot file.
+    let g = db.gc_with_ratio(0.01).unwrap();
+    assert_eq!((g.jobs, g.files_in, g.files_out), (1, 2, 2), "{g:?}");
+    check(&db, &model, "after GC");
+    db.close().unwrap();
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    check(&db, &model, "after reopen");
+    db.verify_checksums().unwrap();
+}
+
 /// Fails the database's `n`-th file operation from the start of a GC job
 /// on, and every later one (a device going away), then crashes: the
 /// reopened database must hold exactly the model, with the job either

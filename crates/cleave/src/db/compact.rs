@@ -1,6 +1,8 @@
 //! Executing compaction plans, and writing the output sstables shared by
 //! flushes and compactions.
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::stats::add;
@@ -18,7 +20,7 @@ use crate::manifest::edit::VersionEdit;
 use crate::manifest::version::Version;
 use crate::manifest::{FileMeta, HostedLogical, TableValueRefs, ValueFileMeta};
 use crate::sstable::{TableBuilder, TableOptions, TableSummary};
-use crate::value_file::{ValueFileBuilder, ValueFileOptions, ValueFileSummary};
+use crate::value_file::{ValueClass, ValueFileBuilder, ValueFileOptions, ValueFileSummary};
 use crate::vfs::FileOptions;
 
 /// One sstable written by a flush or compaction.
@@ -177,7 +179,8 @@ impl DbInner {
         created: &mut Created,
     ) -> Result<()> {
         let mut builder: Option<(FileNumber, TableBuilder)> = None;
-        let mut values: Option<ValueFileBuilder> = None;
+        // The value file being written per class, hot and cold.
+        let mut values: HashMap<ValueClass, ValueFileBuilder> = HashMap::new();
         let mut last_user_key: Vec<u8> = Vec::new();
         let mut handle_buf = Vec::new();
         while input.valid() {
@@ -185,11 +188,16 @@ impl DbInner {
             let decision = rules
                 .decide(ikey, may_exist_below)
                 .map_err(|e| Error::corruption("<compaction input>", 0, e.0))?;
+            let user_key = key::user_key(ikey);
+            // A key with an older version dropped, or deleted, was written
+            // again lately: its next values are likely hot.
+            if !decision.is_keep() || key::tag(ikey) as u8 == ValueKind::Deletion as u8 {
+                self.drop_cache.record(user_key);
+            }
             if !decision.is_keep() {
                 input.next()?;
                 continue;
             }
-            let user_key = key::user_key(ikey);
             let new_user_key = user_key != last_user_key.as_slice();
             if let Some((number, b)) = builder.take() {
                 let full = b.estimated_size().saturating_add(b.value_bytes()) >= max_file_size;
@@ -217,7 +225,8 @@ impl DbInner {
                 && key::tag(ikey) as u8 == ValueKind::Value as u8
             {
                 let seq = key::seq(ikey);
-                let vb = self.value_file_builder(&mut values, outputs, created)?;
+                let class = self.drop_cache.class_of(user_key);
+                let vb = self.value_file_builder(&mut values, class, outputs, created)?;
                 let handle = vb.add(user_key, seq, value)?;
                 handle_buf.clear();
                 handle.encode(&mut handle_buf);
@@ -235,7 +244,10 @@ impl DbInner {
             }
             input.next()?;
         }
-        if let Some(vb) = values {
+        // Cold first, for a stable order of outputs.
+        let mut values: Vec<_> = values.into_iter().collect();
+        values.sort_by_key(|(class, _)| *class as u8);
+        for (_, vb) in values {
             outputs.value_files.push(vb.finish()?);
         }
         if let Some((number, b)) = builder {
@@ -252,34 +264,36 @@ impl DbInner {
         Ok(())
     }
 
-    /// The value file being written, after finishing it and starting
-    /// another when it has reached `value_file_size`.
+    /// The value file of `class` being written, after finishing it and
+    /// starting another when it has reached `value_file_size`.
     fn value_file_builder<'b>(
         &self,
-        current: &'b mut Option<ValueFileBuilder>,
+        current: &'b mut HashMap<ValueClass, ValueFileBuilder>,
+        class: ValueClass,
         outputs: &mut Outputs,
         created: &mut Created,
     ) -> Result<&'b mut ValueFileBuilder> {
         if current
-            .as_ref()
+            .get(&class)
             .is_some_and(|b| b.file_size() >= self.opts.value_file_size)
         {
-            if let Some(full) = current.take() {
+            if let Some(full) = current.remove(&class) {
                 outputs.value_files.push(full.finish()?);
             }
         }
-        match current {
-            Some(b) => Ok(b),
-            None => {
+        match current.entry(class) {
+            Entry::Occupied(b) => Ok(b.into_mut()),
+            Entry::Vacant(slot) => {
                 let number = self.versions.lock().new_file_number();
                 created.0.push((FileKind::ValueFile, number));
                 let opts = ValueFileOptions {
                     compression: self.opts.value_compression,
                     direct_writes: self.opts.use_direct_io_for_flush_and_compaction,
+                    class,
                     ..ValueFileOptions::default()
                 };
                 let path = filename::value_file(&self.dir, number);
-                Ok(current.insert(ValueFileBuilder::create(
+                Ok(slot.insert(ValueFileBuilder::create(
                     self.fs.as_ref(),
                     path,
                     number,

@@ -6,6 +6,7 @@ use crate::compaction::stream::DropRules;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::manifest::edit::VersionEdit;
+use crate::value_file::ValueClass;
 
 impl DbInner {
     /// Writes the oldest immutable memtable to L0 and retires its WAL.
@@ -52,6 +53,13 @@ impl DbInner {
             &self.counters.value_files_written,
             outputs.value_files.len() as u64,
         );
+        let hot: u64 = outputs
+            .value_files
+            .iter()
+            .filter(|f| f.properties.class == ValueClass::Hot)
+            .map(|f| f.file_size)
+            .sum();
+        add(&self.counters.hot_value_file_bytes_written, hot);
         add(&self.counters.flushes, 1);
         self.delete_obsolete_files();
         Ok(())

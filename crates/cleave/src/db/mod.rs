@@ -28,6 +28,7 @@ use crate::base::{filename, FileNumber, SeqNo};
 use crate::batch::WriteBatch;
 use crate::compaction::picker::{self, PickerOptions};
 use crate::error::{Error, Result};
+use crate::gc::drop_cache::DropCache;
 use crate::gc::GcStats;
 use crate::iter::db_iter::DbIterator;
 use crate::manifest::version::Version;
@@ -133,6 +134,7 @@ pub(crate) struct DbInner {
     snapshots: Arc<SnapshotList>,
     counters: stats::Counters,
     gc_totals: Mutex<gc::GcTotals>,
+    drop_cache: DropCache,
     next_job_id: AtomicU64,
     _lock: Box<dyn FileLock>,
 }
@@ -353,6 +355,8 @@ impl DbInner {
         s.block_cache_hits = self.block_cache.hits();
         s.block_cache_misses = self.block_cache.misses();
         s.block_cache_capacity = self.block_cache.capacity() as u64;
+        s.drop_cache_usage = self.drop_cache.usage() as u64;
+        s.drop_cache_capacity = self.opts.drop_cache_capacity as u64;
         let gc = self.gc_totals.lock();
         s.gc = gc.total.clone();
         s.last_gc = gc.last.clone();

@@ -15,6 +15,7 @@ use crate::base::FileNumber;
 use crate::compaction::picker::PickerOptions;
 use crate::compaction::stream::DropRules;
 use crate::error::{Error, Result};
+use crate::gc::drop_cache::DropCache;
 use crate::iter::InternalIterator;
 use crate::manifest::edit::VersionEdit;
 use crate::manifest::version_set::VersionSet;
@@ -83,6 +84,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     let last_seq = versions.last_seq();
     let current = versions.current();
     let log_number = versions.log_number();
+    let drop_cache = DropCache::new(opts.drop_cache_capacity);
     let inner = DbInner {
         dir: dir.to_path_buf(),
         picker_opts: PickerOptions::from(&opts),
@@ -114,6 +116,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         snapshots: Arc::new(SnapshotList::default()),
         counters: Counters::default(),
         gc_totals: Default::default(),
+        drop_cache,
         next_job_id: AtomicU64::new(0),
         opts,
         _lock: lock,

@@ -17,6 +17,7 @@ pub(crate) struct Counters {
     pub flushes: AtomicU64,
     pub value_file_bytes_written: AtomicU64,
     pub value_files_written: AtomicU64,
+    pub hot_value_file_bytes_written: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub compactions: AtomicU64,
@@ -65,6 +66,12 @@ pub struct Stats {
     /// Bytes of value files written (part of `flush_bytes_written`).
     pub value_file_bytes_written: u64,
     pub value_files_written: u64,
+    /// The part of `value_file_bytes_written` that went to hot value files
+    /// (values of keys in the DropCache).
+    pub hot_value_file_bytes_written: u64,
+    /// Bytes the DropCache holds, and may hold.
+    pub drop_cache_usage: u64,
+    pub drop_cache_capacity: u64,
     /// Reads of value records that reached a file (a readahead window
     /// counts once), and their bytes.
     pub value_reads: u64,
@@ -107,6 +114,7 @@ impl Stats {
             flushes: get(&c.flushes),
             value_file_bytes_written: get(&c.value_file_bytes_written),
             value_files_written: get(&c.value_files_written),
+            hot_value_file_bytes_written: get(&c.hot_value_file_bytes_written),
             compaction_bytes_read: get(&c.compaction_bytes_read),
             compaction_bytes_written: get(&c.compaction_bytes_written),
             compactions: get(&c.compactions),
@@ -183,9 +191,12 @@ impl Stats {
         );
         let _ = writeln!(
             s,
-            "value files: {} written ({:.1} MB); {} value reads ({:.1} MB); value cache {:.1}/{:.1} MB, {} hits, {} misses",
+            "value files: {} written ({:.1} MB, {:.1} MB hot; drop cache {:.1}/{:.1} MB); {} value reads ({:.1} MB); value cache {:.1}/{:.1} MB, {} hits, {} misses",
             self.value_files_written,
             mb(self.value_file_bytes_written),
+            mb(self.hot_value_file_bytes_written),
+            mb(self.drop_cache_usage),
+            mb(self.drop_cache_capacity),
             self.value_reads,
             mb(self.value_read_bytes),
             mb(self.value_cache_usage),

@@ -2,6 +2,7 @@
 //! chooses physical files by exact garbage ratio, and a job copies their
 //! live records into new files without touching the LSM.
 
+pub(crate) mod drop_cache;
 pub(crate) mod job;
 pub(crate) mod picker;
 mod stats;

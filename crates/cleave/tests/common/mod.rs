@@ -50,6 +50,11 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         value_compression: codec(rng),
         // Background GC most of the time, at thresholds from eager to lazy.
         enable_gc: rng.gen_bool(0.7),
+        drop_cache_capacity: if rng.gen_bool(0.3) {
+            0
+        } else {
+            rng.gen_range(1..64 << 10)
+        },
         gc_garbage_ratio: rng.gen_range(0.05..0.8),
         ..Options::default()
     }
