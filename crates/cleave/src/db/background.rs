@@ -1,6 +1,6 @@
 //! The background pool: flushes first, then compactions of disjoint key
-//! ranges in parallel and GC, taking turns when both have work; also
-//! manual compaction and waiting for idleness.
+//! ranges in parallel, then GC; also manual compaction and waiting for
+//! idleness.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -48,20 +48,19 @@ pub(super) fn run(db: &DbInner) {
         if st.shutting_down {
             return;
         }
+        // Compaction before GC. With values separated it is cheap (the
+        // tree is small), and it is what exposes garbage: until it drops
+        // shadowed entries, their records look live, and a file whose
+        // records all die is deleted without GC copying anything.
         let jobs = st.compactions.len() + usize::from(st.gc_running);
         if st.bg_error.is_none() && jobs < db.max_compactions() {
-            let gc = db.pick_gc(&st);
-            let compaction = picker::pick(&st.current, &db.picker_opts, &st.busy());
-            let gc_first = st.gc_turn || compaction.is_none();
-            if let Some(gc) = gc.filter(|_| gc_first) {
-                st.gc_turn = false;
-                st = run_gc_registered(db, st, gc);
-                continue;
-            }
-            if let Some(plan) = compaction {
-                st.gc_turn = true;
+            if let Some(plan) = picker::pick(&st.current, &db.picker_opts, &st.busy()) {
                 let version = st.current.clone();
                 st = run_registered(db, st, plan, version);
+                continue;
+            }
+            if let Some(gc) = db.pick_gc(&st) {
+                st = run_gc_registered(db, st, gc);
                 continue;
             }
         }

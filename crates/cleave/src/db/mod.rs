@@ -101,9 +101,6 @@ struct State {
     compactions: Vec<RunningCompaction>,
     /// At most one GC job runs at a time.
     gc_running: bool,
-    /// Whether GC goes before compaction when both have work, so that
-    /// neither starves the other (they share the non-flush threads).
-    gc_turn: bool,
     /// The first background or WAL failure; once set, writes are refused.
     bg_error: Option<Error>,
     shutting_down: bool,

@@ -98,7 +98,6 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
             flush_running: false,
             compactions: Vec::new(),
             gc_running: false,
-            gc_turn: false,
             bg_error: None,
             shutting_down: false,
             live_wals: Vec::new(),
