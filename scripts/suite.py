@@ -27,7 +27,9 @@ separation.
 Output (--out, default bench-results/<suite>-<UTC time>): command.txt,
 driver.log (stdout+stderr), results.json, table.md (with cleave's S_index,
 and below it cleave's own space breakdown: sstables, value files, exposed
-garbage), throughput_over_time.png, throughput_vs_space.png. The database
+garbage; and what cleave's value-file GC read, wrote and reclaimed in each
+phase, and where its time went), throughput_over_time.png,
+throughput_vs_space.png. The database
 goes to --db (default <out>/db); the driver wipes it between engines. The
 binary is target/release/cleave-bench, built first unless --no-build or
 CLEAVE_BENCH / --bench-bin name one.
@@ -225,7 +227,8 @@ def make_table(records, title):
                 fmt(g("peak_rss_bytes"), ",.0f", MIB), fmt(g("cpu_s"), ".1f"),
                 fmt(g("elapsed_s"), ".1f")]) + " |")
         summaries.append(summary_line(label, group, base))
-    return "\n".join(lines + space_section(records) + ["", "Summary:", ""] + summaries) + "\n"
+    return "\n".join(lines + space_section(records) + gc_section(records)
+                     + ["", "Summary:", ""] + summaries) + "\n"
 
 
 def space_section(records):
@@ -249,6 +252,33 @@ def space_section(records):
             label, fmt(g("sstable_bytes"), ",.1f", MIB), fmt(g("value_file_bytes"), ".2f", GIB),
             fmt(g("exposed_garbage_bytes"), ".2f", GIB),
             fmt(None if share is None else 100 * share, ".1f"), fmt(g("s_index"), ".2f")]) + " |")
+    return lines
+
+
+def gc_section(records):
+    """cleave's value-file GC during each benchmark (the driver's gc object),
+    as table lines; none when no record has it."""
+    rows = [(label, r["gc"]) for label, group in group_records(records) for r in group
+            if r["engine"] == "cleave" and r.get("gc") is not None]
+    if not rows:
+        return []
+    lines = ["", "cleave's value-file GC during each benchmark. Read is record indexes plus "
+             "live records; reclaimed is the inputs' bytes minus the outputs'. Its writes are "
+             "in write amp above, as every engine's own I/O is; RocksDB's and BlobDB's blob "
+             "GC runs inside their compactions.", "",
+             "| benchmark | GC jobs | files in | files out | read MiB | written MiB "
+             "| reclaimed MiB | bitmaps ms | index ms | values ms | write ms | commit ms |",
+             "| --- |" + " ---: |" * 11]
+    for label, gc in rows:
+        g = gc.get
+        read = (None if g("index_bytes_read") is None or g("value_bytes_read") is None
+                else g("index_bytes_read") + g("value_bytes_read"))
+        lines.append("| " + " | ".join(
+            [label, fmt(g("jobs")), fmt(g("files_in")), fmt(g("files_out")),
+             fmt(read, ",.1f", MIB), fmt(g("bytes_written"), ",.1f", MIB),
+             fmt(g("bytes_reclaimed"), ",.1f", MIB)]
+            + [fmt(g(phase)) for phase in ("bitmap_ms", "index_ms", "value_read_ms",
+                                           "write_ms", "commit_ms")]) + " |")
     return lines
 
 

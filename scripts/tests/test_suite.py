@@ -58,6 +58,20 @@ def fake_record(engine, bench, ops_per_sec, rng, live=2 * GIB):
     if engine == "cleave":  # the driver's fields from cleave's space report
         record.update({"sstable_bytes": live // 50, "value_file_bytes": int(live * amp * 0.9),
                        "exposed_garbage_bytes": int(live * (amp - 1) * 0.5), "s_index": 1.11})
+        # cleave's GC during the benchmark: only phases that make garbage run it.
+        busy = writes or bench == "waitforcompaction"
+        record["gc"] = {
+            "jobs": 4 if busy else 0, "files_in": 6 if busy else 0,
+            "files_out": 3 if busy else 0, "tables_read": 40 if busy else 0,
+            "records_kept": 36000 if busy else 0, "records_dropped": 60000 if busy else 0,
+            "index_bytes_read": (2 << 20) if busy else 0,
+            "value_bytes_read": (300 << 20) if busy else 0,
+            "bytes_written": (300 << 20) if busy else 0,
+            "bytes_reclaimed": (500 << 20) if busy else 0,
+            "bitmap_ms": 12.4 if busy else 0.0, "index_ms": 3.0 if busy else 0.0,
+            "value_read_ms": 4500.6 if busy else 0.0, "write_ms": 2100.0 if busy else 0.0,
+            "commit_ms": 8.0 if busy else 0.0,
+        }
     return record
 
 
@@ -204,13 +218,48 @@ class TableTest(unittest.TestCase):
         self.assertEqual(overwrite[1:], ["41.0", "2.16", "0.20", "9.3", "1.11"])
         self.assertLess(start, lines.index("Summary:"))
 
+    def test_cleave_gc(self):
+        table = suite.make_table(fake_results(), "t")
+        lines = table.splitlines()
+        start = lines.index(next(line for line in lines if line.startswith(
+            "| benchmark | GC jobs | files in | files out | read MiB | written MiB")))
+        header = [c.strip() for c in lines[start].strip("|").split("|")]
+        self.assertEqual(header[-5:], ["bitmaps ms", "index ms", "values ms", "write ms",
+                                       "commit ms"])
+        phases = suite.KV_PHASES.split(",")
+        section = [[c.strip() for c in line.strip("|").split("|")]
+                   for line in lines[start + 2:start + 2 + len(phases)]]
+        # One row per benchmark, cleave's only.
+        self.assertEqual([row[0] for row in section], phases)
+        rows = dict((row[0], row[1:]) for row in section)
+        # Read is the record indexes plus the live records: 2 + 300 MiB.
+        self.assertEqual(rows["overwrite"], ["4", "6", "3", "302.0", "300.0", "500.0",
+                                             "12", "3", "4,501", "2,100", "8"])
+        self.assertEqual(rows["readrandom"], ["0", "0", "0", "0.0", "0.0", "0.0",
+                                              "0", "0", "0", "0", "0"])
+        # After cleave's space section, before the summary.
+        space = lines.index(next(line for line in lines if line.startswith(
+            "| benchmark | sstables MiB")))
+        self.assertLess(space, start)
+        self.assertLess(start, lines.index("Summary:"))
+        # A record from a driver without some field shows a dash there.
+        records = fake_results()
+        del records[1]["gc"]["write_ms"]
+        del records[1]["gc"]["index_bytes_read"]
+        gc_row = next(line for line in suite.gc_section(records) if line.startswith(
+            "| overwrite |"))
+        self.assertEqual([c.strip() for c in gc_row.strip("|").split("|")][4], "–")
+        self.assertEqual([c.strip() for c in gc_row.strip("|").split("|")][10], "–")
+
     def test_no_cleave_space_without_the_fields(self):
         records = fake_results()
         for r in records:
-            for key in ("sstable_bytes", "value_file_bytes", "exposed_garbage_bytes", "s_index"):
+            for key in ("sstable_bytes", "value_file_bytes", "exposed_garbage_bytes", "s_index",
+                        "gc"):
                 r.pop(key, None)
         table = suite.make_table(records, "t")
         self.assertNotIn("sstables MiB", table)
+        self.assertNotIn("GC jobs", table)
         # A cleave record without S_index (an older driver) shows a dash.
         self.assertEqual(self.rows(table, "overwrite")["cleave"][self.S_INDEX_COL], "–")
 

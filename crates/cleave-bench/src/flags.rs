@@ -152,6 +152,18 @@ pub struct Flags {
     #[arg(long, default_value_t = 0)]
     pub value_cache_size: u64,
 
+    /// cleave only: background garbage collection of value files. false
+    /// leaves every value file's garbage on disk, for comparison; BlobDB's
+    /// blob GC is part of its compactions and is unaffected.
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub gc: bool,
+
+    /// cleave only: the share of garbage bytes at which a value file is
+    /// collected (cleave's gc_garbage_ratio), in (0, 1].
+    #[arg(long, default_value_t = 0.2)]
+    pub gc_garbage_ratio: f64,
+
     /// Concurrent benchmark threads. As in db_bench, every thread does the
     /// full --num / --reads / --writes count and the report is the total.
     #[arg(long, default_value_t = 1)]
@@ -337,6 +349,9 @@ impl Flags {
         if !self.value_separation && self.value_cache_size > 0 {
             // Without separation cleave has no separated values to cache.
             bail!("--value_cache_size needs --value_separation=true");
+        }
+        if !(self.gc_garbage_ratio > 0.0 && self.gc_garbage_ratio <= 1.0) {
+            bail!("--gc_garbage_ratio must be in (0, 1]");
         }
         if self.engine_names().is_empty() {
             bail!("--engine names no engine");
@@ -554,6 +569,40 @@ mod tests {
             .map(|e| e.to_string());
         assert!(error.is_some_and(|message| message.contains("--value_cache_size")));
         for bad in ["--value_separation=maybe", "--value_cache_size=-1"] {
+            let args = ["cleave-bench", bad].map(str::to_owned);
+            assert!(Flags::try_parse_from(args).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn gc_flags_parse_and_validate() {
+        let flags = parse(&[]);
+        assert!(flags.gc);
+        assert_eq!(flags.gc_garbage_ratio, 0.2);
+        assert!(flags.validate().is_ok());
+
+        let flags = parse(&["--gc=false", "-gc_garbage_ratio=0.5"]);
+        assert!(!flags.gc);
+        assert_eq!(flags.gc_garbage_ratio, 0.5);
+        assert!(flags.validate().is_ok());
+        assert!(!parse(&["--gc=0"]).gc);
+        // A bare boolean flag is true and leaves the next flag alone.
+        let flags = parse(&["--gc", "--gc_garbage_ratio=1"]);
+        assert!(flags.gc);
+        assert_eq!(flags.gc_garbage_ratio, 1.0);
+        assert!(flags.validate().is_ok());
+
+        for bad in ["0", "-0.1", "1.01", "NaN"] {
+            let error = parse(&[&format!("--gc_garbage_ratio={bad}")])
+                .validate()
+                .err()
+                .map(|e| e.to_string());
+            assert!(
+                error.is_some_and(|message| message.contains("--gc_garbage_ratio")),
+                "{bad} accepted"
+            );
+        }
+        for bad in ["--gc=maybe", "--gc_garbage_ratio=lots"] {
             let args = ["cleave-bench", bad].map(str::to_owned);
             assert!(Flags::try_parse_from(args).is_err(), "{bad} accepted");
         }

@@ -319,6 +319,7 @@ impl Driver {
         process::release_free_memory();
         let peak_is_per_benchmark = process::reset_peak_rss();
         let counters_before = engine.counters();
+        let gc_before = engine.gc_breakdown();
         let before = ProcessSnapshot::take();
         let (outcome, series) = if benchmark.is_maintenance() {
             run_watched(&watch, || workloads::run_maintenance(engine, benchmark))
@@ -370,6 +371,10 @@ impl Driver {
             engine_counters: engine
                 .counters()
                 .zip(counters_before)
+                .map(|(end, start)| end.since(&start)),
+            gc: engine
+                .gc_breakdown()
+                .zip(gc_before)
                 .map(|(end, start)| end.since(&start)),
             space,
             series,
@@ -494,6 +499,7 @@ mod tests {
         // engine's space fields out.
         assert!(records[2].get("s_index").is_none());
         assert!(records[2].get("value_file_bytes").is_none());
+        assert!(records[2].get("gc").is_none());
         assert!(db.join(DB_DIR_MARKER).exists());
     }
 

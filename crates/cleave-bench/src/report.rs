@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::engines::{EngineCounters, SpaceBreakdown};
+use crate::engines::{EngineCounters, GcBreakdown, SpaceBreakdown};
 use crate::monitor::SeriesPoint;
 use crate::workloads::{OpKind, RunOutcome};
 
@@ -178,6 +178,10 @@ pub struct BenchmarkRecord {
     pub exposed_garbage_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub s_index: Option<f64>,
+    /// The engine's value-file GC during the benchmark ([`GcBreakdown`];
+    /// cleave's `Stats::gc`). Left out of the JSON for engines without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc: Option<GcBreakdown>,
     /// Once a second: throughput and disk size, for stability plots.
     pub series: Vec<SeriesPoint>,
 }
@@ -194,6 +198,7 @@ pub struct Costs {
     pub peak_rss_bytes: Option<u64>,
     pub cpu_s: Option<f64>,
     pub engine_counters: Option<EngineCounters>,
+    pub gc: Option<GcBreakdown>,
     pub space: Option<SpaceBreakdown>,
     pub series: Vec<SeriesPoint>,
 }
@@ -254,6 +259,7 @@ impl BenchmarkRecord {
             value_file_bytes: costs.space.map(|space| space.value_file_bytes),
             exposed_garbage_bytes: costs.space.map(|space| space.exposed_garbage_bytes),
             s_index: costs.space.map(|space| space.s_index),
+            gc: costs.gc,
             series: costs.series,
         }
     }
@@ -288,9 +294,20 @@ impl BenchmarkRecord {
             ));
         }
         if let Some(counters) = &self.engine_counters {
+            // Only engines with a GC of their own move these; the others'
+            // blob GC is inside their compaction bytes.
+            let gc = if counters.gc_bytes_read + counters.gc_bytes_written > 0 {
+                format!(
+                    ", GC read {} written {}",
+                    mebibytes(Some(counters.gc_bytes_read)),
+                    mebibytes(Some(counters.gc_bytes_written))
+                )
+            } else {
+                String::new()
+            };
             text.push_str(&format!(
                 "  engine counters: wal {}, flush {}, compaction read {} written {} \
-                 (value files {} of those), stalls {:.3} s, write-amp {}\n",
+                 (value files {} of those){gc}, stalls {:.3} s, write-amp {}\n",
                 mebibytes(Some(counters.wal_bytes_written)),
                 mebibytes(Some(counters.flush_bytes_written)),
                 mebibytes(Some(counters.compaction_bytes_read)),
@@ -298,6 +315,27 @@ impl BenchmarkRecord {
                 mebibytes(Some(counters.value_file_bytes_written)),
                 counters.stall_micros as f64 / 1e6,
                 ratio(self.engine_write_amp),
+            ));
+        }
+        if let Some(gc) = self.gc.filter(|gc| gc.jobs > 0) {
+            text.push_str(&format!(
+                "  engine GC: {} jobs, {} files in, {} out; {} records kept, {} dropped; \
+                 read {} index + {} values, wrote {}, reclaimed {}; \
+                 ms: bitmaps {}, index {}, values {}, write {}, commit {}\n",
+                gc.jobs,
+                gc.files_in,
+                gc.files_out,
+                gc.records_kept,
+                gc.records_dropped,
+                mebibytes(Some(gc.index_bytes_read)),
+                mebibytes(Some(gc.value_bytes_read)),
+                mebibytes(Some(gc.bytes_written)),
+                mebibytes(Some(gc.bytes_reclaimed)),
+                gc.bitmap_time.as_millis(),
+                gc.index_time.as_millis(),
+                gc.value_read_time.as_millis(),
+                gc.write_time.as_millis(),
+                gc.commit_time.as_millis(),
             ));
         }
         if let Some(s_index) = self.s_index {
@@ -430,6 +468,7 @@ mod tests {
             peak_rss_bytes: Some(1 << 20),
             cpu_s: Some(0.4),
             engine_counters: None,
+            gc: None,
             space: None,
             series: vec![SeriesPoint {
                 t_s: 1.0,
@@ -525,5 +564,115 @@ mod tests {
         assert!(object.contains_key("disk_bytes"));
         assert!(object.contains_key("space_amp"));
         assert!(!without.cost_lines().contains("engine space"));
+    }
+
+    #[test]
+    fn gc_fields_only_for_engines_with_gc_and_in_the_write_amp() {
+        let run = outcome(Benchmark::Overwrite, 1000, 1 << 20, 0.5);
+        let counters = EngineCounters {
+            user_bytes_written: 1 << 20,
+            wal_bytes_written: 1 << 20,
+            flush_bytes_written: 1 << 20,
+            gc_bytes_read: 3 << 19,
+            gc_bytes_written: 1 << 20,
+            ..EngineCounters::default()
+        };
+        let gc = GcBreakdown {
+            jobs: 2,
+            files_in: 3,
+            files_out: 1,
+            tables_read: 4,
+            records_kept: 100,
+            records_dropped: 300,
+            index_bytes_read: 1 << 19,
+            value_bytes_read: 1 << 20,
+            bytes_written: 1 << 20,
+            bytes_reclaimed: 3 << 20,
+            bitmap_time: Duration::from_micros(1250),
+            index_time: Duration::from_millis(2),
+            value_read_time: Duration::from_millis(30),
+            write_time: Duration::from_millis(40),
+            commit_time: Duration::from_nanos(5_000_001),
+        };
+        let with = BenchmarkRecord::new(
+            "cleave",
+            1,
+            &run,
+            1 << 20,
+            Costs {
+                engine_counters: Some(counters),
+                gc: Some(gc),
+                ..Costs::default()
+            },
+        );
+        // WAL, flush and GC each wrote the user bytes once.
+        assert_eq!(with.engine_write_amp, Some(3.0));
+        let json = serde_json::to_value(&with).expect("json");
+        assert_eq!(json["engine_counters"]["gc_bytes_read"], 3 << 19);
+        assert_eq!(json["engine_counters"]["gc_bytes_written"], 1 << 20);
+        let expected = [
+            ("jobs", 2.0),
+            ("files_in", 3.0),
+            ("files_out", 1.0),
+            ("tables_read", 4.0),
+            ("records_kept", 100.0),
+            ("records_dropped", 300.0),
+            ("index_bytes_read", (1 << 19) as f64),
+            ("value_bytes_read", (1 << 20) as f64),
+            ("bytes_written", (1 << 20) as f64),
+            ("bytes_reclaimed", (3 << 20) as f64),
+            ("bitmap_ms", 1.25),
+            ("index_ms", 2.0),
+            ("value_read_ms", 30.0),
+            ("write_ms", 40.0),
+            ("commit_ms", 5.000001),
+        ];
+        assert_eq!(json["gc"].as_object().map(|gc| gc.len()), Some(15));
+        for (field, value) in expected {
+            assert_eq!(json["gc"][field].as_f64(), Some(value), "{field}");
+        }
+        let lines = with.cost_lines();
+        assert!(lines.contains(
+            "(value files 0.0 MB of those), GC read 1.5 MB written 1.0 MB, stalls 0.000 s, \
+             write-amp 3.00\n"
+        ));
+        assert!(lines.contains(
+            "  engine GC: 2 jobs, 3 files in, 1 out; 100 records kept, 300 dropped; \
+             read 0.5 MB index + 1.0 MB values, wrote 1.0 MB, reclaimed 3.0 MB; \
+             ms: bitmaps 1, index 2, values 30, write 40, commit 5\n"
+        ));
+
+        // A benchmark during which GC did nothing: the fields, no line.
+        let idle = BenchmarkRecord::new(
+            "cleave",
+            1,
+            &run,
+            0,
+            Costs {
+                gc: Some(GcBreakdown::default()),
+                ..Costs::default()
+            },
+        );
+        assert_eq!(serde_json::to_value(&idle).expect("json")["gc"]["jobs"], 0);
+        assert!(!idle.cost_lines().contains("GC"));
+
+        let without = BenchmarkRecord::new(
+            "rocksdb",
+            1,
+            &run,
+            1 << 20,
+            Costs {
+                engine_counters: Some(EngineCounters {
+                    gc_bytes_read: 0,
+                    gc_bytes_written: 0,
+                    ..counters
+                }),
+                ..Costs::default()
+            },
+        );
+        let json = serde_json::to_value(&without).expect("json");
+        assert!(json.get("gc").is_none());
+        assert_eq!(without.engine_write_amp, Some(2.0));
+        assert!(!without.cost_lines().contains("GC"));
     }
 }

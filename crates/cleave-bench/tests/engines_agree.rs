@@ -98,9 +98,20 @@ fn every_benchmark_runs_on_every_engine_with_the_same_operations() {
                     "{engine} {benchmark} {field}"
                 );
             }
+            // cleave's GC during the benchmark; the others' blob GC is
+            // inside their compactions.
+            assert_eq!(
+                record.get("gc").is_some(),
+                *engine == "cleave",
+                "{engine} {benchmark} gc"
+            );
             if *engine == "cleave" {
                 assert!(record["s_index"].as_f64().is_some_and(|s| s >= 1.0));
                 assert!(record["sstable_bytes"].as_u64().is_some_and(|b| b > 0));
+                assert!(record["gc"]["jobs"].is_u64(), "{record}");
+                assert!(record["gc"]["write_ms"].is_f64(), "{record}");
+            } else {
+                assert_eq!(record["engine_counters"]["gc_bytes_written"], 0);
             }
         }
         if *engine == "cleave" {

@@ -2,9 +2,9 @@
 //! engine trait to the public API.
 
 use anyhow::{anyhow, Context, Result};
-use cleave::{Compression, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use cleave::{Compression, Db, GcStats, Options, ReadOptions, WriteBatch, WriteOptions};
 
-use super::{Engine, EngineConfig, EngineCounters, ScanOutcome, SpaceBreakdown};
+use super::{Engine, EngineConfig, EngineCounters, GcBreakdown, ScanOutcome, SpaceBreakdown};
 use crate::flags::CompressionType;
 
 /// cleave's smallest value file size (`Options::value_file_size`).
@@ -29,6 +29,28 @@ fn option_value<T: TryFrom<u64>>(value: u64, flag: &str) -> Result<T> {
 /// Widens an engine counter to `u64` whatever its integer type.
 fn counter<T: TryInto<u64>>(value: T) -> u64 {
     value.try_into().unwrap_or(u64::MAX)
+}
+
+impl From<&GcStats> for GcBreakdown {
+    fn from(gc: &GcStats) -> Self {
+        Self {
+            jobs: gc.jobs,
+            files_in: gc.files_in,
+            files_out: gc.files_out,
+            tables_read: gc.tables_read,
+            records_kept: gc.records_kept,
+            records_dropped: gc.records_dropped,
+            index_bytes_read: gc.index_bytes_read,
+            value_bytes_read: gc.value_bytes_read,
+            bytes_written: gc.bytes_written,
+            bytes_reclaimed: gc.bytes_reclaimed,
+            bitmap_time: gc.bitmap_time,
+            index_time: gc.index_time,
+            value_read_time: gc.value_read_time,
+            write_time: gc.write_time,
+            commit_time: gc.commit_time,
+        }
+    }
 }
 
 impl CleaveEngine {
@@ -56,10 +78,15 @@ impl CleaveEngine {
                 0 => "off, as BlobDB's blob cache in db_bench".to_owned(),
                 bytes => format!("{bytes} bytes"),
             };
+            let gc = if config.gc {
+                format!("on at garbage ratio {}", config.gc_garbage_ratio)
+            } else {
+                "off (--gc=false)".to_owned()
+            };
             notes.push(format!(
                 "cleave: value separation on, min_value_size {min_value_size} ({} min_blob_size), \
                  value_file_size {value_file_size} ({} target_file_size_base), \
-                 value compression {compression:?}, value cache {cache}",
+                 value compression {compression:?}, value cache {cache}, GC {gc}",
                 taken(min_value_size, config.min_blob_size),
                 taken(value_file_size, config.target_file_size_base),
             ));
@@ -112,6 +139,8 @@ impl CleaveEngine {
             value_file_size,
             value_cache_capacity: option_value(config.value_cache_size, "value_cache_size")?,
             value_compression: compression,
+            enable_gc: config.gc,
+            gc_garbage_ratio: config.gc_garbage_ratio,
             use_direct_reads: config.use_direct_reads,
             use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,
             ..defaults
@@ -208,8 +237,16 @@ impl Engine for CleaveEngine {
             // files they write; compactions write none), so the write
             // amplification does not add it again.
             value_file_bytes_written: counter(stats.value_file_bytes_written),
+            // cleave counts GC apart from flushes and compactions, so the
+            // write amplification adds these rather than double counting.
+            gc_bytes_read: stats.gc.index_bytes_read + stats.gc.value_bytes_read,
+            gc_bytes_written: stats.gc.bytes_written,
             stall_micros: counter(stats.stall_micros),
         })
+    }
+
+    fn gc_breakdown(&self) -> Option<GcBreakdown> {
+        Some(GcBreakdown::from(&self.db.stats().gc))
     }
 
     fn space_breakdown(&self) -> Result<Option<SpaceBreakdown>> {
@@ -253,13 +290,16 @@ mod tests {
     #[test]
     fn value_files_are_counted_once_and_reported() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let config = uncompressed_config(dir.path().join("db"));
+        let config = EngineConfig {
+            // So that the garbage stays to be reported.
+            gc: false,
+            ..uncompressed_config(dir.path().join("db"))
+        };
         std::fs::create_dir_all(&config.path).expect("mkdir");
         let engine = CleaveEngine::open(&config).expect("open");
-        assert!(engine
-            .config_notes()
-            .iter()
-            .any(|note| note.contains("value separation on, min_value_size 512 (=")));
+        assert!(engine.config_notes().iter().any(|note| note
+            .contains("value separation on, min_value_size 512 (=")
+            && note.ends_with("GC off (--gc=false)")));
         let value = vec![b'v'; 4096];
         for index in 0..200 {
             engine.put(&key(index), &value).expect("put");
@@ -310,6 +350,79 @@ mod tests {
             space.value_file_bytes,
             bytes_with_suffix(&config.path, ".vf")
         );
+        assert_eq!(engine.get(&key(150)).expect("get"), Some(value));
+        assert_eq!(engine.counters().expect("counters").gc_bytes_written, 0);
+        assert_eq!(engine.gc_breakdown(), Some(GcBreakdown::default()));
+        Box::new(engine).close().expect("close");
+    }
+
+    #[test]
+    fn gc_reclaims_garbage_and_its_bytes_count_in_write_amp() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = uncompressed_config(dir.path().join("db"));
+        std::fs::create_dir_all(&config.path).expect("mkdir");
+        let engine = CleaveEngine::open(&config).expect("open");
+        assert!(engine
+            .config_notes()
+            .iter()
+            .any(|note| note.ends_with("GC on at garbage ratio 0.2")));
+        let value = vec![b'v'; 4096];
+        for index in 0..200 {
+            engine.put(&key(index), &value).expect("put");
+        }
+        engine.flush().expect("flush");
+        let before = engine.gc_breakdown().expect("cleave has GC stats");
+        assert_eq!(before, GcBreakdown::default());
+
+        // Half of the first value file becomes garbage, over the 0.2
+        // threshold: background GC copies the other half out.
+        for index in 0..100 {
+            engine.put(&key(index), &value).expect("overwrite");
+        }
+        engine.flush().expect("flush");
+        engine.compact_all().expect("compact");
+        engine.wait_for_compactions().expect("wait");
+        let gc = engine
+            .gc_breakdown()
+            .expect("cleave has GC stats")
+            .since(&before);
+        assert!(gc.jobs >= 1, "{gc:?}");
+        assert_eq!((gc.records_kept, gc.records_dropped), (100, 100), "{gc:?}");
+        assert!(gc.value_bytes_read >= 100 * 4096, "{gc:?}");
+        assert!(gc.bytes_written >= 100 * 4096, "{gc:?}");
+        assert!(gc.bytes_reclaimed >= 100 * 4096, "{gc:?}");
+
+        let counters = engine.counters().expect("counters");
+        assert_eq!(counters.gc_bytes_written, gc.bytes_written);
+        assert_eq!(
+            counters.gc_bytes_read,
+            gc.index_bytes_read + gc.value_bytes_read
+        );
+        // The flushes' value files are what is on disk plus what GC gave
+        // back: GC's outputs are not in the flush counters, and write
+        // amplification adds them.
+        assert_eq!(
+            counters.value_file_bytes_written,
+            bytes_with_suffix(&config.path, ".vf") + gc.bytes_reclaimed
+        );
+        let written = counters.wal_bytes_written
+            + counters.flush_bytes_written
+            + counters.compaction_bytes_written
+            + gc.bytes_written;
+        assert_eq!(
+            counters.write_amplification(),
+            Some(written as f64 / counters.user_bytes_written as f64)
+        );
+        let space = engine
+            .space_breakdown()
+            .expect("space report")
+            .expect("cleave has a breakdown");
+        assert_eq!(space.exposed_garbage_bytes, 0, "{space:?}");
+        assert_eq!(
+            space.value_file_bytes,
+            bytes_with_suffix(&config.path, ".vf")
+        );
+        // A value GC moved.
         assert_eq!(engine.get(&key(150)).expect("get"), Some(value));
         Box::new(engine).close().expect("close");
     }

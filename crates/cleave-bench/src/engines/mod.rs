@@ -3,9 +3,10 @@
 //! feature) run the same workloads in the same process.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{bail, Result};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::flags::{CompressionType, Flags};
 
@@ -42,6 +43,13 @@ pub struct EngineCounters {
     /// thread writes, blob files included, and cleave's flush counter
     /// counts the value files a flush writes.
     pub value_file_bytes_written: u64,
+    /// Bytes a value-file GC of its own read (record indexes and live
+    /// records) and wrote (its output files); in none of the counters
+    /// above. cleave's only: RocksDB's and BlobDB's blob GC runs inside
+    /// compaction, so their GC bytes are in the compaction counters and
+    /// these stay 0.
+    pub gc_bytes_read: u64,
+    pub gc_bytes_written: u64,
     pub stall_micros: u64,
 }
 
@@ -67,16 +75,22 @@ impl EngineCounters {
             value_file_bytes_written: self
                 .value_file_bytes_written
                 .saturating_sub(earlier.value_file_bytes_written),
+            gc_bytes_read: self.gc_bytes_read.saturating_sub(earlier.gc_bytes_read),
+            gc_bytes_written: self
+                .gc_bytes_written
+                .saturating_sub(earlier.gc_bytes_written),
             stall_micros: self.stall_micros.saturating_sub(earlier.stall_micros),
         }
     }
 
-    /// Everything the engine wrote (WAL, flushes, compactions; value files
-    /// are inside the last two) per user byte; `None` when no user bytes
-    /// were written.
+    /// Everything the engine wrote (WAL, flushes, compactions, GC; value
+    /// files are inside the last three) per user byte; `None` when no user
+    /// bytes were written.
     pub fn write_amplification(&self) -> Option<f64> {
-        let written =
-            self.wal_bytes_written + self.flush_bytes_written + self.compaction_bytes_written;
+        let written = self.wal_bytes_written
+            + self.flush_bytes_written
+            + self.compaction_bytes_written
+            + self.gc_bytes_written;
         (self.user_bytes_written > 0).then(|| written as f64 / self.user_bytes_written as f64)
     }
 }
@@ -95,6 +109,71 @@ pub struct SpaceBreakdown {
     /// Space amplification of the key tree (Scavenger+'s S_index): the
     /// compensated bytes of all levels over those of the last level.
     pub s_index: f64,
+}
+
+/// What an engine's value-file GC did, for engines whose GC runs as jobs of
+/// its own (cleave's `GcStats`), cumulative since open like the counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct GcBreakdown {
+    pub jobs: u64,
+    /// Value files collected, and written.
+    pub files_in: u64,
+    pub files_out: u64,
+    /// Sstables whose value references were read to find the live records.
+    pub tables_read: u64,
+    pub records_kept: u64,
+    pub records_dropped: u64,
+    pub index_bytes_read: u64,
+    pub value_bytes_read: u64,
+    pub bytes_written: u64,
+    /// Input bytes minus output bytes.
+    pub bytes_reclaimed: u64,
+    /// Time per phase (milliseconds in the JSON): the liveness bitmaps,
+    /// the record indexes, the live records, writing the outputs,
+    /// committing.
+    #[serde(rename = "bitmap_ms", serialize_with = "milliseconds")]
+    pub bitmap_time: Duration,
+    #[serde(rename = "index_ms", serialize_with = "milliseconds")]
+    pub index_time: Duration,
+    #[serde(rename = "value_read_ms", serialize_with = "milliseconds")]
+    pub value_read_time: Duration,
+    #[serde(rename = "write_ms", serialize_with = "milliseconds")]
+    pub write_time: Duration,
+    #[serde(rename = "commit_ms", serialize_with = "milliseconds")]
+    pub commit_time: Duration,
+}
+
+/// From whole nanoseconds, so that the JSON shows 2.951297, not the
+/// rounding noise of a float product.
+fn milliseconds<S: Serializer>(time: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(time.as_nanos() as f64 / 1e6)
+}
+
+impl GcBreakdown {
+    /// GC work done between `earlier` and `self`.
+    pub fn since(&self, earlier: &Self) -> Self {
+        Self {
+            jobs: self.jobs.saturating_sub(earlier.jobs),
+            files_in: self.files_in.saturating_sub(earlier.files_in),
+            files_out: self.files_out.saturating_sub(earlier.files_out),
+            tables_read: self.tables_read.saturating_sub(earlier.tables_read),
+            records_kept: self.records_kept.saturating_sub(earlier.records_kept),
+            records_dropped: self.records_dropped.saturating_sub(earlier.records_dropped),
+            index_bytes_read: self
+                .index_bytes_read
+                .saturating_sub(earlier.index_bytes_read),
+            value_bytes_read: self
+                .value_bytes_read
+                .saturating_sub(earlier.value_bytes_read),
+            bytes_written: self.bytes_written.saturating_sub(earlier.bytes_written),
+            bytes_reclaimed: self.bytes_reclaimed.saturating_sub(earlier.bytes_reclaimed),
+            bitmap_time: self.bitmap_time.saturating_sub(earlier.bitmap_time),
+            index_time: self.index_time.saturating_sub(earlier.index_time),
+            value_read_time: self.value_read_time.saturating_sub(earlier.value_read_time),
+            write_time: self.write_time.saturating_sub(earlier.write_time),
+            commit_time: self.commit_time.saturating_sub(earlier.commit_time),
+        }
+    }
 }
 
 /// A key-value engine under test. Write durability (`sync`, `disable_wal`)
@@ -123,6 +202,12 @@ pub trait Engine: Send + Sync {
     /// one (`None` for the rest: their records leave the fields out).
     fn space_breakdown(&self) -> Result<Option<SpaceBreakdown>> {
         Ok(None)
+    }
+    /// The engine's value-file GC totals, for engines whose GC runs as jobs
+    /// of its own (`None` for the rest: their records leave the GC fields
+    /// out, and their blob GC is in their compaction counters).
+    fn gc_breakdown(&self) -> Option<GcBreakdown> {
+        None
     }
     /// A note for the run header about options the engine could not honour
     /// exactly (e.g. a codec it lacks).
@@ -164,6 +249,10 @@ pub struct EngineConfig {
     /// cleave only: bytes of the cache of separated values
     /// (`--value_cache_size`; 0 disables it).
     pub value_cache_size: u64,
+    /// cleave only: background value-file GC (`--gc`).
+    pub gc: bool,
+    /// cleave only: the garbage ratio at which GC collects a value file.
+    pub gc_garbage_ratio: f64,
 }
 
 /// BlobDB's separation threshold in the benchmarks we compare against
@@ -199,6 +288,8 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         min_blob_size: DEFAULT_MIN_BLOB_SIZE,
         value_separation: true,
         value_cache_size: 0,
+        gc: true,
+        gc_garbage_ratio: 0.2,
     }
 }
 
@@ -227,6 +318,8 @@ impl EngineConfig {
             min_blob_size: flags.min_blob_size,
             value_separation: flags.value_separation,
             value_cache_size: flags.value_cache_size,
+            gc: flags.gc,
+            gc_garbage_ratio: flags.gc_garbage_ratio,
         }
     }
 
@@ -241,7 +334,8 @@ impl EngineConfig {
              max_bytes_for_level_base {} | max_background_jobs {} | cache_size {} | \
              bloom_bits {} | compression {:?} | sync {} | disable_wal {} | \
              direct reads {} | direct flush/compaction {} | min_blob_size {} | \
-             value_separation {} (cleave) | value_cache_size {} (cleave)",
+             value_separation {} (cleave) | value_cache_size {} (cleave) | gc {} (cleave) | \
+             gc_garbage_ratio {} (cleave)",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -258,6 +352,8 @@ impl EngineConfig {
             self.min_blob_size,
             self.value_separation,
             self.value_cache_size,
+            self.gc,
+            self.gc_garbage_ratio,
         )
     }
 }
@@ -330,6 +426,52 @@ mod tests {
         assert_eq!(delta.user_bytes_written, 200);
         assert_eq!(delta.write_amplification(), Some(2.5));
         assert_eq!(EngineCounters::default().write_amplification(), None);
+
+        // GC's bytes are in none of the other counters: they add to it.
+        let with_gc = EngineCounters {
+            gc_bytes_read: 150,
+            gc_bytes_written: 100,
+            ..after
+        };
+        let delta = with_gc.since(&EngineCounters {
+            gc_bytes_read: 50,
+            ..before
+        });
+        assert_eq!((delta.gc_bytes_read, delta.gc_bytes_written), (100, 100));
+        assert_eq!(delta.write_amplification(), Some(3.0));
+    }
+
+    #[test]
+    fn gc_breakdown_difference() {
+        let before = GcBreakdown {
+            jobs: 1,
+            bytes_written: 100,
+            bitmap_time: Duration::from_millis(2),
+            commit_time: Duration::from_micros(1500),
+            ..GcBreakdown::default()
+        };
+        let after = GcBreakdown {
+            jobs: 3,
+            files_in: 4,
+            bytes_written: 400,
+            bytes_reclaimed: 1000,
+            bitmap_time: Duration::from_millis(5),
+            commit_time: Duration::from_micros(1500),
+            ..GcBreakdown::default()
+        };
+        assert_eq!(
+            after.since(&before),
+            GcBreakdown {
+                jobs: 2,
+                files_in: 4,
+                bytes_written: 300,
+                bytes_reclaimed: 1000,
+                bitmap_time: Duration::from_millis(3),
+                ..GcBreakdown::default()
+            }
+        );
+        // Clamped at zero, as the counters are.
+        assert_eq!(before.since(&after), GcBreakdown::default());
     }
 
     #[test]

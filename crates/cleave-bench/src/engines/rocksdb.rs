@@ -278,6 +278,10 @@ fn counters_from_tickers(tickers: &HashMap<&str, u64>) -> EngineCounters {
         compaction_bytes_read: ticker(TICKER_COMPACTION_READ_BYTES),
         compaction_bytes_written: ticker(TICKER_COMPACTION_WRITE_BYTES),
         value_file_bytes_written: ticker(TICKER_BLOB_FILE_BYTES),
+        // BlobDB's blob GC relocates blobs inside compactions: its bytes
+        // are in the compaction tickers already.
+        gc_bytes_read: 0,
+        gc_bytes_written: 0,
         stall_micros: ticker(TICKER_STALL_MICROS),
     }
 }
@@ -492,6 +496,8 @@ rocksdb.extra.words COUNT : 5 6
                 compaction_bytes_read: 300,
                 compaction_bytes_written: 400,
                 value_file_bytes_written: 1_500_000,
+                gc_bytes_read: 0,
+                gc_bytes_written: 0,
                 stall_micros: 77,
             }
         );
