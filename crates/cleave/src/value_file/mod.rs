@@ -25,7 +25,7 @@ mod store;
 pub(crate) use builder::ValueFileBuilder;
 pub(crate) use format::{IndexEntry, Origin, ValueClass, ValueFileProperties};
 pub(crate) use handle::ValueHandle;
-pub(crate) use reader::ValueFile;
+pub(crate) use reader::{ValueFile, ValueRecord};
 pub(crate) use store::{Readahead, ValueStore};
 
 use crate::base::FileNumber;

@@ -264,6 +264,22 @@ impl ValueFile {
         &self,
         live: &dyn Fn(FileNumber, u64) -> bool,
     ) -> Result<RecordIter<'_>> {
+        Ok(RecordIter {
+            file: self,
+            runs: self.live_runs(live)?.into_iter(),
+            records: Vec::new().into_iter(),
+            done: false,
+        })
+    }
+
+    /// The runs [`Self::iter_live`] reads, for a caller that reads them
+    /// itself (GC reads several at once): reads the whole record index and
+    /// groups the selected records into runs of adjacent ones of at most
+    /// `RUN_BYTES` (a larger record is a run alone), in file order.
+    pub(crate) fn live_runs(
+        &self,
+        live: &dyn Fn(FileNumber, u64) -> bool,
+    ) -> Result<Vec<Vec<IndexEntry>>> {
         let mut entries = Vec::new();
         // A whole-file pass (GC, verification) does not fill the cache:
         // it would push out the blocks point reads use.
@@ -289,14 +305,54 @@ impl ValueFile {
                 DecodeError("record index does not cover the records"),
             ));
         }
-        entries.retain(|e| live(FileNumber(e.logical_file), e.ordinal));
-        Ok(RecordIter {
-            file: self,
-            entries: entries.into_iter(),
-            window_start: 0,
-            window: Vec::new(),
-            done: false,
-        })
+        let mut runs: Vec<Vec<IndexEntry>> = Vec::new();
+        let mut run_start = 0;
+        for e in entries
+            .into_iter()
+            .filter(|e| live(FileNumber(e.logical_file), e.ordinal))
+        {
+            match runs.last_mut() {
+                Some(run)
+                    if run
+                        .last()
+                        .is_some_and(|l| l.offset + u64::from(l.len) == e.offset)
+                        && e.offset + u64::from(e.len) - run_start <= RUN_BYTES =>
+                {
+                    run.push(e)
+                }
+                _ => {
+                    run_start = e.offset;
+                    runs.push(vec![e]);
+                }
+            }
+        }
+        Ok(runs)
+    }
+
+    /// The records of `run` (adjacent, as [`Self::live_runs`] gives), read
+    /// with one `pread` and each checked.
+    pub(crate) fn read_run(&self, run: &[IndexEntry]) -> Result<Vec<ValueRecord>> {
+        let (Some(first), Some(last)) = (run.first(), run.last()) else {
+            return Ok(Vec::new());
+        };
+        let len = usize::try_from(last.offset + u64::from(last.len) - first.offset)
+            .map_err(|_| self.corruption(first.offset, DecodeError("run overflows")))?;
+        let buf = self.file.read_at(first.offset, len)?;
+        run.iter()
+            .map(|e| {
+                let at = (e.offset - first.offset) as usize;
+                let raw = buf.get(at..at + e.len as usize).unwrap_or_default();
+                let r = self.decode(e.offset, raw)?;
+                Ok(ValueRecord {
+                    logical_file: FileNumber(e.logical_file),
+                    ordinal: e.ordinal,
+                    key: r.key,
+                    seq: r.seq,
+                    value: r.value,
+                    raw: raw.to_vec(),
+                })
+            })
+            .collect()
     }
 
     fn corruption(&self, offset: u64, e: DecodeError) -> Error {
@@ -391,63 +447,38 @@ struct DecodedRecord {
     value: Vec<u8>,
 }
 
-/// Most bytes [`RecordIter`] reads at once; a larger record is read alone.
-const ITER_READAHEAD_BYTES: u64 = 1 << 20;
+/// Most bytes one read of a run of adjacent records takes; a larger
+/// record is read alone.
+const RUN_BYTES: u64 = 1 << 20;
 
-/// Records in file order, each with its id. Stops after the first error.
+/// Records in file order, each with its id, a run at a time. Stops after
+/// the first error.
 pub(crate) struct RecordIter<'a> {
     file: &'a ValueFile,
-    entries: std::vec::IntoIter<IndexEntry>,
-    window_start: u64,
-    window: Vec<u8>,
+    runs: std::vec::IntoIter<Vec<IndexEntry>>,
+    records: std::vec::IntoIter<ValueRecord>,
     done: bool,
-}
-
-impl RecordIter<'_> {
-    fn load(&mut self, e: &IndexEntry) -> Result<ValueRecord> {
-        let len = e.len as usize;
-        let in_window = e.offset >= self.window_start
-            && e.offset - self.window_start + u64::from(e.len) <= self.window.len() as u64;
-        if !in_window {
-            // The run of records adjacent to this one that the iterator
-            // will yield next; the index tiles the records region, so none
-            // reaches past it.
-            let mut end = e.offset + u64::from(e.len);
-            for next in self.entries.as_slice() {
-                if next.offset != end || end + u64::from(next.len) - e.offset > ITER_READAHEAD_BYTES
-                {
-                    break;
-                }
-                end += u64::from(next.len);
-            }
-            let want = usize::try_from(end - e.offset).unwrap_or(len).max(len);
-            self.window = self.file.file.read_at(e.offset, want)?;
-            self.window_start = e.offset;
-        }
-        let at = (e.offset - self.window_start) as usize;
-        let buf = self.window.get(at..at + len).unwrap_or_default();
-        let r = self.file.decode(e.offset, buf)?;
-        Ok(ValueRecord {
-            logical_file: FileNumber(e.logical_file),
-            ordinal: e.ordinal,
-            key: r.key,
-            seq: r.seq,
-            value: r.value,
-            raw: buf.to_vec(),
-        })
-    }
 }
 
 impl Iterator for RecordIter<'_> {
     type Item = Result<ValueRecord>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(r) = self.records.next() {
+                return Some(Ok(r));
+            }
+            let run = self.runs.next()?;
+            match self.file.read_run(&run) {
+                Ok(records) => self.records = records.into_iter(),
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
         }
-        let e = self.entries.next()?;
-        let r = self.load(&e);
-        self.done = r.is_err();
-        Some(r)
     }
 }

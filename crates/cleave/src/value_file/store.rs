@@ -9,13 +9,13 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::base::{filename, FileNumber, SeqNo};
+use crate::base::{filename, parallel, FileNumber, SeqNo};
 use crate::cache::{BlockCache, Priority, ShardedCache};
 use crate::error::Result;
 use crate::vfs::{FileOptions, Fs};
@@ -282,35 +282,20 @@ impl ValueStore {
                 *results[i].lock() = file.read_records_span(*start, len).ok();
             }
         };
-        let next = AtomicUsize::new(0);
-        let work = || loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            if i >= spans.len() {
-                break;
-            }
-            read(i);
-        };
         // Direct reads always reach the device; otherwise the first read,
         // timed, says whether the records are in the page cache, where
         // threads would cost more than the reads.
-        let mut inline = false;
-        if !self.direct_reads {
+        let mut first = 0;
+        let mut threads = PREFETCH_THREADS;
+        if !self.direct_reads && !spans.is_empty() {
             let started = Instant::now();
-            next.store(1, Ordering::Relaxed);
             read(0);
-            inline = started.elapsed() < PREFETCH_INLINE_READ;
+            first = 1;
+            if started.elapsed() < PREFETCH_INLINE_READ {
+                threads = 1;
+            }
         }
-        if inline {
-            work();
-        } else {
-            std::thread::scope(|s| {
-                for _ in 1..PREFETCH_THREADS.min(spans.len()) {
-                    // Best effort: a thread that cannot start is not needed.
-                    let _ = std::thread::Builder::new().spawn_scoped(s, work);
-                }
-                work();
-            });
-        }
+        parallel::for_each_index(spans.len() - first, threads, &|i| read(first + i));
         readahead.clear_spans();
         readahead.batch_records = batch_records;
         for ((physical, _, start, _), buf) in spans.into_iter().zip(results) {
