@@ -164,6 +164,12 @@ pub struct Flags {
     #[arg(long, default_value_t = 0.2)]
     pub gc_garbage_ratio: f64,
 
+    /// cleave only: bytes of the DropCache, the recently overwritten keys
+    /// whose new values flushes write to hot value files (cleave's
+    /// drop_cache_capacity); 0 turns hot/cold separation off.
+    #[arg(long, default_value_t = 4 << 20)]
+    pub drop_cache_size: u64,
+
     /// Concurrent benchmark threads. As in db_bench, every thread does the
     /// full --num / --reads / --writes count and the report is the total.
     #[arg(long, default_value_t = 1)]

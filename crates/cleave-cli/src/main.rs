@@ -50,6 +50,12 @@ enum Command {
     Space,
     /// Compacts the whole key range.
     Compact,
+    /// Collects every value file whose exact garbage ratio reaches RATIO
+    /// (default: the option's 0.2) and prints what GC did.
+    Gc {
+        #[arg(long)]
+        ratio: Option<f64>,
+    },
     /// Checks every block of every live sstable and every record of every
     /// live value file against its checksum.
     Verify,
@@ -144,6 +150,13 @@ fn run(cli: Cli) -> Result<bool> {
             )?;
         }
         Command::Compact => db.compact_range(None, None)?,
+        Command::Gc { ratio } => {
+            let done = match ratio {
+                Some(r) => db.gc_with_ratio(r)?,
+                None => db.gc_now()?,
+            };
+            writeln!(out, "{done}")?;
+        }
         Command::Verify => {
             db.verify_checksums()?;
             writeln!(

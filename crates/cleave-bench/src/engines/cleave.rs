@@ -141,6 +141,7 @@ impl CleaveEngine {
             value_compression: compression,
             enable_gc: config.gc,
             gc_garbage_ratio: config.gc_garbage_ratio,
+            drop_cache_capacity: option_value(config.drop_cache_size, "drop_cache_size")?,
             use_direct_reads: config.use_direct_reads,
             use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,
             ..defaults

@@ -253,6 +253,8 @@ pub struct EngineConfig {
     pub gc: bool,
     /// cleave only: the garbage ratio at which GC collects a value file.
     pub gc_garbage_ratio: f64,
+    /// cleave only: DropCache bytes (`--drop_cache_size`; 0: no hot/cold).
+    pub drop_cache_size: u64,
 }
 
 /// BlobDB's separation threshold in the benchmarks we compare against
@@ -290,6 +292,7 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         value_cache_size: 0,
         gc: true,
         gc_garbage_ratio: 0.2,
+        drop_cache_size: 4 << 20,
     }
 }
 
@@ -320,6 +323,7 @@ impl EngineConfig {
             value_cache_size: flags.value_cache_size,
             gc: flags.gc,
             gc_garbage_ratio: flags.gc_garbage_ratio,
+            drop_cache_size: flags.drop_cache_size,
         }
     }
 
@@ -335,7 +339,7 @@ impl EngineConfig {
              bloom_bits {} | compression {:?} | sync {} | disable_wal {} | \
              direct reads {} | direct flush/compaction {} | min_blob_size {} | \
              value_separation {} (cleave) | value_cache_size {} (cleave) | gc {} (cleave) | \
-             gc_garbage_ratio {} (cleave)",
+             gc_garbage_ratio {} (cleave) | drop_cache_size {} (cleave)",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -354,6 +358,7 @@ impl EngineConfig {
             self.value_cache_size,
             self.gc,
             self.gc_garbage_ratio,
+            self.drop_cache_size,
         )
     }
 }

@@ -204,7 +204,7 @@ impl Stats {
             self.value_cache_hits,
             self.value_cache_misses
         );
-        let _ = writeln!(s, "{}", self.gc.to_text());
+        let _ = writeln!(s, "{}", self.gc);
         let _ = writeln!(
             s,
             "write amplification: {:.2} (with WAL {:.2})",

@@ -23,8 +23,8 @@ use crate::error::{Error, Result};
 use crate::manifest::Version;
 use crate::sstable::TableCache;
 use crate::value_file::{
-    IndexEntry, Origin, ValueClass, ValueFileBuilder, ValueFileOptions, ValueFileSummary,
-    ValueRecord, ValueStore,
+    IndexEntry, Origin, ValueClass, ValueFile, ValueFileBuilder, ValueFileOptions,
+    ValueFileSummary, ValueRecord, ValueStore,
 };
 use crate::vfs::Fs;
 use crate::Compression;
@@ -37,6 +37,21 @@ const READ_THREADS: usize = 8;
 /// Bytes of live records one batch of parallel reads holds at most (a
 /// larger run is a batch alone).
 const BATCH_BYTES: u64 = 8 << 20;
+
+/// The records of `batch`, its runs read in parallel, in order.
+fn read_batch(file: &ValueFile, batch: &[Vec<IndexEntry>]) -> Result<Vec<ValueRecord>> {
+    let read: Vec<Mutex<Option<Result<Vec<ValueRecord>>>>> =
+        batch.iter().map(|_| Mutex::new(None)).collect();
+    parallel::for_each_index(batch.len(), READ_THREADS, &|i| {
+        *read[i].lock() = Some(file.read_run(&batch[i]));
+    });
+    let mut records = Vec::new();
+    for run in read {
+        // Every index was read: `None` cannot remain.
+        records.extend(run.into_inner().unwrap_or_else(|| Ok(Vec::new()))?);
+    }
+    Ok(records)
+}
 
 /// Consecutive slices of `runs` of about `BATCH_BYTES` each, in order.
 fn batches(runs: &[Vec<IndexEntry>]) -> impl Iterator<Item = &[Vec<IndexEntry>]> {
@@ -117,28 +132,37 @@ pub(crate) fn run(
         stats.index_bytes_read += file.properties().index_size;
 
         let mut kept: BTreeMap<FileNumber, u64> = BTreeMap::new();
-        for batch in batches(&runs) {
-            let start = Instant::now();
-            let read: Vec<Mutex<Option<Result<Vec<ValueRecord>>>>> =
-                batch.iter().map(|_| Mutex::new(None)).collect();
-            parallel::for_each_index(batch.len(), READ_THREADS, &|i| {
-                *read[i].lock() = Some(file.read_run(&batch[i]));
+        // The next batch is read while this one is written.
+        std::thread::scope(|s| -> Result<()> {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            s.spawn(|| {
+                let tx = tx;
+                for batch in batches(&runs) {
+                    let read = read_batch(&file, batch);
+                    let failed = read.is_err();
+                    // A closed channel means the writer failed: stop.
+                    if tx.send(read).is_err() || failed {
+                        break;
+                    }
+                }
             });
-            stats.value_read_time += start.elapsed();
-            let start = Instant::now();
-            for run in read {
-                // Every index was read: `None` cannot remain.
-                let records = run.into_inner().unwrap_or_else(|| Ok(Vec::new()))?;
-                for record in records {
+            loop {
+                let start = Instant::now();
+                let Ok(read) = rx.recv() else {
+                    return Ok(());
+                };
+                stats.value_read_time += start.elapsed();
+                let start = Instant::now();
+                for record in read? {
                     let out =
                         outputs.for_record(cx, record.logical_file, class, new_number, created)?;
                     out.add_moved(&record)?;
                     stats.value_bytes_read += record.raw.len() as u64;
                     *kept.entry(record.logical_file).or_default() += 1;
                 }
+                stats.write_time += start.elapsed();
             }
-            stats.write_time += start.elapsed();
-        }
+        })?;
         // Every referenced record must have been found: a table pointing
         // at a record the file does not hold is damage, and copying the
         // rest would make it permanent.

@@ -26,7 +26,8 @@ pub struct GcStats {
     /// gets back once no reader holds the inputs.
     pub bytes_reclaimed: u64,
     /// Time per phase: union of the liveness bitmaps, reading the record
-    /// indexes, reading live records, writing and syncing the outputs, and
+    /// indexes, waiting for live records (reads overlap writing: this is
+    /// the part that did not), writing and syncing the outputs, and
     /// logging the edit.
     pub bitmap_time: Duration,
     pub index_time: Duration,
@@ -55,12 +56,13 @@ impl AddAssign<&GcStats> for GcStats {
     }
 }
 
-impl GcStats {
-    /// One line for the `cleave.stats` text.
-    pub(crate) fn to_text(&self) -> String {
+/// One line, as in the `cleave.stats` text.
+impl std::fmt::Display for GcStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mb = |b: u64| b as f64 / (1 << 20) as f64;
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        format!(
+        write!(
+            f,
             "gc: {} jobs, {} files in, {} out, {} tables' bitmaps; {} records kept, {} dropped; \
              read {:.1} MB index + {:.1} MB values, wrote {:.1} MB, reclaimed {:.1} MB; \
              ms: bitmaps {:.0}, index {:.0}, values {:.0}, write {:.0}, commit {:.0}",
