@@ -9,7 +9,6 @@ use super::{DbInner, State};
 use crate::base::limits::NUM_LEVELS;
 use crate::compaction::picker::{self, Busy, CompactionPlan};
 use crate::error::Result;
-use crate::gc::picker::GcPlan;
 use crate::manifest::version::Version;
 
 /// A compaction in progress: the files and output range the picker must
@@ -52,43 +51,37 @@ pub(super) fn run(db: &DbInner) {
         // tree is small), and it is what exposes garbage: until it drops
         // shadowed entries, their records look live, and a file whose
         // records all die is deleted without GC copying anything.
-        let jobs = st.compactions.len() + usize::from(st.gc_running);
+        let jobs = st.compactions.len() + st.gc_jobs;
         if st.bg_error.is_none() && jobs < db.max_compactions() {
             if let Some(plan) = picker::pick(&st.current, &db.picker_opts, &st.busy()) {
                 let version = st.current.clone();
                 st = run_registered(db, st, plan, version);
                 continue;
             }
+        }
+        // GC runs in the threads flushes leave, and while it falls behind
+        // (garbage above the threshold overall) also in the thread kept for
+        // flushes when none waits: the writes then wait for a flush now
+        // and then, which is what keeps the disk from filling up with
+        // garbage faster than GC frees it.
+        let spare = jobs < db.max_compactions()
+            || (st.imm.is_empty()
+                && jobs + usize::from(st.flush_running) < db.opts.max_background_jobs
+                && db.gc_behind(&st.current));
+        if st.bg_error.is_none() && spare {
             if let Some(gc) = db.pick_gc(&st) {
-                st = run_gc_registered(db, st, gc);
+                let (guard, r) = db.run_gc_registered(st, gc);
+                st = guard;
+                if let Err(e) = r {
+                    drop(st);
+                    db.set_bg_error(&e);
+                    st = db.state.lock();
+                }
                 continue;
             }
         }
         db.bg_cv.wait(&mut st);
     }
-}
-
-/// Runs a GC job with the state lock released, marked as running.
-fn run_gc_registered<'a>(
-    db: &'a DbInner,
-    mut st: parking_lot::MutexGuard<'a, State>,
-    plan: GcPlan,
-) -> parking_lot::MutexGuard<'a, State> {
-    let version = st.current.clone();
-    st.gc_running = true;
-    drop(st);
-    if let Err(e) = db.run_gc(&plan, &version) {
-        db.set_bg_error(&e);
-    }
-    // As for compactions: the job's Version may be the last to name the
-    // inputs.
-    drop(plan);
-    drop(version);
-    db.delete_obsolete_files();
-    let mut st = db.state.lock();
-    st.gc_running = false;
-    db.bg_cv.notify_all();
-    st
 }
 
 /// Runs `plan` with the state lock released, registered as running.
@@ -169,7 +162,7 @@ impl DbInner {
             let idle = st.imm.is_empty()
                 && !st.flush_running
                 && st.compactions.is_empty()
-                && !st.gc_running
+                && st.gc_jobs == 0
                 && picker::pick(&st.current, &self.picker_opts, &st.busy()).is_none()
                 && self.pick_gc(&st).is_none();
             if idle {

@@ -6,6 +6,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
+use parking_lot::MutexGuard;
+
 use super::compact::value_file_meta;
 use super::{DbInner, State};
 use crate::base::{filename, FileNumber};
@@ -31,14 +33,51 @@ impl DbInner {
         }
     }
 
-    /// The next background GC job, if GC is on, none runs, and some file
-    /// reaches the threshold.
+    /// The next background GC job, if GC is on and some file no running
+    /// job collects reaches the threshold.
     pub(super) fn pick_gc(&self, st: &State) -> Option<GcPlan> {
-        if !self.opts.enable_gc || st.gc_running {
+        if !self.opts.enable_gc {
             return None;
         }
         let opts = self.gc_picker_options(self.opts.gc_garbage_ratio);
-        picker::pick(&st.current, &opts, &HashSet::new())
+        picker::pick(&st.current, &opts, &st.gc_busy)
+    }
+
+    /// Whether GC is behind: the exposed garbage of all value files, over
+    /// their record bytes, is at the threshold or above, so files reach
+    /// it faster than GC collects them.
+    pub(super) fn gc_behind(&self, v: &Version) -> bool {
+        let (garbage, records) = v.value_files().fold((0u64, 0u64), |(g, r), f| {
+            (g + v.garbage_bytes(f), r + f.record_bytes())
+        });
+        records > 0 && garbage as f64 >= self.opts.gc_garbage_ratio * records as f64
+    }
+
+    /// Runs `plan` with the state lock released, its inputs marked busy,
+    /// and deletes what it freed. Returns the lock again.
+    pub(super) fn run_gc_registered<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        plan: GcPlan,
+    ) -> (MutexGuard<'a, State>, Result<GcStats>) {
+        let version = st.current.clone();
+        let inputs: Vec<FileNumber> = plan.inputs.iter().map(|f| f.number).collect();
+        st.gc_jobs += 1;
+        st.gc_busy.extend(&inputs);
+        drop(st);
+        let r = self.run_gc(&plan, &version);
+        // As for compactions: the job's Version may be the last to name
+        // the inputs.
+        drop(plan);
+        drop(version);
+        self.delete_obsolete_files();
+        let mut st = self.state.lock();
+        st.gc_jobs -= 1;
+        for n in &inputs {
+            st.gc_busy.remove(n);
+        }
+        self.bg_cv.notify_all();
+        (st, r)
     }
 
     /// Runs `plan` over `version` to completion: copies, then commits.
@@ -105,9 +144,9 @@ impl DbInner {
     }
 
     /// Collects, now, every value file whose garbage ratio is at least
-    /// `garbage_ratio`, waiting for a background GC job first. Files that
-    /// appear while it runs are left alone, so it ends under any write
-    /// load. Returns the work of the jobs it ran.
+    /// `garbage_ratio`, or waits for the background job collecting it.
+    /// Files that appear while it runs are left alone, so it ends under any
+    /// write load. Returns the work of the jobs it ran.
     pub(super) fn gc_now(&self, garbage_ratio: f64) -> Result<GcStats> {
         if !(garbage_ratio > 0.0 && garbage_ratio <= 1.0) {
             return Err(Error::InvalidArgument(format!(
@@ -120,29 +159,23 @@ impl DbInner {
         let eligible: HashSet<FileNumber> = st.current.value_files().map(|f| f.number).collect();
         loop {
             Self::check_bg_error(&st)?;
-            if st.gc_running {
-                self.bg_cv.wait(&mut st);
-                continue;
-            }
-            let newer: HashSet<FileNumber> = st
+            let skip: HashSet<FileNumber> = st
                 .current
                 .value_files()
                 .map(|f| f.number)
-                .filter(|n| !eligible.contains(n))
+                .filter(|n| !eligible.contains(n) || st.gc_busy.contains(n))
                 .collect();
-            let Some(plan) = picker::pick(&st.current, &opts, &newer) else {
+            let Some(plan) = picker::pick(&st.current, &opts, &skip) else {
+                // Files that other jobs collect count as collected once
+                // those jobs are done.
+                if st.gc_busy.iter().any(|n| eligible.contains(n)) {
+                    self.bg_cv.wait(&mut st);
+                    continue;
+                }
                 return Ok(done);
             };
-            let version = st.current.clone();
-            st.gc_running = true;
-            drop(st);
-            let r = self.run_gc(&plan, &version);
-            drop(plan);
-            drop(version);
-            self.delete_obsolete_files();
-            st = self.state.lock();
-            st.gc_running = false;
-            self.bg_cv.notify_all();
+            let (guard, r) = self.run_gc_registered(st, plan);
+            st = guard;
             match r {
                 Ok(stats) => done += &stats,
                 Err(e) => {

@@ -15,7 +15,7 @@ mod space;
 mod stats;
 mod write;
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -99,8 +99,10 @@ struct State {
     current: Arc<Version>,
     flush_running: bool,
     compactions: Vec<RunningCompaction>,
-    /// At most one GC job runs at a time.
-    gc_running: bool,
+    /// GC jobs running (background or `gc_now`), and their input files,
+    /// which no other job may pick.
+    gc_jobs: usize,
+    gc_busy: HashSet<FileNumber>,
     /// The first background or WAL failure; once set, writes are refused.
     bg_error: Option<Error>,
     shutting_down: bool,
