@@ -585,7 +585,9 @@ mod tests {
         let flags = parse(&[]);
         assert!(flags.gc);
         assert_eq!(flags.gc_garbage_ratio, 0.2);
+        assert_eq!(flags.drop_cache_size, 4 << 20);
         assert!(flags.validate().is_ok());
+        assert_eq!(parse(&["--drop_cache_size=0"]).drop_cache_size, 0);
 
         let flags = parse(&["--gc=false", "-gc_garbage_ratio=0.5"]);
         assert!(!flags.gc);

@@ -221,8 +221,8 @@ fn snapshots_and_iterators_stay_consistent_while_gc_runs() {
     assert!(checks > 0);
     db.wait_for_compactions().unwrap();
     let stats = db.stats();
-    assert!(stats.gc.jobs > 0, "{}", stats.to_text());
-    assert!(manual_jobs <= stats.gc.jobs);
+    // Background jobs ran too, not only the collector's.
+    assert!(stats.gc.jobs > manual_jobs, "{}", stats.to_text());
     for t in 0..WRITERS {
         let (a, b) = pair_keys(t);
         let want = large_value(t, ROUNDS / 2 - 1);

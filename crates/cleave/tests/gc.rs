@@ -304,6 +304,43 @@ fn hot_and_cold_values_go_to_separate_files() {
     db.verify_checksums().unwrap();
 }
 
+/// A GC job that fails before its commit (here: value files cannot be
+/// read) changes nothing and does not stop writes: `gc_now` reports the
+/// error, background GC leaves the file alone instead of retrying it for
+/// ever, and once the fault is gone the file is collected.
+#[test]
+fn a_failed_gc_job_changes_nothing_and_does_not_poison() {
+    let fault = FaultFs::new(Arc::new(MemFs::new()));
+    let db = Db::open(DIR, options(Arc::new(fault.clone()))).unwrap();
+    let mut model = half_garbage(&db);
+    let garbage = db.space_report().unwrap().exposed_garbage_bytes;
+    fault.fail(&[FaultOp::Read], Some(".vf"), 0, ErrorKind::Other, true);
+    assert!(matches!(db.gc_now(), Err(cleave::Error::Io { .. })));
+    assert_eq!(db.stats().gc.failed_jobs, 1);
+    assert_eq!(db.stats().gc.jobs, 0);
+    assert_eq!(db.space_report().unwrap().exposed_garbage_bytes, garbage);
+    fill(&db, 1000..1010, 5, &mut model);
+    db.close().unwrap();
+
+    // In the background: the job fails once, and the file is then skipped.
+    let opts = Options {
+        enable_gc: true,
+        ..options(Arc::new(fault.clone()))
+    };
+    let db = Db::open(DIR, opts.clone()).unwrap();
+    db.wait_for_compactions().unwrap();
+    assert_eq!(db.stats().gc.failed_jobs, 1);
+    fill(&db, 1010..1020, 5, &mut model);
+    fault.heal();
+    check(&db, &model, "after the failed jobs");
+    assert_eq!(db.gc_now().unwrap().jobs, 1);
+    assert_eq!(db.space_report().unwrap().exposed_garbage_bytes, 0);
+    db.close().unwrap();
+    let db = Db::open(DIR, opts).unwrap();
+    check(&db, &model, "after reopen");
+    db.verify_checksums().unwrap();
+}
+
 /// Fails the database's `n`-th file operation from the start of a GC job
 /// on, and every later one (a device going away), then crashes: the
 /// reopened database must hold exactly the model, with the job either

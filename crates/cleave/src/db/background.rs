@@ -51,8 +51,15 @@ pub(super) fn run(db: &DbInner) {
         // tree is small), and it is what exposes garbage: until it drops
         // shadowed entries, their records look live, and a file whose
         // records all die is deleted without GC copying anything.
+        // A compaction may start whenever a compaction slot and a thread
+        // are free, whatever GC runs: GC waits for compactions to expose
+        // its garbage, so it must never hold them back.
         let jobs = st.compactions.len() + st.gc_jobs;
-        if st.bg_error.is_none() && jobs < db.max_compactions() {
+        let threads_busy = jobs + usize::from(st.flush_running);
+        if st.bg_error.is_none()
+            && st.compactions.len() < db.max_compactions()
+            && threads_busy < db.opts.max_background_jobs
+        {
             if let Some(plan) = picker::pick(&st.current, &db.picker_opts, &st.busy()) {
                 let version = st.current.clone();
                 st = run_registered(db, st, plan, version);
@@ -66,17 +73,12 @@ pub(super) fn run(db: &DbInner) {
         // garbage faster than GC frees it.
         let spare = jobs < db.max_compactions()
             || (st.imm.is_empty()
-                && jobs + usize::from(st.flush_running) < db.opts.max_background_jobs
+                && threads_busy < db.opts.max_background_jobs
                 && db.gc_behind(&st.current));
         if st.bg_error.is_none() && spare {
             if let Some(gc) = db.pick_gc(&st) {
-                let (guard, r) = db.run_gc_registered(st, gc);
-                st = guard;
-                if let Err(e) = r {
-                    drop(st);
-                    db.set_bg_error(&e);
-                    st = db.state.lock();
-                }
+                // A failure is counted in the stats; see run_gc_registered.
+                st = db.run_gc_registered(st, gc).0;
                 continue;
             }
         }

@@ -376,13 +376,17 @@ impl DbInner {
     /// Logs `edit` to the manifest and installs the new Version. A failure
     /// poisons the database: the manifest's state on disk is unknown.
     pub(super) fn apply_edit(&self, edit: VersionEdit) -> Result<()> {
-        self.apply_edit_with(|_| edit)
+        self.apply_edit_with(|_| edit).map(drop)
     }
 
     /// As [`Self::apply_edit`], with the edit made from the current
     /// Version under the lock that orders edits, for a job whose inputs
-    /// may have changed since it started.
-    pub(super) fn apply_edit_with(&self, make: impl FnOnce(&Version) -> VersionEdit) -> Result<()> {
+    /// may have changed since it started. Returns the Version the edit
+    /// installed.
+    pub(super) fn apply_edit_with(
+        &self,
+        make: impl FnOnce(&Version) -> VersionEdit,
+    ) -> Result<Arc<Version>> {
         let mut v = self.versions.lock();
         v.set_last_seq(self.last_seq());
         let edit = make(&v.current());
@@ -392,7 +396,7 @@ impl DbInner {
             return Err(e);
         }
         let current = v.current();
-        self.state.lock().current = current;
-        Ok(())
+        self.state.lock().current = current.clone();
+        Ok(current)
     }
 }

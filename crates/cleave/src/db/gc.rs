@@ -18,6 +18,29 @@ use crate::gc::GcStats;
 use crate::manifest::edit::VersionEdit;
 use crate::manifest::version::Version;
 
+/// Undoes a running job's registration when dropped, and skips the inputs
+/// of a failed (or panicking) job, under the same lock: a waiter woken here
+/// must never see them free to pick again.
+struct Registered<'a> {
+    db: &'a DbInner,
+    inputs: Vec<FileNumber>,
+    failed: bool,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        let mut st = self.db.state.lock();
+        st.gc_jobs -= 1;
+        for n in &self.inputs {
+            st.gc_busy.remove(n);
+        }
+        if self.failed {
+            st.gc_skip.extend(&self.inputs);
+        }
+        self.db.bg_cv.notify_all();
+    }
+}
+
 /// GC totals since open, and the last job.
 #[derive(Debug, Default)]
 pub(super) struct GcTotals {
@@ -33,14 +56,15 @@ impl DbInner {
         }
     }
 
-    /// The next background GC job, if GC is on and some file no running
-    /// job collects reaches the threshold.
+    /// The next background GC job, if GC is on and some file reaches the
+    /// threshold that no running job collects and no job failed on.
     pub(super) fn pick_gc(&self, st: &State) -> Option<GcPlan> {
         if !self.opts.enable_gc {
             return None;
         }
         let opts = self.gc_picker_options(self.opts.gc_garbage_ratio);
-        picker::pick(&st.current, &opts, &st.gc_busy)
+        let avoid: HashSet<FileNumber> = st.gc_busy.union(&st.gc_skip).copied().collect();
+        picker::pick(&st.current, &opts, &avoid)
     }
 
     /// Whether GC is behind: the exposed garbage of all value files, over
@@ -48,13 +72,20 @@ impl DbInner {
     /// it faster than GC collects them.
     pub(super) fn gc_behind(&self, v: &Version) -> bool {
         let (garbage, records) = v.value_files().fold((0u64, 0u64), |(g, r), f| {
-            (g + v.garbage_bytes(f), r + f.record_bytes())
+            (
+                g.saturating_add(v.garbage_bytes(f)),
+                r.saturating_add(f.record_bytes()),
+            )
         });
         records > 0 && garbage as f64 >= self.opts.gc_garbage_ratio * records as f64
     }
 
     /// Runs `plan` with the state lock released, its inputs marked busy,
-    /// and deletes what it freed. Returns the lock again.
+    /// and deletes what it freed. Returns the lock again. A job that fails
+    /// before its commit changed nothing and does not poison the database
+    /// (a failed commit has poisoned it already); background GC then
+    /// leaves its inputs alone until the next open, so that a damaged file
+    /// is not retried for ever.
     pub(super) fn run_gc_registered<'a>(
         &'a self,
         mut st: MutexGuard<'a, State>,
@@ -65,19 +96,25 @@ impl DbInner {
         st.gc_jobs += 1;
         st.gc_busy.extend(&inputs);
         drop(st);
+        // Undone even if the job panics, or the inputs would stay busy and
+        // the job counted for the life of the database.
+        let mut registered = Registered {
+            db: self,
+            inputs,
+            failed: true,
+        };
         let r = self.run_gc(&plan, &version);
         // As for compactions: the job's Version may be the last to name
         // the inputs.
         drop(plan);
         drop(version);
         self.delete_obsolete_files();
-        let mut st = self.state.lock();
-        st.gc_jobs -= 1;
-        for n in &inputs {
-            st.gc_busy.remove(n);
+        registered.failed = r.is_err();
+        if r.is_err() {
+            self.gc_totals.lock().total.failed_jobs += 1;
         }
-        self.bg_cv.notify_all();
-        (st, r)
+        drop(registered);
+        (self.state.lock(), r)
     }
 
     /// Runs `plan` over `version` to completion: copies, then commits.
@@ -106,7 +143,7 @@ impl DbInner {
             }
         };
         let start = Instant::now();
-        self.apply_edit_with(|current| {
+        let installed = self.apply_edit_with(|current| {
             let mut edit = VersionEdit::default();
             for f in &plan.inputs {
                 // An input whose every record lost its last reference while
@@ -121,13 +158,14 @@ impl DbInner {
             edit
         })?;
         // An output whose logical files all died meanwhile was left out of
-        // the edit: nothing will ever name it.
-        let current = self.state.lock().current.clone();
+        // the edit: nothing will ever name it. (Checked in the Version the
+        // edit installed: a later edit may remove an output some reader's
+        // Version still names, and that one the purge deletes.)
         let unnamed: Vec<FileNumber> = out
             .files
             .iter()
             .map(|f| f.number)
-            .filter(|&n| current.value_file(n).is_none())
+            .filter(|&n| installed.value_file(n).is_none())
             .collect();
         self.remove_value_files(&unnamed);
         out.stats.commit_time = start.elapsed();
@@ -178,11 +216,7 @@ impl DbInner {
             st = guard;
             match r {
                 Ok(stats) => done += &stats,
-                Err(e) => {
-                    drop(st);
-                    self.set_bg_error(&e);
-                    return Err(e);
-                }
+                Err(e) => return Err(e),
             }
         }
     }

@@ -103,6 +103,9 @@ struct State {
     /// which no other job may pick.
     gc_jobs: usize,
     gc_busy: HashSet<FileNumber>,
+    /// Files a GC job failed on, which background GC leaves alone until the
+    /// next open (`gc_now` still tries them, and reports the error).
+    gc_skip: HashSet<FileNumber>,
     /// The first background or WAL failure; once set, writes are refused.
     bg_error: Option<Error>,
     shutting_down: bool,

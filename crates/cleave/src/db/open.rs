@@ -99,6 +99,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
             compactions: Vec::new(),
             gc_jobs: 0,
             gc_busy: HashSet::new(),
+            gc_skip: HashSet::new(),
             bg_error: None,
             shutting_down: false,
             live_wals: Vec::new(),

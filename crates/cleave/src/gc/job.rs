@@ -132,10 +132,23 @@ pub(crate) fn run(
         stats.index_bytes_read += file.properties().index_size;
 
         let mut kept: BTreeMap<FileNumber, u64> = BTreeMap::new();
-        // The next batch is read while this one is written.
+        let mut write = |records: Vec<ValueRecord>, stats: &mut GcStats| -> Result<()> {
+            let start = Instant::now();
+            for record in records {
+                let out =
+                    outputs.for_record(cx, record.logical_file, class, new_number, created)?;
+                out.add_moved(&record)?;
+                stats.value_bytes_read += record.raw.len() as u64;
+                *kept.entry(record.logical_file).or_default() += 1;
+            }
+            stats.write_time += start.elapsed();
+            Ok(())
+        };
+        // The next batch is read while this one is written, by a reader
+        // thread; if none can be started, in turn here.
         std::thread::scope(|s| -> Result<()> {
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
-            s.spawn(|| {
+            let reader = std::thread::Builder::new().spawn_scoped(s, || {
                 let tx = tx;
                 for batch in batches(&runs) {
                     let read = read_batch(&file, batch);
@@ -146,21 +159,22 @@ pub(crate) fn run(
                     }
                 }
             });
+            if reader.is_err() {
+                for batch in batches(&runs) {
+                    let start = Instant::now();
+                    let records = read_batch(&file, batch)?;
+                    stats.value_read_time += start.elapsed();
+                    write(records, &mut stats)?;
+                }
+                return Ok(());
+            }
             loop {
                 let start = Instant::now();
                 let Ok(read) = rx.recv() else {
                     return Ok(());
                 };
                 stats.value_read_time += start.elapsed();
-                let start = Instant::now();
-                for record in read? {
-                    let out =
-                        outputs.for_record(cx, record.logical_file, class, new_number, created)?;
-                    out.add_moved(&record)?;
-                    stats.value_bytes_read += record.raw.len() as u64;
-                    *kept.entry(record.logical_file).or_default() += 1;
-                }
-                stats.write_time += start.elapsed();
+                write(read?, &mut stats)?;
             }
         })?;
         // Every referenced record must have been found: a table pointing

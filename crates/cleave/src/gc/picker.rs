@@ -35,8 +35,9 @@ pub(crate) struct GcPlan {
 }
 
 /// The files GC should collect next, or `None` if no file reaches the
-/// threshold. `busy` names files that a running job collects or that an
-/// unflushed memtable still references; they are never picked.
+/// threshold. `busy` names files that must not be picked: those a running
+/// job collects, or a failed job left (a value log that an unflushed
+/// memtable still references would be one, when there are value logs).
 pub(crate) fn pick(
     v: &Version,
     opts: &GcPickerOptions,

@@ -8,7 +8,10 @@ use std::time::Duration;
 /// report single jobs (or a manual run's jobs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GcStats {
+    /// Jobs that committed, and jobs that failed before their commit
+    /// (which change nothing; a failed commit poisons the database).
     pub jobs: u64,
+    pub failed_jobs: u64,
     /// Physical value files collected, and written.
     pub files_in: u64,
     pub files_out: u64,
@@ -39,6 +42,7 @@ pub struct GcStats {
 impl AddAssign<&GcStats> for GcStats {
     fn add_assign(&mut self, o: &GcStats) {
         self.jobs += o.jobs;
+        self.failed_jobs += o.failed_jobs;
         self.files_in += o.files_in;
         self.files_out += o.files_out;
         self.tables_read += o.tables_read;
@@ -63,10 +67,11 @@ impl std::fmt::Display for GcStats {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         write!(
             f,
-            "gc: {} jobs, {} files in, {} out, {} tables' bitmaps; {} records kept, {} dropped; \
+            "gc: {} jobs ({} failed), {} files in, {} out, {} tables' bitmaps; {} records kept, {} dropped; \
              read {:.1} MB index + {:.1} MB values, wrote {:.1} MB, reclaimed {:.1} MB; \
              ms: bitmaps {:.0}, index {:.0}, values {:.0}, write {:.0}, commit {:.0}",
             self.jobs,
+            self.failed_jobs,
             self.files_in,
             self.files_out,
             self.tables_read,

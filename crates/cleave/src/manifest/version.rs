@@ -70,12 +70,12 @@ impl Version {
         self.value_files.values()
     }
 
-    /// The physical file hosting `logical_file` now.
     /// Physical value file `number`, if this Version names it.
     pub(crate) fn value_file(&self, number: FileNumber) -> Option<&Arc<ValueFileMeta>> {
         self.value_files.get(&number)
     }
 
+    /// The physical file hosting `logical_file` now.
     pub(crate) fn physical_file(&self, logical_file: FileNumber) -> Option<FileNumber> {
         self.logical.get(&logical_file).copied()
     }
