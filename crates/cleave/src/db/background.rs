@@ -67,7 +67,7 @@ pub(super) fn run(db: &DbInner) {
             }
         }
         // GC runs in the threads flushes leave, and while it falls behind
-        // (garbage above the threshold overall) also in the thread kept for
+        // (see `gc_behind`) also in the thread kept for
         // flushes when none waits: the writes then wait for a flush now
         // and then, which is what keeps the disk from filling up with
         // garbage faster than GC frees it.

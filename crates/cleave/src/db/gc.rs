@@ -67,9 +67,11 @@ impl DbInner {
         picker::pick(&st.current, &opts, &avoid)
     }
 
-    /// Whether GC is behind: the exposed garbage of all value files, over
-    /// their record bytes, is at the threshold or above, so files reach
-    /// it faster than GC collects them.
+    /// Whether GC is behind. A GC that keeps up collects each file as it
+    /// reaches the threshold, so files hold from none to a threshold's
+    /// worth of garbage, half of it on average: more than half the
+    /// threshold over all value files means files reach it faster than
+    /// GC collects them.
     pub(super) fn gc_behind(&self, v: &Version) -> bool {
         let (garbage, records) = v.value_files().fold((0u64, 0u64), |(g, r), f| {
             (
@@ -77,7 +79,7 @@ impl DbInner {
                 r.saturating_add(f.record_bytes()),
             )
         });
-        records > 0 && garbage as f64 >= self.opts.gc_garbage_ratio * records as f64
+        records > 0 && garbage as f64 >= 0.5 * self.opts.gc_garbage_ratio * records as f64
     }
 
     /// Runs `plan` with the state lock released, its inputs marked busy,
