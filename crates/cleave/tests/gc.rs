@@ -12,6 +12,9 @@ use std::sync::Arc;
 use cleave::vfs::{FaultFs, FaultOp, Fs, MemFs};
 use cleave::{Db, Options, ReadOptions, WriteOptions};
 
+mod separated;
+use separated::{k, record_len, v};
+
 const DIR: &str = "/db";
 
 fn options(fs: Arc<dyn Fs>) -> Options {
@@ -25,22 +28,6 @@ fn options(fs: Arc<dyn Fs>) -> Options {
         enable_gc: false,
         ..Options::default()
     }
-}
-
-fn k(i: usize) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
-/// Large for even `i` (separated), small for odd `i` (inline).
-fn v(i: usize, round: usize) -> Vec<u8> {
-    let len = if i.is_multiple_of(2) {
-        1000 + i % 300
-    } else {
-        40
-    };
-    let mut out = format!("r{round}-i{i}-").into_bytes();
-    out.resize(len, b'a' + (i % 26) as u8);
-    out
 }
 
 fn fill(db: &Db, range: std::ops::Range<usize>, round: usize, model: &mut BTreeMap<usize, usize>) {
@@ -134,12 +121,6 @@ fn gc_copies_only_live_records_and_reads_are_unchanged() {
     check(&db, &model, "after reopen");
     db.verify_checksums().unwrap();
     assert_eq!(db.space_report().unwrap().exposed_garbage_bytes, 0);
-}
-
-/// Bytes of a stored record (docs/format/value_file.md).
-fn record_len(key: &[u8], value: &[u8]) -> u64 {
-    let varint = |n: usize| (usize::BITS - n.max(1).leading_zeros()).div_ceil(7) as u64;
-    4 + varint(key.len()) + varint(value.len()) + 8 + (key.len() + value.len()) as u64
 }
 
 /// A handle whose logical file GC moved is resolved through the new file's
@@ -354,23 +335,13 @@ fn crash_at_every_io_step_of_a_gc_job() {
         db.close().unwrap();
         model
     };
-    let all = [
-        FaultOp::Create,
-        FaultOp::Open,
-        FaultOp::Append,
-        FaultOp::Sync,
-        FaultOp::Read,
-        FaultOp::Rename,
-        FaultOp::Remove,
-        FaultOp::SyncDir,
-    ];
     let mut steps = 0;
     for n in 0.. {
         let mem = base.crash_clone();
         let fault = FaultFs::new(Arc::new(mem.clone()));
         let db = Db::open(DIR, options(Arc::new(fault.clone()))).unwrap();
         let garbage_before = db.space_report().unwrap().exposed_garbage_bytes;
-        fault.fail(&all, None, n, ErrorKind::Other, true);
+        fault.fail(&FaultOp::ALL, None, n, ErrorKind::Other, true);
         let result = db.gc_now();
         let injected = fault.injected() > 0;
         let crashed = mem.crash_clone();

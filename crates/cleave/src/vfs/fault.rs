@@ -24,16 +24,19 @@ pub enum FaultOp {
     SyncDir,
 }
 
-const OPS: [FaultOp; 8] = [
-    FaultOp::Create,
-    FaultOp::Open,
-    FaultOp::Append,
-    FaultOp::Sync,
-    FaultOp::Read,
-    FaultOp::Rename,
-    FaultOp::Remove,
-    FaultOp::SyncDir,
-];
+impl FaultOp {
+    /// Every operation, for a fault that may strike anywhere.
+    pub const ALL: [FaultOp; 8] = [
+        FaultOp::Create,
+        FaultOp::Open,
+        FaultOp::Append,
+        FaultOp::Sync,
+        FaultOp::Read,
+        FaultOp::Rename,
+        FaultOp::Remove,
+        FaultOp::SyncDir,
+    ];
+}
 
 #[derive(Debug)]
 struct Rule {
@@ -56,7 +59,7 @@ struct Control {
 
 impl Control {
     fn check(&self, op: FaultOp, path: &Path) -> Result<()> {
-        let idx = OPS.iter().position(|&o| o == op).unwrap_or(0);
+        let idx = FaultOp::ALL.iter().position(|&o| o == op).unwrap_or(0);
         self.counts[idx].fetch_add(1, Ordering::Relaxed);
         let mut guard = self.rule.lock();
         let Some(rule) = guard.as_mut() else {
@@ -141,7 +144,7 @@ impl FaultFs {
 
     /// How many operations of `op` have been attempted.
     pub fn count(&self, op: FaultOp) -> u64 {
-        let idx = OPS.iter().position(|&o| o == op).unwrap_or(0);
+        let idx = FaultOp::ALL.iter().position(|&o| o == op).unwrap_or(0);
         self.control.counts[idx].load(Ordering::Relaxed)
     }
 
