@@ -10,7 +10,6 @@ use super::ShardedCache;
 use crate::base::FileNumber;
 use crate::sstable::value_refs::ValueRefs;
 use crate::sstable::{Block, BloomFilter};
-use crate::value_file::IndexEntry;
 
 /// The block cache.
 pub(crate) type BlockCache = ShardedCache<(FileNumber, u64), CachedBlock>;
@@ -52,9 +51,9 @@ pub(crate) enum CachedBlock {
     Filter(Arc<BloomFilter>),
     /// An sstable's value-references block, decoded (GC reads it).
     ValueRefs(Arc<ValueRefs>),
-    /// A value file's record index block, decoded: a read of a logical
-    /// file GC moved needs it before the record.
-    ValueIndex(Arc<[IndexEntry]>),
+    /// A value file's record index block, checked but still encoded: a
+    /// read of a logical file GC moved needs it before the record.
+    ValueIndex(Arc<[u8]>),
 }
 
 #[cfg(test)]
