@@ -7,6 +7,7 @@
 //! low list is empty, so a scan of low-priority entries cannot push out the
 //! high-priority ones that fit in their pool.
 
+use std::borrow::Borrow;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,7 +54,10 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         self.high_usage + self.low_usage
     }
 
-    fn contains(&self, key: &K) -> bool {
+    fn contains<Q: Hash + Eq + ?Sized>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+    {
         self.high.contains(key) || self.low.contains(key)
     }
 
@@ -161,7 +165,9 @@ impl<K: Hash + Eq, V: Clone> ShardedCache<K, V> {
         }
     }
 
-    fn shard(&self, key: &K) -> &Mutex<Shard<K, V>> {
+    /// `K: Borrow<Q>` promises that a key and its borrowed form hash
+    /// alike, so both find the same shard.
+    fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> &Mutex<Shard<K, V>> {
         let i = (self.hasher.hash_one(key) as usize) & (self.shards.len() - 1);
         &self.shards[i]
     }
@@ -178,8 +184,12 @@ impl<K: Hash + Eq, V: Clone> ShardedCache<K, V> {
     }
 
     /// Whether `key` is cached, without counting a hit or a miss or
-    /// touching its recency.
-    pub(crate) fn contains(&self, key: &K) -> bool {
+    /// touching its recency. Takes a borrowed key, so a lookup by slice
+    /// allocates nothing.
+    pub(crate) fn contains<Q: Hash + Eq + ?Sized>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+    {
         self.shard(key).lock().contains(key)
     }
 

@@ -58,7 +58,7 @@ impl DropCache {
     /// The class a new value of `user_key` goes to.
     pub(crate) fn class_of(&self, user_key: &[u8]) -> ValueClass {
         match &self.keys {
-            Some(keys) if keys.contains(&user_key.to_vec()) => ValueClass::Hot,
+            Some(keys) if keys.contains(user_key) => ValueClass::Hot,
             _ => ValueClass::Cold,
         }
     }
