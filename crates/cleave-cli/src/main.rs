@@ -10,9 +10,9 @@ use cleave::{Db, Options, ReadOptions, WriteOptions};
 #[derive(Parser)]
 #[command(name = "cleave", about = "Inspect and edit a cleave database")]
 struct Cli {
-    /// The database directory.
+    /// The database directory (`verify` also takes it as its argument).
     #[arg(long)]
-    db: PathBuf,
+    db: Option<PathBuf>,
     /// Create the database if it does not exist.
     #[arg(long)]
     create_if_missing: bool,
@@ -56,9 +56,14 @@ enum Command {
         #[arg(long)]
         ratio: Option<f64>,
     },
-    /// Checks every block of every live sstable and every record of every
-    /// live value file against its checksum.
-    Verify,
+    /// Checks the whole database: every checksum, the manifest against the
+    /// open files, every value handle, and the garbage counters against a
+    /// recount from the bitmaps. Prints a report; exits with status 1 if
+    /// anything is wrong (or the database does not open).
+    Verify {
+        /// The database directory, instead of `--db`.
+        dir: Option<PathBuf>,
+    },
 }
 
 fn printable(bytes: &[u8]) -> String {
@@ -66,21 +71,36 @@ fn printable(bytes: &[u8]) -> String {
 }
 
 fn run(cli: Cli) -> Result<bool> {
+    let dir = match (&cli.command, cli.db) {
+        (Command::Verify { dir: Some(d) }, _) => d.clone(),
+        (_, Some(d)) => d,
+        _ => bail!("no database directory: pass --db DIR"),
+    };
     let opts = Options {
         create_if_missing: cli.create_if_missing,
         ..Options::default()
     };
-    let db = Db::open(&cli.db, opts).with_context(|| format!("opening {}", cli.db.display()))?;
+    let db = match Db::open(&dir, opts) {
+        Ok(db) => db,
+        // For `verify`, a database that does not open is a problem found,
+        // not a failure of the tool.
+        Err(e) if matches!(cli.command, Command::Verify { .. }) => {
+            println!("1 problem:\n  opening {}: {e}", dir.display());
+            return Ok(false);
+        }
+        Err(e) => return Err(e).with_context(|| format!("opening {}", dir.display())),
+    };
     let synced = WriteOptions {
         sync: true,
         disable_wal: false,
     };
     let mut out = std::io::stdout().lock();
-    let mut found = true;
+    // False exits with status 1: `get` found no value, `verify` found problems.
+    let mut success = true;
     match cli.command {
         Command::Get { key } => match db.get(&ReadOptions::new(), key.as_bytes())? {
             Some(v) => writeln!(out, "{}", printable(&v))?,
-            None => found = false,
+            None => success = false,
         },
         Command::Put { key, value } => db.put(&synced, key.as_bytes(), value.as_bytes())?,
         Command::Delete { key } => db.delete(&synced, key.as_bytes())?,
@@ -157,16 +177,14 @@ fn run(cli: Cli) -> Result<bool> {
             };
             writeln!(out, "{done}")?;
         }
-        Command::Verify => {
-            db.verify_checksums()?;
-            writeln!(
-                out,
-                "ok: every sstable block and value-file record checksum verified"
-            )?;
+        Command::Verify { .. } => {
+            let report = db.verify();
+            write!(out, "{report}")?;
+            success = report.is_ok();
         }
     }
     db.close()?;
-    Ok(found)
+    Ok(success)
 }
 
 fn main() -> Result<()> {

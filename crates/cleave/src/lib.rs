@@ -20,7 +20,7 @@ pub mod vfs;
 mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats};
+pub use db::{Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use gc::GcStats;
 pub use iter::DbIterator;

@@ -187,7 +187,8 @@ fn verify(dir: &Path, expect: &mut BTreeMap<u64, Expect>, cycle: u64) {
     drop(it);
     // Every record of every live file checks out, and a value file a
     // killed flush left behind unnamed is gone: each on disk is live.
-    db.verify_checksums().unwrap();
+    let report = db.verify();
+    assert!(report.is_ok(), "{report}");
     let on_disk = std::fs::read_dir(dir)
         .unwrap()
         .filter(|e| {

@@ -119,7 +119,8 @@ fn gc_copies_only_live_records_and_reads_are_unchanged() {
 
     let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
     check(&db, &model, "after reopen");
-    db.verify_checksums().unwrap();
+    let report = db.verify();
+    assert!(report.is_ok(), "{report}");
     assert_eq!(db.space_report().unwrap().exposed_garbage_bytes, 0);
 }
 
@@ -235,7 +236,8 @@ fn background_gc_keeps_garbage_below_the_threshold() {
         "{r:?}"
     );
     check(&db, &model, "after background GC");
-    db.verify_checksums().unwrap();
+    let report = db.verify();
+    assert!(report.is_ok(), "{report}");
 }
 
 /// Keys compaction found overwritten go to hot value files at the next
@@ -282,7 +284,8 @@ fn hot_and_cold_values_go_to_separate_files() {
     db.close().unwrap();
     let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
     check(&db, &model, "after reopen");
-    db.verify_checksums().unwrap();
+    let report = db.verify();
+    assert!(report.is_ok(), "{report}");
 }
 
 /// A GC job that fails before its commit (here: value files cannot be
@@ -319,7 +322,8 @@ fn a_failed_gc_job_changes_nothing_and_does_not_poison() {
     db.close().unwrap();
     let db = Db::open(DIR, opts).unwrap();
     check(&db, &model, "after reopen");
-    db.verify_checksums().unwrap();
+    let report = db.verify();
+    assert!(report.is_ok(), "{report}");
 }
 
 /// Fails the database's `n`-th file operation from the start of a GC job
@@ -355,7 +359,8 @@ fn crash_at_every_io_step_of_a_gc_job() {
 
         let db = Db::open(DIR, options(Arc::new(crashed.clone()))).unwrap();
         check(&db, &model, &format!("step {n}"));
-        db.verify_checksums().unwrap();
+        let report = db.verify();
+        assert!(report.is_ok(), "{report}");
         let r = db.space_report().unwrap();
         assert!(
             r.exposed_garbage_bytes == garbage_before || r.exposed_garbage_bytes == 0,

@@ -224,6 +224,8 @@ fn run(seed: u64, ops: usize) -> u64 {
                 tally(&db);
                 db.close().unwrap();
                 db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
+                let report = db.verify();
+                assert!(report.is_ok(), "{ctx}: after reopen: {report}");
             }
             _ => {
                 // Power loss right after a flush: the flush made every
@@ -235,6 +237,8 @@ fn run(seed: u64, ops: usize) -> u64 {
                 db.close().unwrap();
                 fs = crashed;
                 db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
+                let report = db.verify();
+                assert!(report.is_ok(), "{ctx}: after a crash: {report}");
             }
         }
     }
@@ -250,7 +254,8 @@ fn run(seed: u64, ops: usize) -> u64 {
     assert_eq!(contents(&db), model, "seed {seed}: final contents");
     // Every file checks out, and once the background is idle nothing is on
     // disk that no Version names (beyond CURRENT and LOCK).
-    db.verify_checksums().unwrap();
+    let report = db.verify();
+    assert!(report.is_ok(), "{report}");
     db.wait_for_compactions().unwrap();
     let r = db.space_report().unwrap();
     assert!(

@@ -13,6 +13,7 @@ mod regression_tests;
 mod snapshot;
 mod space;
 mod stats;
+mod verify;
 mod write;
 
 use std::collections::{HashSet, VecDeque};
@@ -43,6 +44,7 @@ use crate::wal::WalWriter;
 pub use snapshot::Snapshot;
 pub use space::{LevelSpace, SpaceReport};
 pub use stats::{LevelStats, Stats};
+pub use verify::VerifyReport;
 
 use background::RunningCompaction;
 use snapshot::SnapshotList;
@@ -263,6 +265,17 @@ impl Db {
         drop(version);
         self.inner.purger.purge();
         verified
+    }
+
+    /// Checks the whole database, more deeply than
+    /// [`Self::verify_checksums`]: every checksum, that the manifest on disk
+    /// describes the open files, the key order of the levels, the size of
+    /// every file, that every value handle resolves to a record holding its
+    /// entry's key and sequence number, and that the garbage counters equal
+    /// a recount from the value-references bitmaps. Returns every problem
+    /// found, each naming its file; `cleave verify` prints the report.
+    pub fn verify(&self) -> VerifyReport {
+        self.inner.verify()
     }
 
     /// Where the disk space goes: sstables and value files per the current

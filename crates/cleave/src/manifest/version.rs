@@ -111,6 +111,12 @@ impl Version {
             .collect()
     }
 
+    /// The same sstables (level by level) and value files, with the same
+    /// metadata.
+    pub(crate) fn same_files(&self, other: &Version) -> bool {
+        self.levels == other.levels && self.value_files == other.value_files
+    }
+
     pub(crate) fn all_files(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> {
         self.levels
             .iter()

@@ -237,6 +237,44 @@ impl VersionSet {
         }
     }
 
+    /// Reads CURRENT and the manifest it names from disk again, replays
+    /// the manifest, and checks that it describes the files of the current
+    /// Version: what a reopen would find. For `Db::verify`.
+    pub(crate) fn check_manifest(&self) -> Result<()> {
+        let current_path = filename::current(&self.dir);
+        let number = decode_current(&current_path, &vfs::read_all(&*self.fs, &current_path)?)?;
+        if number != self.manifest_number {
+            return Err(Error::corruption(
+                current_path,
+                0,
+                format!(
+                    "names manifest {number}, but the database writes manifest {}",
+                    self.manifest_number
+                ),
+            ));
+        }
+        let path = filename::manifest(&self.dir, number);
+        let replayed = replay(&path, &vfs::read_all(&*self.fs, &path)?)?;
+        if !replayed.version.same_files(&self.current) {
+            return Err(Error::corruption(
+                path,
+                0,
+                "describes other sstables or value files than the open database",
+            ));
+        }
+        if replayed.log_number != self.log_number || replayed.last_seq > self.last_seq {
+            return Err(Error::corruption(
+                path,
+                0,
+                format!(
+                    "log number {} and last sequence {} disagree with the open database's {} and {}",
+                    replayed.log_number, replayed.last_seq, self.log_number, self.last_seq
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn current(&self) -> Arc<Version> {
         self.current.clone()
     }
