@@ -2,12 +2,19 @@
 # The tests, all of them: installs what is missing (scripts/install-deps.sh),
 # then runs the workspace's tests with every feature (so the RocksDB and
 # BlobDB adapters of cleave-bench are built and tested against Debian's
-# RocksDB), then the self-test of the suite script's tables and plots.
+# RocksDB), the crash test, then the self-test of the suite script's tables
+# and plots.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 cargo test --workspace --release --all-features
+# The crash test: cleave-stress's writer killed with SIGKILL at random
+# moments, every key and the whole database verified after each reopen,
+# the WAL modes in turn (docs/reliability.md). CLEAVE_STRESS_SECONDS sets
+# how long; hours find what minutes do not.
+cargo run --release --all-features -p cleave-stress -- crash \
+  --seconds "${CLEAVE_STRESS_SECONDS:-300}"
 # Debian's python3 has Debian's matplotlib, whatever python3 comes first on PATH.
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3

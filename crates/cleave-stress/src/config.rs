@@ -1,0 +1,96 @@
+//! What a stress run varies: the WAL mode, and the engine options, chosen
+//! small so that every background job (flush, compaction, GC, manifest
+//! rotation) runs many times a second.
+
+use std::fmt;
+use std::str::FromStr;
+
+use cleave::{Compression, Options, WriteOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::values::MIN_SEPARATED;
+
+/// How writes reach the disk, and so what a crash may lose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Every write is synced before it is acknowledged.
+    Sync,
+    /// Writes are handed to the OS, unsynced: a killed process loses none.
+    Async,
+    /// No WAL: a crash may lose writes since the last completed flush,
+    /// which the writer calls periodically.
+    NoWal,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Sync, Mode::Async, Mode::NoWal];
+
+    pub fn write_options(self) -> WriteOptions {
+        WriteOptions {
+            sync: self == Mode::Sync,
+            disable_wal: self == Mode::NoWal,
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Sync => "sync",
+            Mode::Async => "async",
+            Mode::NoWal => "nowal",
+        })
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.to_string() == s)
+            .ok_or_else(|| format!("unknown mode {s:?}: sync, async or nowal"))
+    }
+}
+
+/// Engine options for a run; `variant` varies compression and caches
+/// between runs on one database, as an operator changing options would.
+pub fn options(variant: u64) -> Options {
+    let mut rng = StdRng::seed_from_u64(variant);
+    let codecs = [Compression::None, Compression::Lz4, Compression::Zstd];
+    Options {
+        create_if_missing: true,
+        write_buffer_size: 128 << 10,
+        max_write_buffer_number: 3,
+        target_file_size_base: 64 << 10,
+        max_bytes_for_level_base: 256 << 10,
+        level0_file_num_compaction_trigger: 2,
+        max_background_jobs: 3,
+        block_cache_capacity: rng.gen_range(0..4) << 18,
+        compression: codecs[rng.gen_range(0..3)],
+        min_value_size: MIN_SEPARATED,
+        value_file_size: 256 << 10,
+        value_cache_capacity: rng.gen_range(0..2) << 18,
+        value_compression: codecs[rng.gen_range(0..3)],
+        drop_cache_capacity: rng.gen_range(0..2) << 16,
+        enable_gc: true,
+        gc_garbage_ratio: rng.gen_range(0.05..0.3),
+        max_manifest_file_size: 64 << 10,
+        ..Options::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_and_print() {
+        for m in Mode::ALL {
+            assert_eq!(m.to_string().parse::<Mode>(), Ok(m));
+        }
+        assert!("fsync".parse::<Mode>().is_err());
+    }
+}

@@ -1,0 +1,167 @@
+//! What a key may hold after the writer was killed, given the expected
+//! state and the WAL mode it wrote in.
+
+use crate::config::Mode;
+use crate::state::{Durable, Slot, PENDING_DELETE};
+
+/// Whether value `found` (an id, 0 for absent) is allowed for a key whose
+/// writer left `slot`, after a crash in `mode`. `durable` and
+/// `durable_epoch` describe the last completed flush (used without a WAL).
+/// On refusal, says why.
+pub fn judge(
+    mode: Mode,
+    slot: &Slot,
+    durable: &Durable,
+    durable_epoch: u32,
+    found: u32,
+) -> Result<(), String> {
+    let pending_put = (slot.pending != 0 && slot.pending != PENDING_DELETE).then_some(slot.pending);
+    let pending_delete = slot.pending == PENDING_DELETE;
+    if found > slot.max_id {
+        return Err(format!(
+            "holds value {found}, never written (ids end at {})",
+            slot.max_id
+        ));
+    }
+    let allowed = match mode {
+        // A killed process loses nothing it was told was written: the
+        // key holds the acknowledged value, or the one in flight.
+        Mode::Sync | Mode::Async => {
+            found == slot.acked || Some(found) == pending_put || (found == 0 && pending_delete)
+        }
+        // Without a WAL, what the last completed flush covered survives;
+        // anything written after it may or may not.
+        Mode::NoWal => {
+            if found == 0 {
+                durable.acked == 0 || pending_delete || slot.delete_epoch > durable_epoch
+            } else {
+                found == durable.acked || found > durable.max_id
+            }
+        }
+    };
+    if allowed {
+        return Ok(());
+    }
+    let what = |id: u32| {
+        if id == 0 {
+            "nothing".to_string()
+        } else {
+            format!("value {id}")
+        }
+    };
+    Err(match mode {
+        Mode::Sync | Mode::Async if found == 0 => {
+            format!("acknowledged value {} lost", slot.acked)
+        }
+        Mode::Sync | Mode::Async => format!(
+            "holds value {found}; acknowledged {}, in flight {}",
+            what(slot.acked),
+            if slot.pending == 0 {
+                "nothing".to_string()
+            } else if pending_delete {
+                "a delete".to_string()
+            } else {
+                what(slot.pending)
+            }
+        ),
+        Mode::NoWal => format!(
+            "holds {}; the flush of epoch {durable_epoch} made {} durable (ids up to {} then)",
+            what(found),
+            what(durable.acked),
+            durable.max_id
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(acked: u32, pending: u32, max_id: u32) -> Slot {
+        Slot {
+            acked,
+            pending,
+            max_id,
+            delete_epoch: 0,
+        }
+    }
+
+    const NONE: Durable = Durable {
+        acked: 0,
+        max_id: 0,
+    };
+
+    #[test]
+    fn with_a_wal_the_acknowledged_or_the_pending_value_survives() {
+        for mode in [Mode::Sync, Mode::Async] {
+            let s = slot(3, 0, 3);
+            assert!(judge(mode, &s, &NONE, 0, 3).is_ok());
+            assert!(judge(mode, &s, &NONE, 0, 0).unwrap_err().contains("lost"));
+            assert!(
+                judge(mode, &s, &NONE, 0, 2).is_err(),
+                "an older value is a loss"
+            );
+            assert!(judge(mode, &s, &NONE, 0, 4)
+                .unwrap_err()
+                .contains("never written"));
+            let s = slot(3, 4, 4);
+            assert!(judge(mode, &s, &NONE, 0, 3).is_ok());
+            assert!(judge(mode, &s, &NONE, 0, 4).is_ok());
+            assert!(judge(mode, &s, &NONE, 0, 0).is_err());
+            let s = slot(3, PENDING_DELETE, 3);
+            assert!(judge(mode, &s, &NONE, 0, 0).is_ok());
+            assert!(judge(mode, &s, &NONE, 0, 3).is_ok());
+            let s = slot(0, 0, 5);
+            assert!(judge(mode, &s, &NONE, 0, 0).is_ok());
+            assert!(
+                judge(mode, &s, &NONE, 0, 5).is_err(),
+                "a deleted value came back"
+            );
+        }
+    }
+
+    #[test]
+    fn without_a_wal_what_the_last_flush_covered_survives() {
+        let durable = Durable {
+            acked: 3,
+            max_id: 3,
+        };
+        // Written after the flush: any of the later values, or the flushed one.
+        let s = slot(6, 0, 6);
+        for found in [3, 4, 5, 6] {
+            assert!(
+                judge(Mode::NoWal, &s, &durable, 2, found).is_ok(),
+                "{found}"
+            );
+        }
+        assert!(
+            judge(Mode::NoWal, &s, &durable, 2, 2).is_err(),
+            "older than the flush"
+        );
+        assert!(
+            judge(Mode::NoWal, &s, &durable, 2, 0).is_err(),
+            "no delete happened"
+        );
+        // A delete after the flush (stamped with its epoch or later) may
+        // have survived; one stamped before it was covered by it.
+        let deleted = Slot {
+            delete_epoch: 3,
+            ..slot(0, 0, 6)
+        };
+        assert!(judge(Mode::NoWal, &deleted, &durable, 2, 0).is_ok());
+        let covered = Slot {
+            delete_epoch: 2,
+            ..slot(0, 0, 6)
+        };
+        assert!(judge(Mode::NoWal, &covered, &durable, 2, 0).is_err());
+        assert!(judge(Mode::NoWal, &slot(3, PENDING_DELETE, 3), &durable, 2, 0).is_ok());
+        // Flushed as absent: an old value must not come back.
+        let gone = Durable {
+            acked: 0,
+            max_id: 3,
+        };
+        assert!(judge(Mode::NoWal, &slot(0, 0, 3), &gone, 2, 0).is_ok());
+        assert!(judge(Mode::NoWal, &slot(0, 0, 3), &gone, 2, 3).is_err());
+        assert!(judge(Mode::NoWal, &slot(4, 0, 4), &gone, 2, 4).is_ok());
+    }
+}

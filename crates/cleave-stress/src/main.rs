@@ -1,0 +1,136 @@
+//! `cleave-stress`: crash and stress testing of cleave, after RocksDB's
+//! `db_stress` and crash test. `crash` is the driver (SIGKILL loop);
+//! `run` is the writer it starts and kills.
+
+mod config;
+mod driver;
+mod judge;
+mod state;
+mod values;
+mod worker;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use config::Mode;
+
+#[derive(Parser)]
+#[command(name = "cleave-stress", about = "Crash and stress testing of cleave")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Starts the writer, kills it with SIGKILL at a random moment, reopens
+    /// and verifies every key and the whole database, and repeats.
+    Crash {
+        /// Working directory (database, expected state, the writer's
+        /// stderr); a new temporary one by default, removed on success.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// How long to keep going, in seconds.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// WAL modes, taken in turn by the cycles.
+        #[arg(long, value_delimiter = ',', default_value = "sync,async,nowal")]
+        modes: Vec<Mode>,
+        /// Writer threads.
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// Size of the key space.
+        #[arg(long, default_value_t = 5000)]
+        keys: u32,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The writer is killed between these many milliseconds after it
+        /// starts.
+        #[arg(long, default_value_t = 300)]
+        kill_min_ms: u64,
+        #[arg(long, default_value_t = 3000)]
+        kill_max_ms: u64,
+    },
+    /// The writer: random operations until killed (started by `crash`).
+    Run {
+        #[arg(long)]
+        db: PathBuf,
+        #[arg(long)]
+        state: PathBuf,
+        #[arg(long)]
+        mode: Mode,
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        #[arg(long, default_value_t = 0)]
+        variant: u64,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Crash {
+            dir,
+            seconds,
+            modes,
+            threads,
+            keys,
+            seed,
+            kill_min_ms,
+            kill_max_ms,
+        } => {
+            let tmp = match &dir {
+                Some(_) => None,
+                None => Some(tempfile::tempdir()?),
+            };
+            let args = driver::DriverArgs {
+                dir: dir.unwrap_or_else(|| {
+                    tmp.as_ref()
+                        .map(|t| t.path().to_path_buf())
+                        .unwrap_or_default()
+                }),
+                duration: Duration::from_secs(seconds),
+                modes,
+                threads,
+                keys,
+                seed,
+                kill_after: (
+                    Duration::from_millis(kill_min_ms),
+                    Duration::from_millis(kill_max_ms.max(kill_min_ms)),
+                ),
+            };
+            match driver::run(&args) {
+                Ok(summary) => {
+                    println!("{summary}");
+                    Ok(())
+                }
+                Err(e) => {
+                    // Keep the evidence.
+                    if let Some(t) = tmp {
+                        eprintln!("keeping {}", t.keep().display());
+                    }
+                    Err(e)
+                }
+            }
+        }
+        Command::Run {
+            db,
+            state,
+            mode,
+            threads,
+            variant,
+            seed,
+        } => worker::run(&worker::WorkerArgs {
+            db,
+            state,
+            mode,
+            threads,
+            variant,
+            seed,
+        }),
+    }
+}

@@ -1,0 +1,87 @@
+//! Keys and values of the stress test. A value is a function of its key
+//! and a value id, and says which ones: whatever a read returns can be
+//! checked for being exactly a value that was written to that key, without
+//! storing any value bytes in the expected state.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, RngCore, SeedableRng};
+
+/// Values below this length stay inline in the sstables; the options the
+/// stress test runs with separate the rest.
+pub const MIN_SEPARATED: usize = 512;
+
+pub fn key(k: u32) -> Vec<u8> {
+    format!("k{k:08}").into_bytes()
+}
+
+/// The key index of `bytes`, if it is a key the test writes.
+pub fn parse_key(bytes: &[u8]) -> Option<u32> {
+    let digits = bytes.strip_prefix(b"k")?;
+    if digits.len() != 8 {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// Value `id` (≥ 1) of key `k` under `seed`: a header naming both, then
+/// seed-derived bytes. Half of the values are small (inline), half large
+/// (separated into value files).
+pub fn value(seed: u64, k: u32, id: u32) -> Vec<u8> {
+    let mut rng = SmallRng::seed_from_u64(seed ^ (u64::from(k) << 32 | u64::from(id)));
+    let len = if rng.gen_bool(0.5) {
+        rng.gen_range(24..400)
+    } else {
+        rng.gen_range(MIN_SEPARATED + 100..6000)
+    };
+    let mut out = format!("{k:08}:{id:08}:").into_bytes();
+    let header = out.len();
+    out.resize(len.max(header), 0);
+    rng.fill_bytes(&mut out[header..]);
+    out
+}
+
+/// The id of `bytes` as a value of key `k`, or `None` if they are not
+/// exactly a value this test writes for `k`.
+pub fn value_id(seed: u64, k: u32, bytes: &[u8]) -> Option<u32> {
+    let header = bytes.get(..18)?;
+    let text = std::str::from_utf8(header).ok()?;
+    let (key_part, rest) = text.split_once(':')?;
+    let id_part = rest.strip_suffix(':')?;
+    if key_part.parse::<u32>().ok()? != k {
+        return None;
+    }
+    let id: u32 = id_part.parse().ok()?;
+    (id > 0 && value(seed, k, id) == bytes).then_some(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_name_their_key_and_id_and_nothing_else_passes() {
+        let v = value(7, 42, 3);
+        assert_eq!(value_id(7, 42, &v), Some(3));
+        assert_eq!(value_id(7, 43, &v), None, "another key");
+        assert_eq!(value_id(8, 42, &v), None, "another seed");
+        let mut damaged = v.clone();
+        *damaged.last_mut().unwrap() ^= 1;
+        assert_eq!(value_id(7, 42, &damaged), None);
+        assert_eq!(value_id(7, 42, &v[..v.len() - 1]), None, "truncated");
+        assert_eq!(value_id(7, 42, b"short"), None);
+    }
+
+    #[test]
+    fn sizes_cover_inline_and_separated_values() {
+        let lens: Vec<usize> = (1..200).map(|id| value(1, 5, id).len()).collect();
+        assert!(lens.iter().any(|&l| l < MIN_SEPARATED));
+        assert!(lens.iter().any(|&l| l > MIN_SEPARATED));
+    }
+
+    #[test]
+    fn keys_round_trip() {
+        assert_eq!(parse_key(&key(12345)), Some(12345));
+        assert_eq!(parse_key(b"k123"), None);
+        assert_eq!(parse_key(b"x00000001"), None);
+    }
+}

@@ -1,0 +1,328 @@
+//! The process that is killed: several threads doing random puts, deletes,
+//! batches, gets, scans and snapshot reads over a bounded key space, while
+//! another forces flushes, compactions and GC. Every write is recorded in
+//! the expected-state file before it is issued (pending) and after it is
+//! acknowledged, under a per-key lock, so the file always says which
+//! values a key may hold. Reads are checked as they go: a get under the
+//! key's lock must return the acknowledged value, a snapshot must keep
+//! what it saw, a scan may only return values that were written.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{bail, ensure, Context, Result};
+use cleave::{Db, ReadOptions, WriteBatch, WriteOptions};
+use parking_lot::{Mutex, MutexGuard};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::config::{self, Mode};
+use crate::state::{Durable, Expected, Slot, StateFile, PENDING_DELETE};
+use crate::values::{key, parse_key, value, value_id};
+
+pub struct WorkerArgs {
+    pub db: PathBuf,
+    pub state: PathBuf,
+    pub mode: Mode,
+    pub threads: usize,
+    /// Selects the engine options (`config::options`).
+    pub variant: u64,
+    /// Seeds the operations (not the values, which the state file's seed
+    /// determines).
+    pub seed: u64,
+}
+
+struct Shared {
+    db: Db,
+    seed: u64,
+    wo: WriteOptions,
+    slots: Vec<Mutex<Slot>>,
+    file: StateFile,
+    /// The flush epoch (`Mode::NoWal`): deletes are stamped with it.
+    epoch: AtomicU32,
+    acked_writes: AtomicU64,
+}
+
+/// Runs until killed; returns only on a failure, which it describes.
+pub fn run(args: &WorkerArgs) -> Result<()> {
+    let expected = Expected::load(&args.state)?;
+    let db = Db::open(&args.db, config::options(args.variant))
+        .with_context(|| format!("opening {}", args.db.display()))?;
+    let shared = Shared {
+        db,
+        seed: expected.seed,
+        wo: args.mode.write_options(),
+        file: StateFile::open(&args.state, expected.keys())?,
+        slots: expected.slots.iter().copied().map(Mutex::new).collect(),
+        epoch: AtomicU32::new(expected.durable_epoch),
+        acked_writes: AtomicU64::new(expected.acked_writes),
+    };
+    std::thread::scope(|s| {
+        let mut threads = Vec::new();
+        for t in 0..args.threads {
+            let rng = StdRng::seed_from_u64(args.seed.wrapping_add(t as u64));
+            let shared = &shared;
+            threads.push(s.spawn(move || operate(shared, rng)));
+        }
+        let rng = StdRng::seed_from_u64(args.seed ^ 0xb6);
+        let shared = &shared;
+        let state = args.state.clone();
+        let mode = args.mode;
+        threads.push(s.spawn(move || background(shared, rng, mode, &state)));
+        // The first failure ends the process; the others would only repeat
+        // what broke.
+        for t in threads {
+            match t.join() {
+                Ok(result) => result?,
+                Err(_) => bail!("a stress thread panicked"),
+            }
+        }
+        Ok(())
+    })
+}
+
+fn operate(sh: &Shared, mut rng: StdRng) -> Result<()> {
+    let keys = sh.slots.len() as u32;
+    loop {
+        let k = rng.gen_range(0..keys);
+        match rng.gen_range(0..100) {
+            0..=34 => put(sh, k, &mut rng)?,
+            35..=44 => delete(sh, k)?,
+            45..=54 => batch(sh, &mut rng)?,
+            55..=74 => get(sh, k)?,
+            75..=86 => scan(sh, k, &mut rng)?,
+            _ => snapshot_read(sh, k, &mut rng)?,
+        }
+    }
+}
+
+/// Marks the write in flight in the file, before it is issued.
+fn begin(sh: &Shared, k: u32, slot: &mut Slot, put: bool) -> Result<Option<u32>> {
+    let id = put.then(|| slot.max_id + 1);
+    slot.pending = id.unwrap_or(PENDING_DELETE);
+    slot.max_id = id.unwrap_or(slot.max_id);
+    sh.file.write_slot(k, slot)?;
+    Ok(id)
+}
+
+/// Records the acknowledged write.
+fn acknowledge(sh: &Shared, k: u32, slot: &mut Slot) -> Result<()> {
+    if slot.pending == PENDING_DELETE {
+        slot.acked = 0;
+        // Read after the acknowledgement: a flush copying the states after
+        // this epoch began may have missed the delete, and the stamp then
+        // says so.
+        slot.delete_epoch = sh.epoch.load(Ordering::SeqCst) + 1;
+    } else {
+        slot.acked = slot.pending;
+    }
+    slot.pending = 0;
+    sh.file.write_slot(k, slot)?;
+    let n = sh.acked_writes.fetch_add(1, Ordering::Relaxed) + 1;
+    sh.file.write_acked_writes(n)
+}
+
+fn put(sh: &Shared, k: u32, rng: &mut StdRng) -> Result<()> {
+    let mut slot = sh.slots[k as usize].lock();
+    let id = begin(sh, k, &mut slot, true)?.unwrap_or_default();
+    sh.db
+        .put(&sh.wo, &key(k), &value(sh.seed, k, id))
+        .with_context(|| format!("put of key {k}"))?;
+    acknowledge(sh, k, &mut slot)?;
+    // Now and then read the write back at once.
+    if rng.gen_bool(0.1) {
+        check_get(sh, k, &slot)?;
+    }
+    Ok(())
+}
+
+fn delete(sh: &Shared, k: u32) -> Result<()> {
+    let mut slot = sh.slots[k as usize].lock();
+    begin(sh, k, &mut slot, false)?;
+    sh.db
+        .delete(&sh.wo, &key(k))
+        .with_context(|| format!("delete of key {k}"))?;
+    acknowledge(sh, k, &mut slot)
+}
+
+/// An atomic batch of puts and deletes of 2 to 8 distinct keys.
+fn batch(sh: &Shared, rng: &mut StdRng) -> Result<()> {
+    let keys = sh.slots.len() as u32;
+    let mut ks: Vec<u32> = (0..rng.gen_range(2..=8))
+        .map(|_| rng.gen_range(0..keys))
+        .collect();
+    // Locked in key order, so batches never wait on each other in a cycle.
+    ks.sort_unstable();
+    ks.dedup();
+    let mut guards: Vec<MutexGuard<'_, Slot>> =
+        ks.iter().map(|&k| sh.slots[k as usize].lock()).collect();
+    let mut b = WriteBatch::new();
+    for (&k, slot) in ks.iter().zip(guards.iter_mut()) {
+        match begin(sh, k, slot, rng.gen_bool(0.8))? {
+            Some(id) => b.put(&key(k), &value(sh.seed, k, id)),
+            None => b.delete(&key(k)),
+        }
+    }
+    sh.db
+        .write(&sh.wo, b)
+        .with_context(|| format!("batch of keys {ks:?}"))?;
+    for (&k, slot) in ks.iter().zip(guards.iter_mut()) {
+        acknowledge(sh, k, slot)?;
+    }
+    Ok(())
+}
+
+/// The id `bytes` hold as a value of `k` (0 for none), or an error if
+/// they are not a value ever written to `k`.
+fn id_of(sh: &Shared, k: u32, bytes: Option<&[u8]>) -> Result<u32> {
+    match bytes {
+        None => Ok(0),
+        Some(v) => value_id(sh.seed, k, v)
+            .with_context(|| format!("key {k} holds {} bytes never written to it", v.len())),
+    }
+}
+
+/// Under the key's lock nothing is in flight: a get must return exactly
+/// the acknowledged value (read-your-writes across threads).
+fn check_get(sh: &Shared, k: u32, slot: &Slot) -> Result<()> {
+    let got = sh.db.get(&ReadOptions::new(), &key(k))?;
+    let id = id_of(sh, k, got.as_deref())?;
+    ensure!(
+        id == slot.acked,
+        "get of key {k} returned value {id}, the last acknowledged is {}",
+        slot.acked
+    );
+    Ok(())
+}
+
+fn get(sh: &Shared, k: u32) -> Result<()> {
+    let slot = sh.slots[k as usize].lock();
+    check_get(sh, k, &slot)
+}
+
+/// Up to 50 entries from `k` in either direction: ordered keys of this
+/// test, each holding a value once written to it.
+fn scan(sh: &Shared, k: u32, rng: &mut StdRng) -> Result<()> {
+    let mut ro = ReadOptions::new();
+    if rng.gen_bool(0.3) {
+        ro.upper_bound = Some(key(k.saturating_add(rng.gen_range(1..200))));
+    }
+    let mut it = sh.db.iter(&ro);
+    let forward = rng.gen_bool(0.7);
+    if forward {
+        it.seek(&key(k))?;
+    } else {
+        it.seek_for_prev(&key(k))?;
+    }
+    let mut prev: Option<u32> = None;
+    for _ in 0..50 {
+        if !it.valid() {
+            break;
+        }
+        let k = parse_key(it.key())
+            .with_context(|| format!("scan returned a key never written: {:?}", it.key()))?;
+        if let Some(p) = prev {
+            ensure!(
+                if forward { p < k } else { p > k },
+                "scan returned key {k} after {p}"
+            );
+        }
+        prev = Some(k);
+        let id = id_of(sh, k, Some(it.value()?))?;
+        // Ids only grow, so reading the bound afterwards is safe.
+        let max_id = sh.slots[k as usize].lock().max_id;
+        ensure!(
+            id <= max_id,
+            "scan: key {k} holds value {id}, above {max_id}"
+        );
+        if forward {
+            it.next()?;
+        } else {
+            it.prev()?;
+        }
+    }
+    Ok(it.status()?)
+}
+
+/// A snapshot taken while `k` is quiet keeps its value while `k` and other
+/// keys are overwritten, in gets and in iterators.
+fn snapshot_read(sh: &Shared, k: u32, rng: &mut StdRng) -> Result<()> {
+    let (snap, seen) = {
+        let slot = sh.slots[k as usize].lock();
+        (sh.db.snapshot(), slot.acked)
+    };
+    for _ in 0..rng.gen_range(1..4) {
+        let other = if rng.gen_bool(0.5) {
+            k
+        } else {
+            rng.gen_range(0..sh.slots.len() as u32)
+        };
+        put(sh, other, rng)?;
+    }
+    let mut ro = ReadOptions::new();
+    ro.snapshot = Some(&snap);
+    let got = sh.db.get(&ro, &key(k))?;
+    let id = id_of(sh, k, got.as_deref())?;
+    ensure!(
+        id == seen,
+        "snapshot get of key {k} returned value {id}, it saw {seen}"
+    );
+    let mut it = sh.db.iter(&ro);
+    it.seek(&key(k))?;
+    let at_k = it.valid() && it.key() == key(k).as_slice();
+    let id = if at_k {
+        id_of(sh, k, Some(it.value()?))?
+    } else {
+        0
+    };
+    it.status()?;
+    ensure!(
+        id == seen,
+        "snapshot iterator at key {k} found value {id}, it saw {seen}"
+    );
+    Ok(())
+}
+
+/// Forces background work beyond what the small options cause: flushes,
+/// compactions of random ranges and GC with random thresholds. Without a
+/// WAL, each flush first copies the key states it will make durable and
+/// records them once it completed.
+fn background(sh: &Shared, mut rng: StdRng, mode: Mode, state: &std::path::Path) -> Result<()> {
+    let mut durable_file = StateFile::open(state, sh.slots.len() as u32)?;
+    let keys = sh.slots.len() as u32;
+    loop {
+        std::thread::sleep(Duration::from_millis(rng.gen_range(20..200)));
+        match rng.gen_range(0..10) {
+            0..=5 if mode == Mode::NoWal => {
+                let epoch = sh.epoch.fetch_add(1, Ordering::SeqCst) + 1;
+                let copy: Vec<Durable> = sh
+                    .slots
+                    .iter()
+                    .map(|s| {
+                        let s = s.lock();
+                        Durable {
+                            acked: s.acked,
+                            max_id: s.max_id,
+                        }
+                    })
+                    .collect();
+                sh.db.flush().context("flush")?;
+                durable_file.write_durable(epoch, &copy)?;
+            }
+            0..=3 => sh.db.flush().context("flush")?,
+            4..=6 => {
+                let a = rng.gen_range(0..keys);
+                let b = a.saturating_add(rng.gen_range(0..keys / 4 + 1));
+                sh.db
+                    .compact_range(Some(&key(a)), Some(&key(b)))
+                    .context("compact_range")?;
+            }
+            _ => {
+                sh.db
+                    .gc_with_ratio(rng.gen_range(0.05..0.6))
+                    .context("gc")?;
+            }
+        }
+    }
+}
