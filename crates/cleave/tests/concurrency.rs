@@ -1,7 +1,9 @@
 //! Many writers and readers at once while flushes and compactions run:
 //! batches are atomic, snapshots are consistent, writers read their writes,
-//! also while value-file GC runs.
+//! also while value-file GC runs; a snapshot reads the same thing however
+//! long it is held, and no reader ever sees time go backwards.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -185,7 +187,7 @@ fn snapshots_and_iterators_stay_consistent_while_gc_runs() {
                 ro.snapshot = Some(&snap);
                 let mut it = db.iter(&ro);
                 it.seek_to_first().unwrap();
-                let mut pairs = std::collections::BTreeMap::new();
+                let mut pairs = BTreeMap::new();
                 while it.valid() {
                     let key = it.key().to_vec();
                     let value = it.value().unwrap().to_vec();
@@ -229,6 +231,232 @@ fn snapshots_and_iterators_stay_consistent_while_gc_runs() {
         assert_eq!(db.get(&ReadOptions::new(), &a).unwrap(), Some(want.clone()));
         assert_eq!(db.get(&ReadOptions::new(), &b).unwrap(), Some(want));
     }
+    let report = db.verify();
+    assert!(report.is_ok(), "{report}");
+}
+
+/// Keys per writer in `snapshots_repeat_and_views_only_move_forward`.
+const GROUP: u64 = 12;
+
+fn group_key(t: u64, j: u64) -> Vec<u8> {
+    format!("w{t}-k{j:02}").into_bytes()
+}
+
+/// Round `r` of writer `t` writes every key of its group in one batch,
+/// except a few it deletes; half of the values are large (separated).
+fn group_value(t: u64, j: u64, r: u64) -> Option<Vec<u8>> {
+    if (r + j).is_multiple_of(7) {
+        return None;
+    }
+    let mut v = format!("{t}:{j}:{r}:").into_bytes();
+    v.resize(
+        if (r + j).is_multiple_of(2) {
+            40
+        } else {
+            700 + (r % 300) as usize
+        },
+        b'v',
+    );
+    Some(v)
+}
+
+/// The round a whole group shows, given each key's value: one round for
+/// all keys (batches are atomic), every value exactly as written.
+fn group_round(t: u64, values: &BTreeMap<u64, Vec<u8>>, ctx: &str) -> Option<u64> {
+    let (&j, v) = values.iter().next()?;
+    let text = String::from_utf8_lossy(v);
+    let r: u64 = text.split(':').nth(2).unwrap().parse().unwrap();
+    for j2 in 0..GROUP {
+        assert_eq!(
+            values.get(&j2),
+            group_value(t, j2, r).as_ref(),
+            "{ctx}: writer {t} key {j2} is not at round {r} (key {j} is)"
+        );
+    }
+    Some(r)
+}
+
+/// Every key of every group, read through an iterator in either direction
+/// or through point reads, under `ro`.
+fn read_groups(db: &Db, ro: &ReadOptions<'_>, how: u8) -> BTreeMap<(u64, u64), Vec<u8>> {
+    let parse = |key: &[u8]| {
+        let text = std::str::from_utf8(key).unwrap();
+        let (t, j) = text[1..].split_once("-k").unwrap();
+        (t.parse::<u64>().unwrap(), j.parse::<u64>().unwrap())
+    };
+    let mut out = BTreeMap::new();
+    match how {
+        0 | 1 => {
+            let mut it = db.iter(ro);
+            if how == 0 {
+                it.seek_to_first().unwrap();
+            } else {
+                it.seek_to_last().unwrap();
+            }
+            while it.valid() {
+                out.insert(parse(it.key()), it.value().unwrap().to_vec());
+                if how == 0 {
+                    it.next().unwrap();
+                } else {
+                    it.prev().unwrap();
+                }
+            }
+            it.status().unwrap();
+        }
+        _ => {
+            for t in 0..WRITERS as u64 {
+                for j in 0..GROUP {
+                    if let Some(v) = db.get(ro, &group_key(t, j)).unwrap() {
+                        out.insert((t, j), v);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The round of each group in `view`, checking each group's consistency.
+fn rounds(view: &BTreeMap<(u64, u64), Vec<u8>>, ctx: &str) -> Vec<Option<u64>> {
+    (0..WRITERS as u64)
+        .map(|t| {
+            let group: BTreeMap<u64, Vec<u8>> = view
+                .range((t, 0)..(t + 1, 0))
+                .map(|(&(_, j), v)| (j, v.clone()))
+                .collect();
+            group_round(t, &group, ctx)
+        })
+        .collect()
+}
+
+/// Writers rewrite their group of keys in atomic batches (puts and
+/// deletes, small and separated values) while flushes, compactions and GC
+/// run and a thread forces more of them. Six readers check:
+/// - a snapshot held across all that reads exactly what it first read,
+///   through iterators both ways and point reads (snapshot isolation);
+/// - any read shows each group at one round (atomicity), and the rounds a
+///   reader sees never go back, with or without snapshots;
+/// - each writer reads its own acknowledged batch at once (read-your-writes).
+#[test]
+fn snapshots_repeat_and_views_only_move_forward() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Arc::new(
+        Db::open(
+            tmp.path(),
+            Options {
+                create_if_missing: true,
+                write_buffer_size: 32 << 10,
+                target_file_size_base: 32 << 10,
+                max_bytes_for_level_base: 128 << 10,
+                level0_file_num_compaction_trigger: 2,
+                max_background_jobs: 3,
+                min_value_size: 512,
+                value_file_size: 64 << 10,
+                value_cache_capacity: 32 << 10,
+                gc_garbage_ratio: 0.1,
+                ..Options::default()
+            },
+        )
+        .unwrap(),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for t in 0..WRITERS as u64 {
+        let db = db.clone();
+        writers.push(std::thread::spawn(move || {
+            for r in 0..ROUNDS / 3 {
+                let mut batch = WriteBatch::new();
+                for j in 0..GROUP {
+                    match group_value(t, j, r) {
+                        Some(v) => batch.put(&group_key(t, j), &v),
+                        None => batch.delete(&group_key(t, j)),
+                    }
+                }
+                db.write(&WriteOptions::default(), batch).unwrap();
+                let j = r % GROUP;
+                assert_eq!(
+                    db.get(&ReadOptions::new(), &group_key(t, j)).unwrap(),
+                    group_value(t, j, r),
+                    "writer {t} round {r}: its own write is not visible"
+                );
+            }
+        }));
+    }
+    let chores = {
+        let db = db.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                match i % 3 {
+                    0 => db.flush().unwrap(),
+                    1 => db.compact_range(None, None).unwrap(),
+                    _ => drop(db.gc_with_ratio(0.05).unwrap()),
+                }
+                i += 1;
+            }
+        })
+    };
+    let mut readers = Vec::new();
+    for r in 0..6u8 {
+        let db = db.clone();
+        let stop = stop.clone();
+        readers.push(std::thread::spawn(move || {
+            let mut last = vec![None; WRITERS];
+            let mut checks = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let ctx = format!("reader {r} check {checks}");
+                let now = if r < 2 {
+                    // Held while the writers and the chores go on.
+                    let snap = db.snapshot();
+                    let mut ro = ReadOptions::new();
+                    ro.snapshot = Some(&snap);
+                    let first = read_groups(&db, &ro, 0);
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    for how in [1, 2, 0] {
+                        assert!(
+                            read_groups(&db, &ro, how) == first,
+                            "{ctx}: a snapshot read changed (read {how})"
+                        );
+                    }
+                    rounds(&first, &ctx)
+                } else if r % 3 == 2 {
+                    // Point reads of several keys agree only under one
+                    // snapshot; an iterator is one by itself.
+                    let snap = db.snapshot();
+                    let mut ro = ReadOptions::new();
+                    ro.snapshot = Some(&snap);
+                    rounds(&read_groups(&db, &ro, 2), &ctx)
+                } else {
+                    rounds(&read_groups(&db, &ReadOptions::new(), r % 3), &ctx)
+                };
+                for (t, (old, new)) in last.iter().zip(&now).enumerate() {
+                    assert!(
+                        old <= new,
+                        "{ctx}: writer {t} went back from round {old:?} to {new:?}"
+                    );
+                }
+                last = now;
+                checks += 1;
+            }
+            checks
+        }));
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let checks: Vec<u64> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+    chores.join().unwrap();
+    assert!(checks.iter().all(|&c| c > 0), "{checks:?}");
+    let stats = db.stats();
+    assert!(
+        stats.flushes > 0 && stats.compactions > 0 && stats.gc.jobs > 0,
+        "{}",
+        stats.to_text()
+    );
+    let last = rounds(&read_groups(&db, &ReadOptions::new(), 0), "final");
+    assert_eq!(last, vec![Some(ROUNDS / 3 - 1); WRITERS]);
     let report = db.verify();
     assert!(report.is_ok(), "{report}");
 }
