@@ -23,6 +23,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::{new_block_cache, TableCache};
 use crate::value_file::ValueStore;
+use crate::vfs::Fs;
 use crate::wal::{self, WalWriter};
 
 pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
@@ -47,6 +48,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         }
         VersionSet::recover(fs.clone(), dir, &opts)?
     } else {
+        refuse_lost_current(fs.as_ref(), dir)?;
         if !opts.create_if_missing {
             return Err(Error::InvalidArgument(format!(
                 "{} holds no database (no CURRENT) and create_if_missing is false",
@@ -124,6 +126,34 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     };
     inner.recover()?;
     Ok(inner)
+}
+
+/// A directory without CURRENT but with WALs, sstables or value files holds
+/// a database whose CURRENT was lost: creating a new one there would remove
+/// them all as orphans. (Manifests alone are what a crash while creating a
+/// database leaves: it writes its first WAL only after CURRENT.)
+fn refuse_lost_current(fs: &dyn Fs, dir: &Path) -> Result<()> {
+    let mut names = fs.list(dir)?;
+    names.sort();
+    let found = names.into_iter().find(|name| {
+        filename::parse(name).is_some_and(|(kind, _)| {
+            matches!(
+                kind,
+                FileKind::Wal | FileKind::Sstable | FileKind::ValueFile
+            )
+        })
+    });
+    match found {
+        Some(name) => Err(Error::corruption(
+            filename::current(dir),
+            0,
+            format!(
+                "CURRENT is missing, but the directory holds database files ({name}): \
+                 refusing to create a new database over them"
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 impl DbInner {

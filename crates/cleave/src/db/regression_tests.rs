@@ -159,3 +159,33 @@ fn failed_dir_sync_after_current_rename_keeps_the_manifest() {
         Some(b"v".to_vec())
     );
 }
+
+/// With CURRENT lost, open took the directory for an empty one: it created
+/// a new database and removed every sstable, value file and WAL as an
+/// orphan. It now fails naming CURRENT and leaves the files alone.
+#[test]
+fn a_missing_current_fails_the_open_and_keeps_the_files() {
+    let mem = MemFs::new();
+    let db = Db::open(DIR, options(Arc::new(mem.clone()))).unwrap();
+    db.put(&SYNC, b"k", b"v").unwrap();
+    db.flush().unwrap();
+    db.put(&SYNC, b"k2", b"v2").unwrap();
+    db.close().unwrap();
+    let current = Path::new(DIR).join("CURRENT");
+    mem.remove(&current).unwrap();
+    let before = mem.list(Path::new(DIR)).unwrap();
+    for create_if_missing in [true, false] {
+        let opts = Options {
+            create_if_missing,
+            ..options(Arc::new(mem.clone()))
+        };
+        let err = Db::open(DIR, opts).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+        assert!(err.to_string().contains("CURRENT"), "{err}");
+        let mut after = mem.list(Path::new(DIR)).unwrap();
+        after.sort();
+        let mut expected = before.clone();
+        expected.sort();
+        assert_eq!(after, expected, "the failed open changed files");
+    }
+}
