@@ -189,3 +189,62 @@ fn a_missing_current_fails_the_open_and_keeps_the_files() {
         assert_eq!(after, expected, "the failed open changed files");
     }
 }
+
+/// Replay took whatever WALs the directory listed: with WALs 1, 2 and 3
+/// live and 2 lost, open replayed 1 and 3, applying 3's writes over the
+/// hole 2 left (a state that never existed), and with the manifest's
+/// oldest live WAL lost it replayed the rest as if nothing were missing;
+/// either way silently, and the open then retired the WALs for good. Each
+/// WAL now names the one before it, and a gap fails the open naming the
+/// missing WAL. (The newest WAL has no successor to name it: its loss
+/// leaves a consistent prefix, as in RocksDB without WAL tracking.)
+#[test]
+fn a_missing_wal_fails_the_open_naming_it() {
+    let mem = MemFs::new();
+    {
+        // No background threads: the memtables stay unflushed, so all
+        // three WALs stay live.
+        let inner = open::open(Path::new(DIR), options(Arc::new(mem.clone()))).unwrap();
+        let big = vec![b'x'; 20 << 10];
+        let unlogged = WriteOptions {
+            sync: false,
+            disable_wal: true,
+        };
+        inner.write(&SYNC, put(b"a", b"1")).unwrap();
+        inner.write(&unlogged, put(b"bulk1", &big)).unwrap();
+        inner.write(&SYNC, put(b"a", b"2")).unwrap(); // the next WAL
+        inner.write(&unlogged, put(b"bulk2", &big)).unwrap();
+        inner.write(&SYNC, put(b"b", b"3")).unwrap(); // the one after
+    }
+    let crashed = mem.crash_clone();
+    let mut wals: Vec<String> = crashed
+        .list(Path::new(DIR))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".wal"))
+        .collect();
+    wals.sort();
+    assert_eq!(wals.len(), 3, "{wals:?}");
+    for paranoid_checks in [false, true] {
+        for lost in &wals[..2] {
+            let fs = crashed.crash_clone();
+            fs.remove(&Path::new(DIR).join(lost)).unwrap();
+            let opts = Options {
+                paranoid_checks,
+                ..options(Arc::new(fs))
+            };
+            let err = Db::open(DIR, opts).unwrap_err();
+            assert!(err.is_corruption(), "{lost}: {err}");
+            assert!(err.to_string().contains(lost), "{lost}: {err}");
+        }
+    }
+    let fs = crashed.crash_clone();
+    fs.remove(&Path::new(DIR).join(&wals[2])).unwrap();
+    let db = Db::open(DIR, options(Arc::new(fs))).unwrap();
+    let r = ReadOptions::new();
+    assert_eq!(db.get(&r, b"a").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(db.get(&r, b"b").unwrap(), None);
+    drop(db);
+    let db = Db::open(DIR, options(Arc::new(crashed))).unwrap();
+    assert_eq!(db.get(&r, b"b").unwrap().as_deref(), Some(&b"3"[..]));
+}
