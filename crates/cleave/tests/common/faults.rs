@@ -119,6 +119,21 @@ impl Oracle {
     }
 }
 
+/// 200 keys (100 separated values) in one flush, the first 100 written
+/// again in a second, and everything compacted: the first flush's value
+/// files hold garbage.
+pub fn with_garbage(db: &Db) -> Oracle {
+    let mut oracle = Oracle::default();
+    oracle.put(db, 0..200, 0, &SYNC);
+    db.flush().unwrap();
+    oracle.put(db, 0..100, 1, &SYNC);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    // No background job may meet the fault before the GC job does.
+    db.wait_for_compactions().unwrap();
+    oracle
+}
+
 /// Checks the contract after a fault: a full scan and a point read of every
 /// key agree; each acknowledged key holds its value (or a later write's
 /// that may have landed); no key holds a value never written.
@@ -203,8 +218,10 @@ pub fn assert_refuses_writes(db: &Db, name: &str, ctx: &str) {
 }
 
 /// Asserts the directory holds no file the database does not use: no
-/// leftovers of a failed job (CURRENT is the only other file).
+/// leftovers of a failed job (CURRENT is the only other file). Waits for
+/// background jobs first, whose outputs no Version names yet.
 pub fn assert_no_orphans(db: &Db, ctx: &str) {
+    db.wait_for_compactions().unwrap();
     let r = db.space_report().unwrap();
     assert!(r.other_bytes < 64, "{ctx}: leftovers {r:?}");
 }
