@@ -253,13 +253,49 @@ fn eio_on_a_value_file_record_fails_the_iterator_value() {
     injected(&fs, "eio_on_a_value_file_record_fails_the_iterator_value");
 }
 
-/// EIO reading CURRENT, the manifest or a WAL at open fails the open with
-/// an error naming the file and changes nothing on disk; once healed, the
-/// open recovers everything, the WAL's unflushed writes included.
+/// A GC job reads the value-reference bitmaps of the sstables that name
+/// its input, then the input's live records: EIO on either fails the job
+/// without poisoning (it changed nothing), and once healed GC collects.
 #[test]
-fn eio_reading_current_manifest_or_wal_fails_the_open_then_heals() {
+fn eio_in_a_gc_job_fails_it_without_poisoning() {
     let mut total = 0;
-    for name in ["CURRENT", "MANIFEST", ".wal"] {
+    for name in [".sst", ".vf"] {
+        let mem = MemFs::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let db = Db::open(DIR, uncached_options(Arc::new(fs.clone()))).unwrap();
+        let mut oracle = with_garbage(&db);
+        let garbage = db.space_report().unwrap().exposed_garbage_bytes;
+        fs.fail(&[FaultOp::Read], Some(name), 0, ErrorKind::Other, true);
+        let err = db.gc_with_ratio(0.01).unwrap_err();
+        assert_io(&err, name, ErrorKind::Other, name);
+        total += fs.injected();
+        fs.heal();
+        assert_eq!(db.space_report().unwrap().exposed_garbage_bytes, garbage);
+        oracle.put(&db, 200..220, 2, &SYNC);
+        check(&db, &oracle, name);
+        assert!(db.gc_with_ratio(0.01).unwrap().jobs > 0, "{name}");
+        assert_eq!(db.space_report().unwrap().exposed_garbage_bytes, 0);
+        check(&db, &oracle, name);
+        db.close().unwrap();
+        let db = Db::open(DIR, uncached_options(crashed(&mem))).unwrap();
+        check(&db, &oracle, name);
+    }
+    eprintln!("faults injected by eio_in_a_gc_job_fails_it_without_poisoning: {total}");
+}
+
+/// EIO reading CURRENT, the manifest or a WAL at open (and, with
+/// `paranoid_checks`, an sstable or value file, whose footers it reads)
+/// fails the open with an error naming the file and changes nothing on
+/// disk; once healed, the open recovers everything, the WAL's unflushed
+/// writes included.
+#[test]
+fn eio_reading_a_file_at_open_fails_the_open_then_heals() {
+    let mut total = 0;
+    for name in ["CURRENT", "MANIFEST", ".wal", ".sst", ".vf"] {
+        let paranoid = |fs: FaultFs| Options {
+            paranoid_checks: true,
+            ..uncached_options(Arc::new(fs))
+        };
         let mem = MemFs::new();
         let fs = FaultFs::new(Arc::new(mem.clone()));
         let (db, oracle) = populated(Arc::new(fs.clone()));
@@ -269,7 +305,7 @@ fn eio_reading_current_manifest_or_wal_fails_the_open_then_heals() {
             .map(|p| (p.clone(), mem.file_len(&p)))
             .collect();
         fs.fail(&[FaultOp::Read], Some(name), 0, ErrorKind::Other, true);
-        let err = Db::open(DIR, uncached_options(Arc::new(fs.clone()))).unwrap_err();
+        let err = Db::open(DIR, paranoid(fs.clone())).unwrap_err();
         assert_io(&err, name, ErrorKind::Other, name);
         let after: Vec<_> = files(&mem, "")
             .into_iter()
@@ -277,14 +313,12 @@ fn eio_reading_current_manifest_or_wal_fails_the_open_then_heals() {
             .collect();
         assert_eq!(before, after, "{name}: a failed open changed files");
         fs.heal();
-        let db = Db::open(DIR, uncached_options(Arc::new(fs.clone()))).unwrap();
+        let db = Db::open(DIR, paranoid(fs.clone())).unwrap();
         check(&db, &oracle, name);
         assert_eq!(oracle.acked_len(), 420);
         db.close().unwrap();
         total += fs.injected();
         assert!(fs.injected() >= 1, "{name}");
     }
-    eprintln!(
-        "faults injected by eio_reading_current_manifest_or_wal_fails_the_open_then_heals: {total}"
-    );
+    eprintln!("faults injected by eio_reading_a_file_at_open_fails_the_open_then_heals: {total}");
 }
