@@ -192,10 +192,27 @@ fn crash_loses_only_unlogged_writes_since_the_last_flush() {
     check(&db, &oracle, "after close and a crash");
 }
 
-/// Fails every file operation from the `n`-th on (a device going away)
-/// while `job` runs, for each `n` until the job completes untouched, and
-/// crashes: the reopened database holds exactly the oracle and no
-/// leftover. Returns the faults injected.
+/// Opens each crash image (a power loss, one that keeps part of the
+/// unsynced bytes, the files as the dead process left them) and checks it.
+fn check_images(images: [MemFs; 3], oracle: &Oracle, ctx: &str) {
+    for (image, what) in images
+        .into_iter()
+        .zip(["power loss", "torn", "process crash"])
+    {
+        let ctx = format!("{ctx}, {what}");
+        let db = Db::open(DIR, uncached_options(Arc::new(image))).unwrap();
+        check(&db, oracle, &ctx);
+        db.verify_checksums().unwrap();
+        assert_no_orphans(&db, &ctx);
+    }
+}
+
+/// Fails every file operation from the `n`-th on (a device going away; a
+/// failing append lands half its bytes) while `job` runs, for each `n`
+/// until the job completes untouched, and crashes: by a power loss, by a
+/// power loss that keeps part of the unsynced bytes, and by the process
+/// dying (every written byte stays). Each reopened database holds exactly
+/// the oracle and no leftover. Returns the faults injected.
 fn crash_at_every_step(
     name: &str,
     prepare: impl Fn(&Db) -> Oracle,
@@ -207,7 +224,7 @@ fn crash_at_every_step(
         let fs = FaultFs::new(Arc::new(mem.clone()));
         let db = Db::open(DIR, uncached_options(Arc::new(fs.clone()))).unwrap();
         let oracle = prepare(&db);
-        fs.fail(&FaultOp::ALL, None, n, ErrorKind::Other, true);
+        fs.fail_torn(&FaultOp::ALL, None, n, ErrorKind::Other, true);
         let result = job(&db);
         let injected = fs.injected() > 0;
         assert!(injected || result.is_ok(), "{name} step {n}: {result:?}");
@@ -217,14 +234,15 @@ fn crash_at_every_step(
                 "{name} step {n}: {e:?}"
             );
         }
-        let crashed = mem.crash_clone();
+        let power_loss = mem.crash_clone();
+        let torn = mem.crash_clone_keeping(|n| n / 2);
         drop(db);
         total += fs.injected();
-        let ctx = format!("{name} step {n}");
-        let db = Db::open(DIR, uncached_options(Arc::new(crashed))).unwrap();
-        check(&db, &oracle, &ctx);
-        db.verify_checksums().unwrap();
-        assert_no_orphans(&db, &ctx);
+        check_images(
+            [power_loss, torn, mem],
+            &oracle,
+            &format!("{name} step {n}"),
+        );
         if !injected {
             assert!(n >= 5, "{name}: only {n} I/O steps");
             break;
@@ -263,6 +281,15 @@ fn crash_at_every_io_step_of_a_compaction() {
     );
 }
 
+/// GC's own crash test (tests/gc.rs) fails whole operations; here its
+/// appends tear too, and the process-crash image keeps the torn bytes.
+#[test]
+fn crash_at_every_io_step_of_a_gc_job() {
+    crash_at_every_step("crash_at_every_io_step_of_a_gc_job", with_garbage, |db| {
+        db.gc_with_ratio(0.01).map(drop)
+    });
+}
+
 /// The same for an open: it replays the WAL into L0 sstables, starts a new
 /// WAL and manifest, points CURRENT at it and removes what the old state
 /// no longer needs. A power loss at any of those steps leaves a database
@@ -282,7 +309,7 @@ fn crash_at_every_io_step_of_an_open() {
     for n in 0.. {
         let mem = image.crash_clone();
         let fs = FaultFs::new(Arc::new(mem.clone()));
-        fs.fail(&FaultOp::ALL, None, n, ErrorKind::Other, true);
+        fs.fail_torn(&FaultOp::ALL, None, n, ErrorKind::Other, true);
         let opened = Db::open(DIR, uncached_options(Arc::new(fs.clone())));
         let injected = fs.injected() > 0;
         if let Err(e) = &opened {
@@ -291,14 +318,11 @@ fn crash_at_every_io_step_of_an_open() {
                 "step {n}: {e:?}"
             );
         }
-        let crashed = mem.crash_clone();
+        let power_loss = mem.crash_clone();
+        let torn = mem.crash_clone_keeping(|n| n / 2);
         drop(opened);
         total += fs.injected();
-        let ctx = format!("open step {n}");
-        let db = Db::open(DIR, uncached_options(Arc::new(crashed))).unwrap();
-        check(&db, &oracle, &ctx);
-        db.verify_checksums().unwrap();
-        assert_no_orphans(&db, &ctx);
+        check_images([power_loss, torn, mem], &oracle, &format!("open step {n}"));
         if !injected {
             assert!(n >= 10, "only {n} I/O steps");
             break;
