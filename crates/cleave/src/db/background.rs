@@ -62,7 +62,8 @@ pub(super) fn run(db: &DbInner) {
         {
             if let Some(plan) = picker::pick(&st.current, &db.picker_opts, &st.busy()) {
                 let version = st.current.clone();
-                st = run_registered(db, st, plan, version);
+                // A failure has poisoned the database; see run_registered.
+                st = run_registered(db, st, plan, version).0;
                 continue;
             }
         }
@@ -87,12 +88,18 @@ pub(super) fn run(db: &DbInner) {
 }
 
 /// Runs `plan` with the state lock released, registered as running.
+/// Returns the lock again, and the job's result. A failure poisons the
+/// database, a read error included: RocksDB (with its default
+/// `paranoid_checks`) stops writes on any compaction error too, and
+/// picking the same inputs again at once would spin on a lasting fault
+/// while L0 grows. The inputs are untouched and the outputs removed, so
+/// nothing is lost; a reopen compacts again.
 fn run_registered<'a>(
     db: &'a DbInner,
     mut st: parking_lot::MutexGuard<'a, State>,
     plan: CompactionPlan,
     version: Arc<Version>,
-) -> parking_lot::MutexGuard<'a, State> {
+) -> (parking_lot::MutexGuard<'a, State>, Result<()>) {
     let id = db.next_job_id.fetch_add(1, Ordering::Relaxed);
     let mut busy = Busy::default();
     busy.add(&plan);
@@ -110,7 +117,7 @@ fn run_registered<'a>(
     let mut st = db.state.lock();
     st.compactions.retain(|c| c.id != id);
     db.bg_cv.notify_all();
-    st
+    (st, r)
 }
 
 impl DbInner {
@@ -143,7 +150,10 @@ impl DbInner {
                 {
                     Some(plan) => {
                         let version = st.current.clone();
-                        let st = run_registered(self, st, plan, version);
+                        // This job's own error, with its kind (a full disk,
+                        // say), rather than the poison it caused.
+                        let (st, r) = run_registered(self, st, plan, version);
+                        r?;
                         Self::check_bg_error(&st)?;
                     }
                     // Nothing conflicts, so the picker has nothing to do here.

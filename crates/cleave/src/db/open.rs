@@ -23,6 +23,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::{new_block_cache, TableCache};
 use crate::value_file::ValueStore;
+use crate::vfs::Fs;
 use crate::wal::{self, WalWriter};
 
 pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
@@ -47,6 +48,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         }
         VersionSet::recover(fs.clone(), dir, &opts)?
     } else {
+        refuse_lost_current(fs.as_ref(), dir)?;
         if !opts.create_if_missing {
             return Err(Error::InvalidArgument(format!(
                 "{} holds no database (no CURRENT) and create_if_missing is false",
@@ -126,6 +128,34 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     Ok(inner)
 }
 
+/// A directory without CURRENT but with WALs, sstables or value files holds
+/// a database whose CURRENT was lost: creating a new one there would remove
+/// them all as orphans. (Manifests alone are what a crash while creating a
+/// database leaves: it writes its first WAL only after CURRENT.)
+fn refuse_lost_current(fs: &dyn Fs, dir: &Path) -> Result<()> {
+    let mut names = fs.list(dir)?;
+    names.sort();
+    let found = names.into_iter().find(|name| {
+        filename::parse(name).is_some_and(|(kind, _)| {
+            matches!(
+                kind,
+                FileKind::Wal | FileKind::Sstable | FileKind::ValueFile
+            )
+        })
+    });
+    match found {
+        Some(name) => Err(Error::corruption(
+            filename::current(dir),
+            0,
+            format!(
+                "CURRENT is missing, but the directory holds database files ({name}): \
+                 refusing to create a new database over them"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 impl DbInner {
     /// Replays the WALs the manifest does not cover into L0, starts a new
     /// WAL, and removes files nothing names.
@@ -151,7 +181,7 @@ impl DbInner {
             .collect();
         wals.sort();
         let mut edit = VersionEdit::default();
-        self.replay_wals(&wals, &mut edit)?;
+        self.replay_wals(log_number, &wals, &mut edit)?;
 
         let number = self.versions.lock().new_file_number();
         let writer = WalWriter::create(self.fs.as_ref(), &self.dir, number)?;
@@ -207,11 +237,34 @@ impl DbInner {
     /// `edit`). Stops at the first damaged record: later records (in this or
     /// later WALs) would not form a state that ever existed. With
     /// `paranoid_checks`, damage other than a torn final record is an error.
-    fn replay_wals(&self, wals: &[FileNumber], edit: &mut VersionEdit) -> Result<()> {
+    ///
+    /// A WAL missing from the chain (the manifest's `log_number`, or one a
+    /// later WAL's header names as its predecessor) is corruption naming
+    /// it, whatever `paranoid_checks` says: a crash never leaves such a gap
+    /// (every directory sync covers all WALs created before), so a file was
+    /// lost, and going on would either replay later writes over a hole or
+    /// retire the later WALs for good.
+    fn replay_wals(
+        &self,
+        log_number: FileNumber,
+        wals: &[FileNumber],
+        edit: &mut VersionEdit,
+    ) -> Result<()> {
         let mut mem = Arc::new(MemTable::new());
         let mut max_seq = self.visible_seq.load(Ordering::Acquire);
+        // Databases that never logged a WAL number have none to miss.
+        if log_number.0 > 0 && wals.first() != Some(&log_number) {
+            return Err(Error::corruption(
+                filename::wal(&self.dir, log_number),
+                0,
+                "WAL missing: the manifest names it as the oldest WAL to replay",
+            ));
+        }
+        let mut previous: Option<FileNumber> = None;
         'wals: for &number in wals {
             let contents = wal::read(self.fs.as_ref(), &self.dir, number)?;
+            self.check_wal_chain(previous, number, contents.previous)?;
+            previous = Some(number);
             for (seq, batch) in &contents.batches {
                 let mut s = *seq;
                 for e in batch.entries() {
@@ -240,6 +293,34 @@ impl DbInner {
             self.flush_recovered(&mem, edit)?;
         }
         self.visible_seq.store(max_seq, Ordering::Release);
+        Ok(())
+    }
+
+    /// WAL `number`, replayed after `previous`, whose header names `named`
+    /// as the WAL before it: the two must agree.
+    fn check_wal_chain(
+        &self,
+        previous: Option<FileNumber>,
+        number: FileNumber,
+        named: Option<FileNumber>,
+    ) -> Result<()> {
+        let (Some(previous), Some(named)) = (previous, named) else {
+            return Ok(());
+        };
+        if named > previous {
+            return Err(Error::corruption(
+                filename::wal(&self.dir, named),
+                0,
+                format!("WAL missing: {number}.wal names it as the WAL before it"),
+            ));
+        }
+        if named < previous {
+            return Err(Error::corruption(
+                filename::wal(&self.dir, number),
+                0,
+                format!("header names {named}.wal as the WAL before it, but {previous}.wal is"),
+            ));
+        }
         Ok(())
     }
 

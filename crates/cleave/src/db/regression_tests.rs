@@ -159,3 +159,92 @@ fn failed_dir_sync_after_current_rename_keeps_the_manifest() {
         Some(b"v".to_vec())
     );
 }
+
+/// With CURRENT lost, open took the directory for an empty one: it created
+/// a new database and removed every sstable, value file and WAL as an
+/// orphan. It now fails naming CURRENT and leaves the files alone.
+#[test]
+fn a_missing_current_fails_the_open_and_keeps_the_files() {
+    let mem = MemFs::new();
+    let db = Db::open(DIR, options(Arc::new(mem.clone()))).unwrap();
+    db.put(&SYNC, b"k", b"v").unwrap();
+    db.flush().unwrap();
+    db.put(&SYNC, b"k2", b"v2").unwrap();
+    db.close().unwrap();
+    let current = Path::new(DIR).join("CURRENT");
+    mem.remove(&current).unwrap();
+    let before = mem.list(Path::new(DIR)).unwrap();
+    for create_if_missing in [true, false] {
+        let opts = Options {
+            create_if_missing,
+            ..options(Arc::new(mem.clone()))
+        };
+        let err = Db::open(DIR, opts).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+        assert!(err.to_string().contains("CURRENT"), "{err}");
+        let mut after = mem.list(Path::new(DIR)).unwrap();
+        after.sort();
+        let mut expected = before.clone();
+        expected.sort();
+        assert_eq!(after, expected, "the failed open changed files");
+    }
+}
+
+/// Replay took whatever WALs the directory listed: with WALs 1, 2 and 3
+/// live and 2 lost, open replayed 1 and 3, applying 3's writes over the
+/// hole 2 left (a state that never existed), and with the manifest's
+/// oldest live WAL lost it replayed the rest as if nothing were missing;
+/// either way silently, and the open then retired the WALs for good. Each
+/// WAL now names the one before it, and a gap fails the open naming the
+/// missing WAL. (The newest WAL has no successor to name it: its loss
+/// leaves a consistent prefix, as in RocksDB without WAL tracking.)
+#[test]
+fn a_missing_wal_fails_the_open_naming_it() {
+    let mem = MemFs::new();
+    {
+        // No background threads: the memtables stay unflushed, so all
+        // three WALs stay live.
+        let inner = open::open(Path::new(DIR), options(Arc::new(mem.clone()))).unwrap();
+        let big = vec![b'x'; 20 << 10];
+        let unlogged = WriteOptions {
+            sync: false,
+            disable_wal: true,
+        };
+        inner.write(&SYNC, put(b"a", b"1")).unwrap();
+        inner.write(&unlogged, put(b"bulk1", &big)).unwrap();
+        inner.write(&SYNC, put(b"a", b"2")).unwrap(); // the next WAL
+        inner.write(&unlogged, put(b"bulk2", &big)).unwrap();
+        inner.write(&SYNC, put(b"b", b"3")).unwrap(); // the one after
+    }
+    let crashed = mem.crash_clone();
+    let mut wals: Vec<String> = crashed
+        .list(Path::new(DIR))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".wal"))
+        .collect();
+    wals.sort();
+    assert_eq!(wals.len(), 3, "{wals:?}");
+    for paranoid_checks in [false, true] {
+        for lost in &wals[..2] {
+            let fs = crashed.crash_clone();
+            fs.remove(&Path::new(DIR).join(lost)).unwrap();
+            let opts = Options {
+                paranoid_checks,
+                ..options(Arc::new(fs))
+            };
+            let err = Db::open(DIR, opts).unwrap_err();
+            assert!(err.is_corruption(), "{lost}: {err}");
+            assert!(err.to_string().contains(lost), "{lost}: {err}");
+        }
+    }
+    let fs = crashed.crash_clone();
+    fs.remove(&Path::new(DIR).join(&wals[2])).unwrap();
+    let db = Db::open(DIR, options(Arc::new(fs))).unwrap();
+    let r = ReadOptions::new();
+    assert_eq!(db.get(&r, b"a").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(db.get(&r, b"b").unwrap(), None);
+    drop(db);
+    let db = Db::open(DIR, options(Arc::new(crashed))).unwrap();
+    assert_eq!(db.get(&r, b"b").unwrap().as_deref(), Some(&b"3"[..]));
+}

@@ -258,7 +258,9 @@ impl DbInner {
         let switched = (|| {
             let mut wal = self.wal.lock();
             let number = self.versions.lock().new_file_number();
-            let new = WalWriter::create(self.fs.as_ref(), &self.dir, number)?;
+            // Named in the new WAL's header, so replay notices if it goes missing.
+            let previous = wal.current.as_ref().map(WalWriter::number);
+            let new = WalWriter::create_after(self.fs.as_ref(), &self.dir, number, previous)?;
             // Synced by the next synced write (see `WalState`).
             if let Some(old) = wal.current.replace(new) {
                 wal.unsynced.push(old);

@@ -47,7 +47,15 @@ struct Rule {
     kind: ErrorKind,
     /// Keep failing after the first injected error.
     sticky: bool,
+    /// A failing append first writes the first half of its bytes.
+    torn: bool,
     fired: bool,
+}
+
+/// An injected failure.
+struct Strike {
+    kind: ErrorKind,
+    torn: bool,
 }
 
 #[derive(Debug, Default)]
@@ -59,33 +67,45 @@ struct Control {
 
 impl Control {
     fn check(&self, op: FaultOp, path: &Path) -> Result<()> {
+        match self.strike(op, path) {
+            Some(strike) => Err(injected_error(op, path, strike.kind)),
+            None => Ok(()),
+        }
+    }
+
+    /// Counts `op` and decides whether it fails.
+    fn strike(&self, op: FaultOp, path: &Path) -> Option<Strike> {
         let idx = FaultOp::ALL.iter().position(|&o| o == op).unwrap_or(0);
         self.counts[idx].fetch_add(1, Ordering::Relaxed);
         let mut guard = self.rule.lock();
-        let Some(rule) = guard.as_mut() else {
-            return Ok(());
-        };
+        let rule = guard.as_mut()?;
         let matches = rule.ops.contains(&op)
             && rule
                 .path_contains
                 .as_deref()
                 .is_none_or(|s| path.to_string_lossy().contains(s));
         if !matches || (rule.fired && !rule.sticky) {
-            return Ok(());
+            return None;
         }
         if rule.skip > 0 {
             rule.skip -= 1;
-            return Ok(());
+            return None;
         }
         rule.fired = true;
         self.injected.fetch_add(1, Ordering::Relaxed);
-        let kind = rule.kind;
-        Err(Error::io(
-            path,
-            op_name(op),
-            std::io::Error::new(kind, format!("injected fault in {op:?}")),
-        ))
+        Some(Strike {
+            kind: rule.kind,
+            torn: rule.torn,
+        })
     }
+}
+
+fn injected_error(op: FaultOp, path: &Path, kind: ErrorKind) -> Error {
+    Error::io(
+        path,
+        op_name(op),
+        std::io::Error::new(kind, format!("injected fault in {op:?}")),
+    )
 }
 
 fn op_name(op: FaultOp) -> &'static str {
@@ -127,12 +147,39 @@ impl FaultFs {
         kind: ErrorKind,
         sticky: bool,
     ) {
+        self.set_rule(ops, path_contains, skip, kind, sticky, false);
+    }
+
+    /// As [`fail`](Self::fail), but a failing append first writes the
+    /// first half of its bytes: a short write, as a full disk or a crash
+    /// in the middle of `write` leaves behind.
+    pub fn fail_torn(
+        &self,
+        ops: &[FaultOp],
+        path_contains: Option<&str>,
+        skip: u64,
+        kind: ErrorKind,
+        sticky: bool,
+    ) {
+        self.set_rule(ops, path_contains, skip, kind, sticky, true);
+    }
+
+    fn set_rule(
+        &self,
+        ops: &[FaultOp],
+        path_contains: Option<&str>,
+        skip: u64,
+        kind: ErrorKind,
+        sticky: bool,
+        torn: bool,
+    ) {
         *self.control.rule.lock() = Some(Rule {
             ops: ops.to_vec(),
             path_contains: path_contains.map(str::to_string),
             skip,
             kind,
             sticky,
+            torn,
             fired: false,
         });
     }
@@ -213,8 +260,15 @@ struct FaultWritable {
 
 impl WritableFile for FaultWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.control.check(FaultOp::Append, &self.path)?;
-        self.inner.append(data)
+        match self.control.strike(FaultOp::Append, &self.path) {
+            Some(strike) => {
+                if strike.torn {
+                    self.inner.append(&data[..data.len() / 2])?;
+                }
+                Err(injected_error(FaultOp::Append, &self.path, strike.kind))
+            }
+            None => self.inner.append(data),
+        }
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -277,5 +331,42 @@ mod tests {
         f.sync().unwrap();
         assert_eq!(fs.injected(), 1);
         assert_eq!(fs.count(FaultOp::Sync), 3);
+    }
+
+    #[test]
+    fn a_torn_append_writes_half_then_fails() {
+        let mem = MemFs::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let dir = Path::new("/d");
+        fs.create_dir_all(dir).unwrap();
+        let path = dir.join("MANIFEST-000001");
+        let mut f = fs.create(&path, FileOptions::default()).unwrap();
+        fs.fail_torn(
+            &[FaultOp::Append],
+            Some("MANIFEST"),
+            1,
+            ErrorKind::StorageFull,
+            false,
+        );
+        f.append(b"whole").unwrap();
+        let err = f.append(b"0123456789").unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { op: "write", source, .. } if source.kind() == ErrorKind::StorageFull),
+            "{err}"
+        );
+        assert_eq!(f.len(), 10, "half of the failed append landed");
+        assert_eq!(
+            crate::vfs::read_all(&mem, &path).unwrap(),
+            b"whole01234".to_vec()
+        );
+        // Not sticky: the next append is whole again.
+        f.append(b"ab").unwrap();
+        assert_eq!(f.len(), 12);
+        assert_eq!(fs.injected(), 1);
+        // Other operations fail as with `fail`, writing nothing.
+        fs.fail_torn(&[FaultOp::Sync], None, 0, ErrorKind::Other, false);
+        assert!(f.sync().is_err());
+        assert_eq!(f.len(), 12);
+        assert_eq!(fs.injected(), 2);
     }
 }

@@ -14,10 +14,14 @@ const MAGIC: &[u8; 8] = b"cleavWAL";
 /// Version of the WAL format this build writes and reads.
 pub(crate) const FORMAT_VERSION: u32 = 1;
 
-fn header(number: FileNumber) -> Vec<u8> {
+/// The header names the file's own number and the WAL written before it
+/// (0: none known), so that replay can tell a missing WAL from the end of
+/// the chain. Readers before the second field ignore it.
+fn header(number: FileNumber, previous: Option<FileNumber>) -> Vec<u8> {
     let mut h = MAGIC.to_vec();
     put_fixed32(&mut h, FORMAT_VERSION);
     put_fixed64(&mut h, number.0);
+    put_fixed64(&mut h, previous.map_or(0, |p| p.0));
     h
 }
 
@@ -29,12 +33,23 @@ pub(crate) struct WalWriter {
 }
 
 impl WalWriter {
-    /// Creates the file and writes its header. The caller syncs the
-    /// directory before acknowledging writes that went to this WAL.
+    /// Creates the file and writes its header, which names no earlier WAL
+    /// (the one an open starts). The caller syncs the directory before
+    /// acknowledging writes that went to this WAL.
     pub(crate) fn create(fs: &dyn Fs, dir: &Path, number: FileNumber) -> Result<Self> {
+        Self::create_after(fs, dir, number, None)
+    }
+
+    /// As [`Self::create`], for the WAL that follows `previous`.
+    pub(crate) fn create_after(
+        fs: &dyn Fs,
+        dir: &Path,
+        number: FileNumber,
+        previous: Option<FileNumber>,
+    ) -> Result<Self> {
         let file = fs.create(&filename::wal(dir, number), FileOptions::default())?;
         let mut writer = RecordWriter::new(file);
-        writer.add(&header(number))?;
+        writer.add(&header(number, previous))?;
         Ok(WalWriter {
             number,
             writer,
@@ -79,6 +94,8 @@ pub(crate) struct WalContents {
     pub batches: Vec<(SeqNo, WriteBatch)>,
     pub damage: Option<Damage>,
     pub path: PathBuf,
+    /// The WAL written before this one, if the header names it.
+    pub previous: Option<FileNumber>,
 }
 
 /// Reads a whole WAL. Bad records end the read (the caller decides what a
@@ -92,6 +109,7 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path, number: FileNumber) -> Result<WalCon
         batches: Vec::new(),
         damage: None,
         path: path.clone(),
+        previous: None,
     };
     let mut first = true;
     loop {
@@ -118,7 +136,7 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path, number: FileNumber) -> Result<WalCon
             }
         };
         if first {
-            check_header(&path, number, payload)?;
+            contents.previous = check_header(&path, number, payload)?;
             first = false;
             continue;
         }
@@ -129,7 +147,8 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path, number: FileNumber) -> Result<WalCon
     Ok(contents)
 }
 
-fn check_header(path: &Path, number: FileNumber, payload: &[u8]) -> Result<()> {
+/// Checks the header and returns the previous WAL it names, if any.
+fn check_header(path: &Path, number: FileNumber, payload: &[u8]) -> Result<Option<FileNumber>> {
     let bad = |r: &str| Error::corruption(path, 0, r.to_string());
     let mut d = Decoder::new(payload);
     if d.bytes(MAGIC.len()).map_err(|e| bad(e.0))? != MAGIC {
@@ -146,7 +165,12 @@ fn check_header(path: &Path, number: FileNumber, payload: &[u8]) -> Result<()> {
     if d.fixed64().map_err(|e| bad(e.0))? != number.0 {
         return Err(bad("WAL header names another file number"));
     }
-    Ok(())
+    // Absent in WALs written before the field existed.
+    if d.is_empty() {
+        return Ok(None);
+    }
+    let previous = d.fixed64().map_err(|e| bad(e.0))?;
+    Ok((previous != 0).then_some(FileNumber(previous)))
 }
 
 #[cfg(test)]
@@ -236,6 +260,28 @@ mod tests {
             matches!(err, Error::UnsupportedFormatVersion { found: 2, .. }),
             "{err}"
         );
+    }
+
+    #[test]
+    fn header_names_the_previous_wal() {
+        let (fs, dir) = setup();
+        WalWriter::create_after(&fs, &dir, FileNumber(7), Some(FileNumber(5))).unwrap();
+        let c = read(&fs, &dir, FileNumber(7)).unwrap();
+        assert_eq!(c.previous, Some(FileNumber(5)));
+        write_wal(&fs, &dir, 5);
+        assert_eq!(read(&fs, &dir, FileNumber(5)).unwrap().previous, None);
+        // A header written before the field existed names none.
+        let path = filename::wal(&dir, FileNumber(9));
+        let mut header = MAGIC.to_vec();
+        put_fixed32(&mut header, FORMAT_VERSION);
+        put_fixed64(&mut header, 9);
+        let mut bytes = Vec::new();
+        record::encode(&mut bytes, &header);
+        let mut f = fs.create(&path, FileOptions::default()).unwrap();
+        f.append(&bytes).unwrap();
+        drop(f);
+        let c = read(&fs, &dir, FileNumber(9)).unwrap();
+        assert_eq!((c.previous, c.damage), (None, None));
     }
 
     #[test]

@@ -1,0 +1,511 @@
+//! Write faults: a full disk (ENOSPC) or a failed fsync in the WAL, a
+//! flush, a compaction, a GC job, a manifest write or rotation, the
+//! directory, and the flush of a recovery. A failure whose effect on disk
+//! is unknown poisons the database: writes are refused with an error
+//! naming the file, reads go on, and a reopen (of the live files or of
+//! what a power loss leaves) recovers every acknowledged write. A GC job
+//! that fails before its commit changed nothing and does not poison.
+
+#[path = "common/faults.rs"]
+mod setup;
+
+use std::io::ErrorKind;
+use std::sync::Arc;
+
+use cleave::vfs::{FaultFs, FaultOp, MemFs};
+use cleave::{Db, Error, Options, ReadOptions};
+
+use setup::*;
+use FaultOp::{Append, Create, Rename, Sync, SyncDir};
+
+fn get(db: &Db, i: usize) -> Option<Vec<u8>> {
+    db.get(&ReadOptions::new(), &k(i)).unwrap()
+}
+
+/// Asserts `err` is the failure on a `name` file, or the poison it caused
+/// (a flush runs in the background and the caller learns of it so), and
+/// names the file.
+fn assert_failed_on(err: &Error, name: &str, ctx: &str) {
+    assert!(
+        matches!(err, Error::Io { .. } | Error::Poisoned(_)),
+        "{ctx}: {err:?}"
+    );
+    assert!(err.to_string().contains(name), "{ctx}: {err}");
+}
+
+/// Reopens both what the process left (a crash of the process) and what
+/// a power loss leaves, and checks each.
+fn reopen_and_check(mem: &MemFs, oracle: &Oracle, ctx: &str) {
+    for (fs, what) in [
+        (Arc::new(mem.clone()) as _, "live"),
+        (crashed(mem), "crash"),
+    ] {
+        let db = Db::open(DIR, options(fs)).unwrap();
+        let ctx = format!("{ctx}, reopened ({what})");
+        check(&db, oracle, &ctx);
+        assert_no_orphans(&db, &ctx);
+        db.close().unwrap();
+    }
+}
+
+/// A full disk under a WAL append fails that write, which is not
+/// acknowledged, and poisons the database (the WAL may hold part of it).
+/// Whole and torn: a short write leaves half a record, which replay
+/// drops as a torn tail.
+#[test]
+fn enospc_on_a_wal_append_fails_the_write_and_poisons() {
+    let mut total = 0;
+    for torn in [false, true] {
+        let ctx = format!("torn {torn}");
+        let mem = MemFs::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+        let mut oracle = Oracle::default();
+        oracle.put(&db, 0..100, 0, &SYNC);
+        let rule = if torn {
+            FaultFs::fail_torn
+        } else {
+            FaultFs::fail
+        };
+        rule(
+            &fs,
+            &[FaultOp::Append],
+            Some(".wal"),
+            0,
+            ErrorKind::StorageFull,
+            true,
+        );
+        let err = db.put(&SYNC, &k(100), &v(100, 0)).unwrap_err();
+        assert_io(&err, ".wal", ErrorKind::StorageFull, &ctx);
+        assert_refuses_writes(&db, ".wal", &ctx);
+        assert_eq!(db.get(&ReadOptions::new(), &k(5)).unwrap(), Some(v(5, 0)));
+        assert_eq!(db.get(&ReadOptions::new(), &k(100)).unwrap(), None);
+        assert_poisoned(&db.close().unwrap_err(), ".wal", &ctx);
+        total += fs.injected();
+        fs.heal();
+        reopen_and_check(&mem, &oracle, &ctx);
+        // The failed write never reappears, and the database takes writes
+        // that survive the next reopen.
+        let db = Db::open(DIR, options(Arc::new(mem.clone()))).unwrap();
+        assert_eq!(db.get(&ReadOptions::new(), &k(100)).unwrap(), None);
+        oracle.put(&db, 100..120, 1, &SYNC);
+        drop(db);
+        reopen_and_check(&mem, &oracle, &ctx);
+    }
+    eprintln!("faults injected by enospc_on_a_wal_append_fails_the_write_and_poisons: {total}");
+}
+
+/// A failed WAL fsync fails the write and poisons the database; a reopen
+/// recovers everything acknowledged before, and nothing refused after.
+#[test]
+fn failed_wal_sync_poisons_then_reopen_recovers() {
+    let mem = MemFs::new();
+    let fs = FaultFs::new(Arc::new(mem.clone()));
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    let mut oracle = Oracle::default();
+    oracle.put(&db, 0..100, 0, &SYNC);
+    fs.fail(&[FaultOp::Sync], Some(".wal"), 0, ErrorKind::Other, true);
+    let err = db.put(&SYNC, &k(100), &v(100, 0)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Io {
+                op: "fdatasync",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_io(&err, ".wal", ErrorKind::Other, "sync");
+    // Appended but not synced: a crash may or may not keep it.
+    oracle.maybe(100, 0);
+    let err = db.put(&ASYNC, &k(101), &v(101, 0)).unwrap_err();
+    assert_poisoned(&err, ".wal", "async write after the failed sync");
+    assert_refuses_writes(&db, ".wal", "after the failed sync");
+    assert_eq!(get(&db, 5), Some(v(5, 0)), "reads still work");
+    let err = db.close().unwrap_err();
+    assert_poisoned(&err, ".wal", "close must report the poison");
+    fs.heal();
+    reopen_and_check(&mem, &oracle, "failed WAL sync");
+    let db = Db::open(DIR, options(crashed(&mem))).unwrap();
+    assert_eq!(
+        get(&db, 101),
+        None,
+        "a write refused by a poisoned db must not appear"
+    );
+    injected(&fs, "failed_wal_sync_poisons_then_reopen_recovers");
+}
+
+/// A synced write after a memtable switch syncs the directory entry of the
+/// new WAL; when that fsync fails, the write fails and the database is
+/// poisoned (if a background flush's own directory sync failed first, the
+/// write learns of that poison instead).
+#[test]
+fn failed_directory_sync_for_a_new_wal_poisons_then_reopen_recovers() {
+    let mem = MemFs::new();
+    let fs = FaultFs::new(Arc::new(mem.clone()));
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    let mut oracle = Oracle::default();
+    oracle.put(&db, 0..20, 0, &SYNC);
+    fs.fail(&[FaultOp::SyncDir], None, 0, ErrorKind::Other, true);
+    let mut failed = None;
+    for i in 20..2000 {
+        match db.put(&SYNC, &k(i), &v(i, 0)) {
+            Ok(()) => oracle.ack(i, 0),
+            Err(e) => {
+                oracle.maybe(i, 0);
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    let err = failed.expect("a memtable switch must sync the directory");
+    assert_failed_on(&err, DIR, "directory sync");
+    assert_refuses_writes(&db, DIR, "after the failed directory sync");
+    drop(db);
+    fs.heal();
+    reopen_and_check(&mem, &oracle, "failed directory sync");
+    injected(
+        &fs,
+        "failed_directory_sync_for_a_new_wal_poisons_then_reopen_recovers",
+    );
+}
+
+/// One way a flush can fail: the operations and the file that fail, the
+/// error kind, and whether a failing append lands half its bytes.
+struct Case {
+    ops: &'static [FaultOp],
+    name: &'static str,
+    kind: ErrorKind,
+    torn: bool,
+}
+
+const fn case(ops: &'static [FaultOp], name: &'static str, kind: ErrorKind, torn: bool) -> Case {
+    Case {
+        ops,
+        name,
+        kind,
+        torn,
+    }
+}
+
+impl Case {
+    fn inject(&self, fs: &FaultFs, skip: u64) {
+        let path = (self.name != DIR).then_some(self.name);
+        if self.torn {
+            fs.fail_torn(self.ops, path, skip, self.kind, true);
+        } else {
+            fs.fail(self.ops, path, skip, self.kind, true);
+        }
+    }
+}
+
+impl std::fmt::Display for Case {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} on {} ({:?}{})",
+            self.ops,
+            self.name,
+            self.kind,
+            if self.torn { ", torn" } else { "" }
+        )
+    }
+}
+
+/// A full disk, a failed create or a failed fsync of a flush's sstable,
+/// value file, manifest record or directory: the flush fails, the
+/// database is poisoned, and nothing acknowledged is lost on reopen; the
+/// flush's files are removed then.
+#[test]
+fn failed_flush_io_poisons_then_reopen_recovers() {
+    let cases = [
+        case(&[Append], ".sst", ErrorKind::StorageFull, false),
+        case(&[Append], ".sst", ErrorKind::StorageFull, true),
+        case(&[Append], ".vf", ErrorKind::StorageFull, false),
+        case(&[Append], ".vf", ErrorKind::StorageFull, true),
+        case(&[Create], ".sst", ErrorKind::StorageFull, false),
+        case(&[Create], ".vf", ErrorKind::StorageFull, false),
+        case(&[Sync], ".sst", ErrorKind::Other, false),
+        case(&[Sync], ".vf", ErrorKind::Other, false),
+        case(&[Append], "MANIFEST", ErrorKind::StorageFull, false),
+        case(&[Append], "MANIFEST", ErrorKind::StorageFull, true),
+        case(&[Sync], "MANIFEST", ErrorKind::Other, false),
+        case(&[SyncDir], DIR, ErrorKind::Other, false),
+    ];
+    let mut total = 0;
+    for c in &cases {
+        let ctx = c.to_string();
+        let mem = MemFs::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+        let mut oracle = Oracle::default();
+        oracle.put(&db, 0..40, 0, &SYNC);
+        c.inject(&fs, 0);
+        let err = db.flush().unwrap_err();
+        assert_failed_on(&err, c.name, &ctx);
+        assert_refuses_writes(&db, c.name, &ctx);
+        check(&db, &oracle, &ctx);
+        drop(db);
+        total += fs.injected();
+        assert!(fs.injected() > 0, "{ctx}");
+        fs.heal();
+        reopen_and_check(&mem, &oracle, &ctx);
+    }
+    eprintln!("faults injected by failed_flush_io_poisons_then_reopen_recovers: {total}");
+}
+
+/// The manifest is rewritten as a snapshot once it grows past
+/// `max_manifest_file_size`: a new manifest, a temporary CURRENT synced and
+/// renamed over the old one, and the directory synced. A failure at any of
+/// those steps poisons; the reopen finds CURRENT naming a complete
+/// manifest (old or new) and removes the other.
+#[test]
+fn failed_manifest_rotation_poisons_then_reopen_recovers() {
+    let cases = [
+        case(&[Create], "MANIFEST", ErrorKind::StorageFull, false),
+        case(&[Create], ".tmp", ErrorKind::StorageFull, false),
+        case(&[Append], ".tmp", ErrorKind::StorageFull, true),
+        case(&[Sync], ".tmp", ErrorKind::Other, false),
+        case(&[Rename], ".tmp", ErrorKind::Other, false),
+    ];
+    let mut total = 0;
+    for c in &cases {
+        let ctx = c.to_string();
+        let mem = MemFs::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let opts = Options {
+            max_manifest_file_size: 1 << 10,
+            ..options(Arc::new(fs.clone()))
+        };
+        let db = Db::open(DIR, opts).unwrap();
+        let mut oracle = Oracle::default();
+        c.inject(&fs, 0);
+        // The rotation may come in a flush or in a background compaction;
+        // after it, writes are refused (and not written).
+        let mut err = None;
+        'rounds: for round in 0..100 {
+            for i in round * 10..round * 10 + 10 {
+                match db.put(&SYNC, &k(i), &v(i, round)) {
+                    Ok(()) => oracle.ack(i, round),
+                    Err(e) => {
+                        err = Some(e);
+                        break 'rounds;
+                    }
+                }
+            }
+            if let Err(e) = db.flush() {
+                err = Some(e);
+                break;
+            }
+        }
+        let err = err.expect("the manifest must rotate");
+        assert_failed_on(&err, c.name, &ctx);
+        assert_refuses_writes(&db, c.name, &ctx);
+        drop(db);
+        total += fs.injected();
+        fs.heal();
+        reopen_and_check(&mem, &oracle, &ctx);
+        let db = Db::open(DIR, options(Arc::new(mem.clone()))).unwrap();
+        assert_eq!(files(&mem, "MANIFEST").len(), 1, "{ctx}");
+        db.close().unwrap();
+    }
+    eprintln!("faults injected by failed_manifest_rotation_poisons_then_reopen_recovers: {total}");
+}
+
+/// A compaction that cannot write its output (full disk, failed fsync)
+/// or log its edit fails with that error, typed, and poisons; its outputs
+/// are removed (or, once the edit may be logged, left for the reopen to
+/// remove if the manifest does not name them).
+#[test]
+fn failed_compaction_io_poisons_then_reopen_recovers() {
+    let cases = [
+        case(&[Append], ".sst", ErrorKind::StorageFull, false),
+        case(&[Append], ".sst", ErrorKind::StorageFull, true),
+        case(&[Sync], ".sst", ErrorKind::Other, false),
+        case(&[Append], "MANIFEST", ErrorKind::StorageFull, true),
+        case(&[Sync], "MANIFEST", ErrorKind::Other, false),
+    ];
+    let mut total = 0;
+    for c in &cases {
+        let ctx = c.to_string();
+        let mem = MemFs::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let db = Db::open(DIR, uncached_options(Arc::new(fs.clone()))).unwrap();
+        let mut oracle = Oracle::default();
+        for round in 0..3 {
+            oracle.put(&db, round * 50..round * 50 + 100, round, &SYNC);
+            db.flush().unwrap();
+        }
+        let tables = files(&mem, "sst");
+        c.inject(&fs, 0);
+        let err = db.compact_range(None, None).unwrap_err();
+        assert_io(&err, c.name, c.kind, &ctx);
+        assert_refuses_writes(&db, c.name, &ctx);
+        if c.name == ".sst" {
+            assert_eq!(files(&mem, "sst"), tables, "{ctx}: outputs left behind");
+        }
+        check(&db, &oracle, &ctx);
+        drop(db);
+        total += fs.injected();
+        fs.heal();
+        reopen_and_check(&mem, &oracle, &ctx);
+        let db = Db::open(DIR, options(Arc::new(mem.clone()))).unwrap();
+        db.compact_range(None, None).unwrap();
+        check(&db, &oracle, &ctx);
+        db.close().unwrap();
+    }
+    eprintln!("faults injected by failed_compaction_io_poisons_then_reopen_recovers: {total}");
+}
+
+/// A GC job that cannot write its output (full disk, failed create or
+/// fsync) fails before its commit: it returns the error, removes its
+/// outputs, changes nothing and does not poison. Once healed, GC collects.
+#[test]
+fn failed_gc_output_fails_the_job_without_poisoning() {
+    let cases = [
+        case(&[Append], ".vf", ErrorKind::StorageFull, false),
+        case(&[Append], ".vf", ErrorKind::StorageFull, true),
+        case(&[Create], ".vf", ErrorKind::StorageFull, false),
+        case(&[Sync], ".vf", ErrorKind::Other, false),
+    ];
+    let mut total = 0;
+    for c in &cases {
+        let ctx = c.to_string();
+        let mem = MemFs::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+        let mut oracle = with_garbage(&db);
+        let garbage = db.space_report().unwrap().exposed_garbage_bytes;
+        assert!(garbage > 0);
+        let value_files = files(&mem, "vf");
+        c.inject(&fs, 0);
+        let err = db.gc_with_ratio(0.01).unwrap_err();
+        assert_io(&err, c.name, c.kind, &ctx);
+        fs.heal();
+        assert_eq!(files(&mem, "vf"), value_files, "{ctx}: outputs left behind");
+        let report = db.space_report().unwrap();
+        assert_eq!(report.exposed_garbage_bytes, garbage, "{ctx}");
+        assert_eq!(db.stats().gc.failed_jobs, 1, "{ctx}");
+        oracle.put(&db, 200..210, 2, &SYNC);
+        check(&db, &oracle, &ctx);
+        assert!(db.gc_with_ratio(0.01).unwrap().jobs > 0, "{ctx}");
+        assert_eq!(db.space_report().unwrap().exposed_garbage_bytes, 0);
+        check(&db, &oracle, &ctx);
+        db.close().unwrap();
+        total += fs.injected();
+        reopen_and_check(&mem, &oracle, &ctx);
+    }
+    eprintln!("faults injected by failed_gc_output_fails_the_job_without_poisoning: {total}");
+}
+
+/// A GC job whose commit cannot be logged poisons (the manifest may or may
+/// not hold the edit); the reopen finds the job applied or not, every
+/// value readable, and no file left over.
+#[test]
+fn failed_gc_commit_poisons_then_reopen_recovers() {
+    let cases = [
+        case(&[Append], "MANIFEST", ErrorKind::StorageFull, false),
+        case(&[Append], "MANIFEST", ErrorKind::StorageFull, true),
+        case(&[Sync], "MANIFEST", ErrorKind::Other, false),
+    ];
+    let mut total = 0;
+    for c in &cases {
+        let ctx = c.to_string();
+        let mem = MemFs::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+        let oracle = with_garbage(&db);
+        c.inject(&fs, 0);
+        let err = db.gc_with_ratio(0.01).unwrap_err();
+        assert_io(&err, c.name, c.kind, &ctx);
+        assert_refuses_writes(&db, c.name, &ctx);
+        check(&db, &oracle, &ctx);
+        drop(db);
+        total += fs.injected();
+        fs.heal();
+        reopen_and_check(&mem, &oracle, &ctx);
+    }
+    eprintln!("faults injected by failed_gc_commit_poisons_then_reopen_recovers: {total}");
+}
+
+/// Open replays the WAL into L0 sstables, starts a new WAL and manifest,
+/// and points CURRENT at it. When the disk fills at any of those steps,
+/// the open fails naming the file and leaves only files the next open
+/// removes; once there is space the open recovers every write.
+#[test]
+fn enospc_while_opening_fails_the_open_then_heals() {
+    let cases = [
+        (case(&[Append], ".sst", ErrorKind::StorageFull, true), 4),
+        (case(&[Create], ".wal", ErrorKind::StorageFull, false), 0),
+        (
+            case(&[Create], "MANIFEST", ErrorKind::StorageFull, false),
+            0,
+        ),
+        (case(&[Append], "MANIFEST", ErrorKind::StorageFull, true), 0),
+        (case(&[Append], ".tmp", ErrorKind::StorageFull, true), 0),
+    ];
+    let mut total = 0;
+    for (c, skip) in &cases {
+        let ctx = c.to_string();
+        let mem = MemFs::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let big = Options {
+            write_buffer_size: 4 << 20,
+            ..options(Arc::new(fs.clone()))
+        };
+        let db = Db::open(DIR, big).unwrap();
+        let mut oracle = Oracle::default();
+        oracle.put(&db, 0..400, 0, &SYNC);
+        db.close().unwrap();
+        assert!(
+            files(&mem, "sst").is_empty(),
+            "the writes must be in the WAL only"
+        );
+        // Open with small memtables: replay writes several sstables.
+        c.inject(&fs, *skip);
+        let err = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap_err();
+        assert_io(&err, c.name, c.kind, &ctx);
+        total += fs.injected();
+        fs.heal();
+        let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+        check(&db, &oracle, &ctx);
+        assert_no_orphans(&db, &ctx);
+        db.close().unwrap();
+        reopen_and_check(&mem, &oracle, &ctx);
+    }
+    eprintln!("faults injected by enospc_while_opening_fails_the_open_then_heals: {total}");
+}
+
+/// A memtable switch creates the next WAL; when the disk is full, the
+/// write that needed the room fails naming the WAL and poisons.
+#[test]
+fn enospc_creating_the_next_wal_poisons_then_reopen_recovers() {
+    let mem = MemFs::new();
+    let fs = FaultFs::new(Arc::new(mem.clone()));
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    let mut oracle = Oracle::default();
+    oracle.put(&db, 0..10, 0, &SYNC);
+    fs.fail(&[Create], Some(".wal"), 0, ErrorKind::StorageFull, true);
+    let mut failed = None;
+    for i in 10..2000 {
+        match db.put(&SYNC, &k(i), &v(i, 0)) {
+            Ok(()) => oracle.ack(i, 0),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    let err = failed.expect("the memtable must fill");
+    assert_io(&err, ".wal", ErrorKind::StorageFull, "switch");
+    assert_refuses_writes(&db, ".wal", "after the failed switch");
+    check(&db, &oracle, "poisoned");
+    drop(db);
+    fs.heal();
+    reopen_and_check(&mem, &oracle, "failed WAL create");
+    injected(
+        &fs,
+        "enospc_creating_the_next_wal_poisons_then_reopen_recovers",
+    );
+}
