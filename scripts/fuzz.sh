@@ -48,15 +48,13 @@ failed=()
 summary=()
 for t in "${targets[@]}"; do
   mkdir -p "$work/$t"
-  for f in fuzz/corpus/"$t"/*; do
-    [ -e "$work/$t/${f##*/}" ] || cp "$f" "$work/$t/"
-  done
+  cp fuzz/corpus/"$t"/* "$work/$t"/
   log=$logs/$t.log
   status=ok
   # -timeout: an input that runs for 10 s is a hang, hence a failure.
   if ! cargo +nightly fuzz run "$t" "$work/$t" -- \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 >"$log" 2>&1; then
+    -dict="$PWD/fuzz/varints.dict" -print_final_stats=1 >"$log" 2>&1; then
     status=FAILED
     failed+=("$t")
   fi

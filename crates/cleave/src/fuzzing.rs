@@ -11,6 +11,7 @@
 //! how many items it decoded (entries, records, batches), so that tests can
 //! check that the seeds reach deep.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -19,8 +20,10 @@ use roaring::RoaringBitmap;
 use crate::base::checksum::IGNORE_CHECKSUMS;
 use crate::base::compression::{compress, decompress, COMPRESSION_NONE};
 use crate::base::key::{self, MAX_SEQ};
-use crate::base::limits::MAX_VALUE_SIZE;
+use crate::base::limits::{MAX_VALUE_SIZE, NUM_LEVELS};
 use crate::base::{filename, FileNumber, InternalIterator, InternalKey, SeqNo, ValueKind};
+use crate::compaction::picker::{Busy, PickerOptions};
+use crate::gc::picker::GcPickerOptions;
 use crate::manifest::{FileMeta, HostedLogical, TableValueRefs, ValueFileMeta, Version};
 use crate::manifest::{VersionEdit, FORMAT_VERSION};
 use crate::sstable::value_refs::ValueRefs;
@@ -34,7 +37,7 @@ use crate::value_file::{
 };
 use crate::vfs::{self, FileOptions, Fs, MemFs};
 use crate::wal::{self, WalWriter};
-use crate::{Compression, Result, WriteBatch};
+use crate::{compaction, gc, Compression, Options, Result, WriteBatch};
 
 /// A fuzz target: bytes in, how many items they decoded to out.
 pub type Target = fn(&[u8]) -> usize;
@@ -296,7 +299,9 @@ fn replay(seq: SeqNo, batch: &WriteBatch) {
 }
 
 /// The bytes as one manifest record's VersionEdit: decoded, re-encoded
-/// (which must give the same edit) and applied to an empty Version.
+/// (which must give the same edit) and applied to an empty Version, of
+/// which the engine then computes level sizes, garbage, and the compaction
+/// and GC pickers' plans.
 pub fn version_edit(data: &[u8]) -> usize {
     let Ok(edit) = VersionEdit::decode(data) else {
         return 0;
@@ -304,8 +309,29 @@ pub fn version_edit(data: &[u8]) -> usize {
     let mut encoded = Vec::new();
     edit.encode(&mut encoded);
     assert_eq!(VersionEdit::decode(&encoded), Ok(edit.clone()));
-    let _ = Version::default().apply(edit);
-    1
+    let Ok(v) = Version::default().apply(edit) else {
+        return 1;
+    };
+    for level in 0..NUM_LEVELS {
+        v.level_bytes(level);
+        v.level_compensated_bytes(level);
+        v.level_value_bytes(level);
+    }
+    for f in v.value_files() {
+        v.garbage_bytes(f);
+    }
+    let opts = Options::default();
+    let mut picker = PickerOptions::from(&opts);
+    for dynamic in [true, false] {
+        picker.dynamic = dynamic;
+        compaction::picker::pick(&v, &picker, &Busy::default());
+    }
+    let gc = GcPickerOptions {
+        garbage_ratio: opts.gc_garbage_ratio,
+        value_file_size: opts.value_file_size,
+    };
+    gc::picker::pick(&v, &gc, &HashSet::new());
+    2
 }
 
 /// The bytes as a WAL payload: decoded, every entry read (a decoded batch
@@ -510,6 +536,10 @@ fn value_file_seeds() -> Result<Vec<Vec<u8>>> {
             ..ValueFileOptions::default()
         };
         let mut b = ValueFileBuilder::create(&fs, path.clone(), NUMBER, opts)?;
+        if i == 0 {
+            // Several record index blocks.
+            b.set_index_block_bytes(12);
+        }
         for j in 0..12 {
             b.add(format!("key{j:04}").as_bytes(), 100 + j, &value(j))?;
         }
