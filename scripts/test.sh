@@ -2,8 +2,10 @@
 # The tests, all of them: installs what is missing (scripts/install-deps.sh),
 # then runs the workspace's tests with every feature (so the RocksDB and
 # BlobDB adapters of cleave-bench are built and tested against Debian's
-# RocksDB), the crash test, then the self-test of the suite script's tables
-# and plots.
+# RocksDB), the crash test, the self-test of the suite script's tables and
+# plots, then every fuzz target for FUZZ_SECONDS (default 30) each
+# (scripts/fuzz.sh, which installs the nightly toolchain and cargo-fuzz when
+# missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,3 +21,4 @@ cargo run --release --all-features -p cleave-stress -- crash \
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3
 "$python" scripts/suite.py --self-test
+scripts/fuzz.sh

@@ -2,7 +2,7 @@
 //! the payload of a WAL record (see `docs/format/wal.md`).
 
 use crate::base::coding::{put_fixed32, put_fixed64, put_length_prefixed, Decoder};
-use crate::base::key::ValueKind;
+use crate::base::key::{ValueKind, MAX_SEQ};
 use crate::base::limits::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::base::SeqNo;
 use crate::error::{Error, Result};
@@ -123,6 +123,11 @@ impl WriteBatch {
         let mut d = Decoder::new(payload);
         let seq = d.fixed64().map_err(|e| e.0)?;
         let count = d.fixed32().map_err(|e| e.0)?;
+        // Replay gives the entries `seq`, `seq + 1`, …: each must be a
+        // sequence number an internal key can hold.
+        if seq.saturating_add(u64::from(count)) > MAX_SEQ + 1 {
+            return Err("batch sequence numbers beyond the largest");
+        }
         // Validate the whole body now, so that replay never meets bad bytes.
         let mut d = Decoder::new(&payload[HEADER_LEN..]);
         for _ in 0..count {
@@ -234,6 +239,25 @@ mod tests {
             bad[i] ^= 0xff;
             let _ = WriteBatch::decode(&bad);
         }
+    }
+
+    /// Found by the write_batch and wal fuzz targets: a batch whose
+    /// sequence numbers run past `MAX_SEQ` was accepted, and replaying it
+    /// overflowed the internal key's tag (a debug assertion; wrong seqs in
+    /// release).
+    #[test]
+    fn sequence_numbers_beyond_the_largest_are_refused() {
+        let fuzzed = [100, 0, 0, 0, 0, 0, 0, 7, 1, 0, 0, 0, 1, 0, 0];
+        assert!(WriteBatch::decode(&fuzzed).is_err());
+        let mut b = WriteBatch::new();
+        b.put(b"k", b"v");
+        assert!(WriteBatch::decode(b.encode_with_seq(MAX_SEQ)).is_ok());
+        b.delete(b"k");
+        assert!(WriteBatch::decode(b.encode_with_seq(MAX_SEQ - 1)).is_ok());
+        assert!(WriteBatch::decode(b.encode_with_seq(MAX_SEQ)).is_err());
+        assert!(WriteBatch::decode(b.encode_with_seq(u64::MAX)).is_err());
+        // An empty batch takes no sequence number.
+        assert!(WriteBatch::decode(WriteBatch::new().encode_with_seq(MAX_SEQ + 1)).is_ok());
     }
 
     #[test]

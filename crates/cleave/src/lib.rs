@@ -8,6 +8,9 @@ mod cache;
 mod compaction;
 mod db;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod gc;
 mod iter;
 mod manifest;

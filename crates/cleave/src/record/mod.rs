@@ -115,7 +115,10 @@ impl<'a> RecordReader<'a> {
                 reason: "truncated record header",
             };
         }
-        if checksum::unmask(decode_fixed32(&rest[..4])) != checksum::crc32c(&rest[4..HEADER_LEN]) {
+        if !checksum::matches(
+            checksum::crc32c(&rest[4..HEADER_LEN]),
+            decode_fixed32(&rest[..4]),
+        ) {
             // Zeros past the last record are what a crash leaves in
             // preallocated or partly written space; anything else is damage.
             let reason = "record header checksum mismatch";
@@ -141,7 +144,7 @@ impl<'a> RecordReader<'a> {
                 Next::Corrupt { offset, reason }
             }
         };
-        if checksum::unmask(decode_fixed32(&rest[9..13])) != checksum::crc32c(payload) {
+        if !checksum::matches(checksum::crc32c(payload), decode_fixed32(&rest[9..13])) {
             return bad("record checksum mismatch");
         }
         if ty != TYPE_FULL {

@@ -1,7 +1,7 @@
 //! Block handles, the block trailer, per-block compression and the footer.
 //! The byte layout is specified in `docs/format/sstable.md`.
 
-use crate::base::checksum::{crc32c, crc32c_extend, mask, unmask};
+use crate::base::checksum::{crc32c, crc32c_extend, mask, matches};
 use crate::base::coding::{put_fixed32, put_fixed64, put_varint64, DecodeError, Decoder};
 use crate::base::compression;
 use crate::Compression;
@@ -88,9 +88,9 @@ pub(crate) fn check_block(mut buf: Vec<u8>) -> Result<(Vec<u8>, u8), DecodeError
         .ok_or(DecodeError("block shorter than its trailer"))?;
     let mut d = Decoder::new(&buf[body_len..]);
     let kind = d.u8()?;
-    let stored_crc = unmask(d.fixed32()?);
+    let stored_crc = d.fixed32()?;
     buf.truncate(body_len);
-    if crc32c_extend(crc32c(&buf), &[kind]) != stored_crc {
+    if !matches(crc32c_extend(crc32c(&buf), &[kind]), stored_crc) {
         return Err(DecodeError("block checksum mismatch"));
     }
     Ok((buf, kind))
@@ -145,7 +145,7 @@ impl Footer {
         if version != FORMAT_VERSION {
             return Err(FooterError::Version(version));
         }
-        if crc32c(&buf[..FOOTER_LEN - 12]) != unmask(stored_crc) {
+        if !matches(crc32c(&buf[..FOOTER_LEN - 12]), stored_crc) {
             return Err(FooterError::Corrupt("footer checksum mismatch"));
         }
         let mut d = Decoder::new(buf);

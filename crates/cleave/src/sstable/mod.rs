@@ -21,6 +21,13 @@ pub(crate) use table_cache::TableCache;
 
 pub(crate) use crate::cache::{new_block_cache, BlockCache, CachedBlock};
 
+#[cfg(feature = "fuzzing")]
+pub(crate) use {
+    block::{BlockBuilder, KeyOrder},
+    bloom::BloomBuilder,
+    properties::TableProperties,
+};
+
 /// Metaindex names. Written to disk: never change.
 const META_FILTER: &[u8] = b"filter.bloom";
 const META_PROPERTIES: &[u8] = b"properties";

@@ -37,6 +37,8 @@ pub(crate) struct ValueFileBuilder {
     props: ValueFileProperties,
     /// Set once a write failed; the file is then unusable.
     failed: bool,
+    /// Where record index blocks are cut.
+    index_block_bytes: usize,
 }
 
 impl ValueFileBuilder {
@@ -71,8 +73,16 @@ impl ValueFileBuilder {
                 ..ValueFileProperties::default()
             },
             failed: false,
+            index_block_bytes: INDEX_BLOCK_TARGET_BYTES,
             opts,
         })
+    }
+
+    /// Cuts record index blocks at `bytes` (at most the usual target): a
+    /// small file with several index blocks, for tests and fuzz seeds.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn set_index_block_bytes(&mut self, bytes: usize) {
+        self.index_block_bytes = bytes.min(INDEX_BLOCK_TARGET_BYTES);
     }
 
     /// Appends a record of this file's own logical file (numbered as the
@@ -257,13 +267,13 @@ impl ValueFileBuilder {
         })
     }
 
-    /// Cuts `entries` into blocks of about `INDEX_BLOCK_TARGET_BYTES`.
+    /// Cuts `entries` into blocks of about `index_block_bytes`.
     fn write_index_blocks(&mut self, entries: &[IndexEntry]) -> Result<Vec<IndexBlockMeta>> {
         let mut metas = Vec::new();
         let mut encoder = IndexBlockEncoder::default();
         for (i, e) in entries.iter().enumerate() {
             encoder.add(e);
-            if encoder.len() >= INDEX_BLOCK_TARGET_BYTES || i + 1 == entries.len() {
+            if encoder.len() >= self.index_block_bytes || i + 1 == entries.len() {
                 let (contents, first, num_entries) = encoder.finish();
                 let handle = self.write_block(contents)?;
                 metas.push(IndexBlockMeta {

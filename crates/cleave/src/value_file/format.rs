@@ -2,7 +2,7 @@
 //! index, properties and the footer. Specified in
 //! `docs/format/value_file.md`.
 
-use crate::base::checksum::{crc32c, crc32c_extend, mask, unmask};
+use crate::base::checksum::{crc32c, crc32c_extend, mask, matches};
 use crate::base::coding::{
     put_fixed32, put_fixed64, put_length_prefixed, put_varint64, DecodeError, Decoder,
 };
@@ -118,9 +118,9 @@ pub(crate) struct StoredRecord<'a> {
 /// entry names the record's full length, so any slack is damage.
 pub(crate) fn decode_record(buf: &[u8]) -> Result<StoredRecord<'_>, DecodeError> {
     let mut d = Decoder::new(buf);
-    let stored_crc = unmask(d.fixed32()?);
+    let stored_crc = d.fixed32()?;
     // The checksum is checked first: nothing else is trusted before it.
-    if crc32c(d.rest()) != stored_crc {
+    if !matches(crc32c(d.rest()), stored_crc) {
         return Err(DecodeError("record checksum mismatch"));
     }
     let mut d = Decoder::new(buf.get(4..).unwrap_or_default());
@@ -163,8 +163,8 @@ pub(crate) fn check_block(buf: &[u8]) -> Result<&[u8], DecodeError> {
         .checked_sub(BLOCK_TRAILER_LEN)
         .ok_or(DecodeError("block shorter than its trailer"))?;
     let (body, trailer) = buf.split_at(body_len);
-    let stored = unmask(Decoder::new(trailer).fixed32()?);
-    if crc32c(body) != stored {
+    let stored = Decoder::new(trailer).fixed32()?;
+    if !matches(crc32c(body), stored) {
         return Err(DecodeError("block checksum mismatch"));
     }
     Ok(body)
@@ -664,7 +664,10 @@ impl Footer {
         if version != FORMAT_VERSION {
             return Err(FooterError::Version(version));
         }
-        if crc32c(buf.get(..FOOTER_LEN - 12).unwrap_or_default()) != unmask(stored_crc) {
+        if !matches(
+            crc32c(buf.get(..FOOTER_LEN - 12).unwrap_or_default()),
+            stored_crc,
+        ) {
             return Err(FooterError::Corrupt("footer checksum mismatch"));
         }
         let mut d = Decoder::new(buf);

@@ -28,6 +28,9 @@ pub(crate) use handle::ValueHandle;
 pub(crate) use reader::{ValueFile, ValueRecord};
 pub(crate) use store::{Readahead, ValueStore};
 
+#[cfg(feature = "fuzzing")]
+pub(crate) use format::{decode_index_block, decode_record, record_header, IndexBlockEncoder};
+
 use crate::base::FileNumber;
 use crate::Compression;
 

@@ -262,6 +262,21 @@ mod tests {
         );
     }
 
+    /// Found by the wal fuzz target: a checksummed batch whose sequence
+    /// numbers run past `MAX_SEQ` was handed to replay.
+    #[test]
+    fn batch_beyond_the_largest_sequence_number_is_corruption() {
+        let (fs, dir) = setup();
+        let mut w = WalWriter::create(&fs, &dir, FileNumber(5)).unwrap();
+        let mut b = batch(b"k", b"v");
+        b.delete(b"k");
+        w.append(&[b.encode_with_seq(crate::base::key::MAX_SEQ)])
+            .unwrap();
+        drop(w);
+        let err = read(&fs, &dir, FileNumber(5)).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+    }
+
     #[test]
     fn header_names_the_previous_wal() {
         let (fs, dir) = setup();
