@@ -79,8 +79,8 @@ impl ValueFileBuilder {
     }
 
     /// Cuts record index blocks at `bytes` (at most the usual target): a
-    /// small file with several index blocks, for tests and fuzz seeds.
-    #[cfg(any(test, feature = "fuzzing"))]
+    /// small file with several index blocks, for fuzz seeds.
+    #[cfg(feature = "fuzzing")]
     pub(crate) fn set_index_block_bytes(&mut self, bytes: usize) {
         self.index_block_bytes = bytes.min(INDEX_BLOCK_TARGET_BYTES);
     }
