@@ -112,6 +112,24 @@ fn atomic_batches_consistent_snapshots_and_read_your_writes() {
     }
 }
 
+/// Small memtables, files and value files, and GC at a low threshold, so
+/// that flushes, compactions and GC run all the time.
+fn separated_options() -> Options {
+    Options {
+        create_if_missing: true,
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 32 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        level0_file_num_compaction_trigger: 2,
+        max_background_jobs: 3,
+        min_value_size: 512,
+        value_file_size: 64 << 10,
+        value_cache_capacity: 64 << 10,
+        gc_garbage_ratio: 0.1,
+        ..Options::default()
+    }
+}
+
 /// A separated value that names its writer and round, so a reader can tell
 /// a whole value from a damaged or mismatched one.
 fn large_value(t: usize, i: u64) -> Vec<u8> {
@@ -126,25 +144,7 @@ fn large_value(t: usize, i: u64) -> Vec<u8> {
 #[test]
 fn snapshots_and_iterators_stay_consistent_while_gc_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = Arc::new(
-        Db::open(
-            tmp.path(),
-            Options {
-                create_if_missing: true,
-                write_buffer_size: 64 << 10,
-                target_file_size_base: 32 << 10,
-                max_bytes_for_level_base: 128 << 10,
-                level0_file_num_compaction_trigger: 2,
-                max_background_jobs: 3,
-                min_value_size: 512,
-                value_file_size: 64 << 10,
-                value_cache_capacity: 64 << 10,
-                gc_garbage_ratio: 0.1,
-                ..Options::default()
-            },
-        )
-        .unwrap(),
-    );
+    let db = Arc::new(Db::open(tmp.path(), separated_options()).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     let mut writers = Vec::new();
     for t in 0..WRITERS {
@@ -340,25 +340,7 @@ fn rounds(view: &BTreeMap<(u64, u64), Vec<u8>>, ctx: &str) -> Vec<Option<u64>> {
 #[test]
 fn snapshots_repeat_and_views_only_move_forward() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = Arc::new(
-        Db::open(
-            tmp.path(),
-            Options {
-                create_if_missing: true,
-                write_buffer_size: 32 << 10,
-                target_file_size_base: 32 << 10,
-                max_bytes_for_level_base: 128 << 10,
-                level0_file_num_compaction_trigger: 2,
-                max_background_jobs: 3,
-                min_value_size: 512,
-                value_file_size: 64 << 10,
-                value_cache_capacity: 32 << 10,
-                gc_garbage_ratio: 0.1,
-                ..Options::default()
-            },
-        )
-        .unwrap(),
-    );
+    let db = Arc::new(Db::open(tmp.path(), separated_options()).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     let mut writers = Vec::new();
     for t in 0..WRITERS as u64 {
