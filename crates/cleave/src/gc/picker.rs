@@ -88,8 +88,9 @@ pub(crate) fn pick(
             // one value file.
             Some(p) if p.live_bytes.saturating_add(live) <= opts.value_file_size => {
                 p.inputs.push(f.clone());
-                p.live_bytes += live;
-                p.garbage_bytes += garbage;
+                // Saturating: sizes come from the manifest.
+                p.live_bytes = p.live_bytes.saturating_add(live);
+                p.garbage_bytes = p.garbage_bytes.saturating_add(garbage);
             }
             Some(_) => {}
         }
@@ -184,6 +185,18 @@ mod tests {
         // A first file larger than the target is still collected alone.
         let p = pick(&v, &opts(0.5, 100), &HashSet::new()).unwrap();
         assert_eq!(numbers(&p), vec![1]);
+    }
+
+    /// Found by review and confirmed through the version_edit fuzz target:
+    /// packed files whose garbage, as the manifest states their sizes, sums
+    /// past `u64::MAX` made the plan's garbage overflow.
+    #[test]
+    fn packed_garbage_saturates() {
+        let huge = u64::MAX - 100;
+        let v = version(&[(1, huge, 10), (2, huge, 10)]);
+        let p = pick(&v, &opts(0.2, u64::MAX), &HashSet::new()).unwrap();
+        assert_eq!(numbers(&p), vec![1, 2]);
+        assert_eq!((p.live_bytes, p.garbage_bytes), (20, u64::MAX));
     }
 
     #[test]

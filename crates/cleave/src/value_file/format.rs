@@ -339,7 +339,9 @@ pub(crate) fn encode_top_index(blocks: &[IndexBlockMeta]) -> Vec<u8> {
 
 /// Reverses [`encode_top_index`]: the blocks must tile `records_end ..
 /// index_end` exactly, first ids must strictly increase and each block
-/// must fit the reader's bound and hold at least one entry.
+/// must fit the reader's bound and hold at least one entry, and no more
+/// than its bytes can (an entry takes at least four), so that the counts
+/// of all blocks add up without overflow.
 pub(crate) fn decode_top_index(
     contents: &[u8],
     records_end: u64,
@@ -357,7 +359,7 @@ pub(crate) fn decode_top_index(
         let size = d.varint64()?;
         let num_entries = d.varint64()?;
         let handle = BlockHandle { offset, size };
-        if size > MAX_INDEX_BLOCK_LEN as u64 || num_entries == 0 {
+        if size > MAX_INDEX_BLOCK_LEN as u64 || num_entries == 0 || num_entries > size / 4 {
             return Err(DecodeError("bad record index block size or count"));
         }
         if out.last().is_some_and(|p| p.first >= first) {
@@ -773,6 +775,27 @@ mod tests {
         let mut bad = p.clone();
         bad.num_records = 6;
         assert!(ValueFileProperties::decode(&bad.encode()).is_err());
+    }
+
+    /// Found by review and confirmed through the value_file fuzz target:
+    /// two record index blocks claiming 2^63 entries each made
+    /// `ValueFile::open` overflow adding up the counts.
+    #[test]
+    fn top_index_refuses_more_entries_than_a_block_holds() {
+        let meta = |first, size, num_entries| IndexBlockMeta {
+            first,
+            handle: BlockHandle { offset: 0, size },
+            num_entries,
+        };
+        let blocks = [meta((7, 0), 13, 3), meta((7, 3), 14, 3)];
+        let end = 100 + 13 + 14 + 2 * BLOCK_TRAILER_LEN as u64;
+        let decoded = decode_top_index(&encode_top_index(&blocks), 100, end).unwrap();
+        assert_eq!(decoded[1].handle.offset, 100 + 13 + 4);
+        let huge = [meta((7, 0), 13, 1 << 63), meta((7, 3), 14, 1 << 63)];
+        assert!(decode_top_index(&encode_top_index(&huge), 100, end).is_err());
+        // At most one entry per four bytes.
+        let full = [meta((7, 0), 13, 3), meta((7, 3), 14, 4)];
+        assert!(decode_top_index(&encode_top_index(&full), 100, end).is_err());
     }
 
     #[test]
