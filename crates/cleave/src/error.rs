@@ -39,6 +39,15 @@ pub enum Error {
     /// is reopened, because the state on disk is no longer known.
     #[error("database is poisoned by an earlier failure: {0}")]
     Poisoned(String),
+    /// The database is past its space budget's stop level and
+    /// `space_budget_fail_writes` asked for an error rather than a wait;
+    /// nothing of the write was applied.
+    #[error("database in {} uses {usage_bytes} bytes, past its space budget of {budget_bytes}", dir.display())]
+    SpaceBudgetExceeded {
+        dir: PathBuf,
+        usage_bytes: u64,
+        budget_bytes: u64,
+    },
     /// The database has been closed.
     #[error("database is closed")]
     Closed,
@@ -109,6 +118,15 @@ impl Error {
                 lock: lock.clone(),
             },
             Error::Poisoned(s) => Error::Poisoned(s.clone()),
+            Error::SpaceBudgetExceeded {
+                dir,
+                usage_bytes,
+                budget_bytes,
+            } => Error::SpaceBudgetExceeded {
+                dir: dir.clone(),
+                usage_bytes: *usage_bytes,
+                budget_bytes: *budget_bytes,
+            },
             Error::Closed => Error::Closed,
         }
     }

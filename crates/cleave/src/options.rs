@@ -77,6 +77,41 @@ pub struct Options {
     /// Smallest exact garbage ratio (garbage record bytes over all record
     /// bytes, 0..=1) that makes a value file worth collecting.
     pub gc_garbage_ratio: f64,
+    /// Disk space the database aims to stay within, in bytes of its live
+    /// files (sstables, value files, and the WALs of unflushed memtables);
+    /// 0 means no budget. Above 75% of it GC lowers its garbage threshold
+    /// (to a quarter of `gc_garbage_ratio` at 100%) and may take every
+    /// background thread; above 100% each write is delayed, and from
+    /// `100% + 1/32` writes stop until GC and compaction bring usage back.
+    /// Writes never wait on work that cannot free space: when nothing is
+    /// left to collect or compact they go on, delayed (or fail, with
+    /// `space_budget_fail_writes`). Stalls count in `Stats::budget_stall_micros`.
+    pub space_budget_bytes: u64,
+    /// Fail a write with `Error::SpaceBudgetExceeded` instead of stopping
+    /// it when usage is past the budget's stop level; RocksDB's
+    /// `SstFileManager` max-allowed-space behaves this way.
+    pub space_budget_fail_writes: bool,
+    /// Share the background threads between compaction and GC by the space
+    /// pressure of each side (Scavenger+ eq. 4–6). Off, GC may use at most
+    /// half of them, compaction first, as a static split does.
+    pub dynamic_gc_threads: bool,
+    /// Limit GC's reads and writes with token buckets whose rate steps down
+    /// by 20% whenever foreground writes slow by more than 20% while the
+    /// disk is near its write bandwidth, and back up when they recover
+    /// (Scavenger+ §III-D2). Off, GC runs at full speed.
+    pub gc_rate_limiter: bool,
+    /// The device's write bandwidth in bytes per second, which the GC rate
+    /// limiter compares background writes against; 0 learns it as the
+    /// highest write bandwidth the database has reached.
+    pub device_write_bandwidth: u64,
+    /// GC reads runs of adjacent live records with one read each (sized by
+    /// the run). Off, every live record is read on its own: the ablation
+    /// of Scavenger+'s adaptive readahead.
+    pub gc_coalesced_reads: bool,
+    /// Level sizes and the choice of file to compact count the value bytes
+    /// an sstable references (compensated size, Scavenger+ §III-C). Off,
+    /// only sstable bytes count, as if the tree held nothing but handles.
+    pub compensated_size: bool,
     /// `O_DIRECT` for sstable and value-file reads.
     pub use_direct_reads: bool,
     /// `O_DIRECT` for flush and compaction writes (sstables and value
@@ -120,6 +155,13 @@ impl Default for Options {
             drop_cache_capacity: 4 << 20,
             enable_gc: true,
             gc_garbage_ratio: 0.2,
+            space_budget_bytes: 0,
+            space_budget_fail_writes: false,
+            dynamic_gc_threads: true,
+            gc_rate_limiter: true,
+            device_write_bandwidth: 0,
+            gc_coalesced_reads: true,
+            compensated_size: true,
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             max_open_files: 1000,

@@ -35,11 +35,33 @@ pub(crate) struct PickerOptions {
     pub max_bytes_for_level_multiplier: f64,
     pub dynamic: bool,
     pub target_file_size_base: u64,
+    /// Count the value bytes a table references in its size.
+    pub compensated: bool,
+}
+
+impl PickerOptions {
+    /// The size of `f` the picker goes by.
+    pub(crate) fn file_size(&self, f: &FileMeta) -> u64 {
+        if self.compensated {
+            f.compensated_size()
+        } else {
+            f.size
+        }
+    }
+
+    fn level_size(&self, v: &Version, level: usize) -> u64 {
+        if self.compensated {
+            v.level_compensated_bytes(level)
+        } else {
+            v.level_bytes(level)
+        }
+    }
 }
 
 impl From<&Options> for PickerOptions {
     fn from(o: &Options) -> Self {
         PickerOptions {
+            compensated: o.compensated_size,
             level0_file_num_compaction_trigger: o.level0_file_num_compaction_trigger,
             max_bytes_for_level_base: o.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: o.max_bytes_for_level_multiplier,
@@ -81,7 +103,7 @@ pub(crate) fn level_targets(v: &Version, opts: &PickerOptions) -> LevelTargets {
         };
     };
     let max_size = (1..NUM_LEVELS)
-        .map(|l| v.level_compensated_bytes(l))
+        .map(|l| opts.level_size(v, l))
         .max()
         .unwrap_or(0) as f64;
     let mut cur = max_size / mult.powi((last - first) as i32);
@@ -128,7 +150,7 @@ fn scores_excluding(
         let target = targets.bytes[level];
         if target != u64::MAX && level >= targets.base_level {
             // Saturating: sizes come from the manifest.
-            let bytes = idle(level).fold(0u64, |sum, f| sum.saturating_add(f.compensated_size()));
+            let bytes = idle(level).fold(0u64, |sum, f| sum.saturating_add(opts.file_size(f)));
             *score = bytes as f64 / target.max(1) as f64;
         }
     }
@@ -320,8 +342,8 @@ fn pick_level(
             let overlap = v
                 .overlapping_files(level + 1, Some(f.smallest_user()), Some(f.largest_user()))
                 .iter()
-                .fold(0u64, |sum, g| sum.saturating_add(g.compensated_size()));
-            let ratio = u128::from(overlap) * 1024 / u128::from(f.compensated_size().max(1));
+                .fold(0u64, |sum, g| sum.saturating_add(opts.file_size(g)));
+            let ratio = u128::from(overlap) * 1024 / u128::from(opts.file_size(f).max(1));
             (ratio, f.number, i)
         })
         .collect();
@@ -453,6 +475,7 @@ mod tests {
             max_bytes_for_level_multiplier: 10.0,
             dynamic,
             target_file_size_base: 32,
+            compensated: true,
         }
     }
 
@@ -585,6 +608,18 @@ mod tests {
             vec![2],
             "uncompensated, file 2 looks cheapest"
         );
+        // The ablation switch makes the picker see the bare sizes.
+        let uncompensated = PickerOptions {
+            compensated: false,
+            ..opts(true)
+        };
+        let bare = version("L5 2 a c 5\nL5 5 n p 50\nL6 1 a m 10\nL6 6 n z 40");
+        assert_eq!(
+            level_targets(&v, &uncompensated),
+            level_targets(&bare, &opts(true))
+        );
+        assert_eq!(scores(&v, &uncompensated), scores(&bare, &opts(true)));
+        assert_ne!(scores(&v, &uncompensated), scores(&v, &opts(true)));
     }
 
     #[test]

@@ -31,7 +31,7 @@ impl State {
 /// The body of each background thread.
 pub(super) fn run(db: &DbInner) {
     let mut st = db.state.lock();
-    loop {
+    'outer: loop {
         if st.bg_error.is_none() && !st.imm.is_empty() && !st.flush_running {
             st.flush_running = true;
             drop(st);
@@ -47,40 +47,46 @@ pub(super) fn run(db: &DbInner) {
         if st.shutting_down {
             return;
         }
-        // Compaction before GC. With values separated it is cheap (the
-        // tree is small), and it is what exposes garbage: until it drops
-        // shadowed entries, their records look live, and a file whose
-        // records all die is deleted without GC copying anything.
-        // A compaction may start whenever a compaction slot and a thread
-        // are free, whatever GC runs: GC waits for compactions to expose
-        // its garbage, so it must never hold them back.
+        if st.bg_error.is_some() {
+            db.bg_cv.wait(&mut st);
+            continue;
+        }
+        let sched = db.schedule(&st);
         let jobs = st.compactions.len() + st.gc_jobs;
         let threads_busy = jobs + usize::from(st.flush_running);
-        if st.bg_error.is_none()
-            && st.compactions.len() < db.max_compactions()
-            && threads_busy < db.opts.max_background_jobs
-        {
-            if let Some(plan) = picker::pick(&st.current, &db.picker_opts, &st.busy()) {
-                let version = st.current.clone();
-                // A failure has poisoned the database; see run_registered.
-                st = run_registered(db, st, plan, version).0;
-                continue;
-            }
-        }
-        // GC runs in the threads flushes leave, and while it falls behind
-        // (see `gc_behind`) also in the thread kept for
+        // A compaction may start whenever a compaction slot and a thread
+        // are free, whatever GC runs: GC waits for compactions to expose
+        // its garbage, so it must never hold them back for long.
+        let compaction_slot = st.compactions.len() < db.max_compactions()
+            && threads_busy < db.opts.max_background_jobs;
+        // GC runs, within its share, in the threads flushes leave; while
+        // it falls behind or space is short, also in the thread kept for
         // flushes when none waits: the writes then wait for a flush now
         // and then, which is what keeps the disk from filling up with
         // garbage faster than GC frees it.
-        let spare = jobs < db.max_compactions()
-            || (st.imm.is_empty()
-                && threads_busy < db.opts.max_background_jobs
-                && db.gc_behind(&st.current));
-        if st.bg_error.is_none() && spare {
-            if let Some(gc) = db.pick_gc(&st) {
-                // A failure is counted in the stats; see run_gc_registered.
-                st = db.run_gc_registered(st, gc).0;
-                continue;
+        let gc_slot = st.gc_jobs < sched.max_gc
+            && (jobs < db.max_compactions()
+                || (st.imm.is_empty()
+                    && threads_busy < db.opts.max_background_jobs
+                    && sched.gc_may_borrow));
+        // Compaction first unless the value files' pressure is the higher:
+        // it is cheap with values separated (the tree is small), and it is
+        // what exposes garbage, so a file whose records all die is deleted
+        // without GC copying anything.
+        for gc_turn in [sched.gc_first, !sched.gc_first] {
+            if gc_turn && gc_slot {
+                if let Some(gc) = db.pick_gc(&st, sched.gc_ratio) {
+                    // A failure is counted in the stats; see run_gc_registered.
+                    st = db.run_gc_registered(st, gc).0;
+                    continue 'outer;
+                }
+            } else if !gc_turn && compaction_slot {
+                if let Some(plan) = picker::pick(&st.current, &db.picker_opts, &st.busy()) {
+                    let version = st.current.clone();
+                    // A failure has poisoned the database; see run_registered.
+                    st = run_registered(db, st, plan, version).0;
+                    continue 'outer;
+                }
             }
         }
         db.bg_cv.wait(&mut st);
@@ -176,7 +182,7 @@ impl DbInner {
                 && st.compactions.is_empty()
                 && st.gc_jobs == 0
                 && picker::pick(&st.current, &self.picker_opts, &st.busy()).is_none()
-                && self.pick_gc(&st).is_none();
+                && self.pick_gc(&st, self.schedule(&st).gc_ratio).is_none();
             if idle {
                 return Ok(());
             }

@@ -200,7 +200,12 @@ impl DbInner {
             }
             let new_user_key = user_key != last_user_key.as_slice();
             if let Some((number, b)) = builder.take() {
-                let full = b.estimated_size().saturating_add(b.value_bytes()) >= max_file_size;
+                let values = if self.picker_opts.compensated {
+                    b.value_bytes()
+                } else {
+                    0
+                };
+                let full = b.estimated_size().saturating_add(values) >= max_file_size;
                 if new_user_key && full {
                     outputs.tables.push(Output {
                         number,
@@ -370,6 +375,9 @@ impl DbInner {
         add(&self.counters.compaction_bytes_read, read);
         add(&self.counters.compaction_bytes_written, written);
         add(&self.counters.compactions, 1);
+        let upper: u64 = plan.inputs.iter().map(|f| f.num_entries).sum();
+        add(&self.counters.compaction_upper_entries, upper);
+        add(&self.counters.compaction_shadowed, rules.stats().shadowed);
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 //! input physical files for the outputs.
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,10 +11,13 @@ use parking_lot::MutexGuard;
 
 use super::compact::value_file_meta;
 use super::{DbInner, State};
+use crate::base::limits::NUM_LEVELS;
 use crate::base::{filename, FileNumber};
 use crate::error::{Error, Result};
 use crate::gc::job::{self, GcContext, GcWriteOptions};
 use crate::gc::picker::{self, GcPickerOptions, GcPlan};
+use crate::gc::pressure::{self, Pressure};
+use crate::gc::rate_limiter::{Direction, Sample};
 use crate::gc::GcStats;
 use crate::manifest::edit::VersionEdit;
 use crate::manifest::version::Version;
@@ -41,6 +45,22 @@ impl Drop for Registered<'_> {
     }
 }
 
+/// How compaction and GC share the background threads now.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Schedule {
+    /// GC's garbage threshold, lowered when space is short.
+    pub gc_ratio: f64,
+    /// GC jobs allowed at once.
+    pub max_gc: usize,
+    /// GC goes before compaction for a free thread.
+    pub gc_first: bool,
+    /// GC may use the thread kept for flushes while none waits.
+    pub gc_may_borrow: bool,
+    pub pressure: Pressure,
+    /// What the space budget counts.
+    pub usage: u64,
+}
+
 /// GC totals since open, and the last job.
 #[derive(Debug, Default)]
 pub(super) struct GcTotals {
@@ -56,30 +76,79 @@ impl DbInner {
         }
     }
 
-    /// The next background GC job, if GC is on and some file reaches the
-    /// threshold that no running job collects and no job failed on.
-    pub(super) fn pick_gc(&self, st: &State) -> Option<GcPlan> {
+    /// The next background GC job, if GC is on and some file reaches
+    /// `garbage_ratio` that no running job collects and no job failed on.
+    pub(super) fn pick_gc(&self, st: &State, garbage_ratio: f64) -> Option<GcPlan> {
         if !self.opts.enable_gc {
             return None;
         }
-        let opts = self.gc_picker_options(self.opts.gc_garbage_ratio);
+        let opts = self.gc_picker_options(garbage_ratio);
         let avoid: HashSet<FileNumber> = st.gc_busy.union(&st.gc_skip).copied().collect();
         picker::pick(&st.current, &opts, &avoid)
     }
 
-    /// Whether GC is behind. A GC that keeps up collects each file as it
-    /// reaches the threshold, so files hold from none to a threshold's
-    /// worth of garbage, half of it on average: more than half the
-    /// threshold over all value files means files reach it faster than
-    /// GC collects them.
-    pub(super) fn gc_behind(&self, v: &Version) -> bool {
-        let (garbage, records) = v.value_files().fold((0u64, 0u64), |(g, r), f| {
-            (
-                g.saturating_add(v.garbage_bytes(f)),
-                r.saturating_add(f.record_bytes()),
-            )
-        });
-        records > 0 && garbage as f64 >= 0.5 * self.opts.gc_garbage_ratio * records as f64
+    /// Whether GC is behind at threshold `garbage_ratio`. A GC that keeps
+    /// up collects each file as it reaches the threshold, so files hold
+    /// from none to a threshold's worth of garbage, half of it on
+    /// average: more than half the threshold over all value files means
+    /// files reach it faster than GC collects them.
+    fn gc_behind(p: &Pressure, garbage_ratio: f64) -> bool {
+        let records = p.referenced.saturating_add(p.exposed_garbage);
+        records > 0 && p.exposed_garbage as f64 >= 0.5 * garbage_ratio * records as f64
+    }
+
+    /// Bytes of the live files the space budget counts: sstables and value
+    /// files of the current Version, and the memtables' worth of WAL.
+    pub(super) fn space_usage(&self, st: &State) -> u64 {
+        let v = &st.current;
+        let tables = (0..NUM_LEVELS).fold(0u64, |s, l| s.saturating_add(v.level_bytes(l)));
+        let values = v.value_files().fold(0u64, |s, f| s.saturating_add(f.size));
+        let mem = st
+            .imm
+            .iter()
+            .fold(st.mem.approximate_memory_usage(), |s, i| {
+                s.saturating_add(i.mem.approximate_memory_usage())
+            });
+        tables.saturating_add(values).saturating_add(mem as u64)
+    }
+
+    /// How compaction and GC share the background threads now, from the
+    /// space pressure of each side and the space budget.
+    pub(super) fn schedule(&self, st: &State) -> Schedule {
+        let usage = self.space_usage(st);
+        let gc_ratio = self.budget.gc_ratio(self.opts.gc_garbage_ratio, usage);
+        let pressure = pressure::measure(
+            &st.current,
+            self.opts.max_bytes_for_level_multiplier,
+            gc_ratio,
+        );
+        let threads = self.opts.max_background_jobs;
+        let gc_has_work = self.opts.enable_gc && {
+            let opts = self.gc_picker_options(gc_ratio);
+            picker::pick(&st.current, &opts, &st.gc_skip).is_some()
+        };
+        let mut max_gc = if self.opts.dynamic_gc_threads {
+            pressure::max_gc_jobs(threads, &pressure, gc_has_work)
+        } else if gc_has_work {
+            // The static split: at most half of the threads.
+            (threads / 2).max(1)
+        } else {
+            0
+        };
+        let short = self.budget.short(usage);
+        if gc_has_work {
+            max_gc = max_gc.max(self.budget.gc_threads(threads, usage));
+        }
+        self.gc_limiter.set_suspended(short);
+        self.gc_max_jobs.store(max_gc, Ordering::Relaxed);
+        Schedule {
+            gc_ratio,
+            max_gc,
+            gc_first: self.opts.dynamic_gc_threads && pressure.p_value > pressure.p_index,
+            gc_may_borrow: short || Self::gc_behind(&pressure, gc_ratio),
+            pressure,
+            usage,
+        }
     }
 
     /// Runs `plan` with the state lock released, its inputs marked busy,
@@ -132,6 +201,29 @@ impl DbInner {
                 compression: self.opts.value_compression,
                 direct_writes: self.opts.use_direct_io_for_flush_and_compaction,
                 value_file_size: self.opts.value_file_size,
+            },
+            coalesce_reads: self.opts.gc_coalesced_reads,
+            pace: &|direction, bytes| {
+                let c = &self.counters;
+                let sample = Sample {
+                    foreground: c.user_bytes_written.load(Ordering::Relaxed),
+                    disk: [
+                        &c.wal_bytes_written,
+                        &c.flush_bytes_written,
+                        &c.compaction_bytes_written,
+                        &c.gc_bytes_written,
+                    ]
+                    .iter()
+                    .map(|n| n.load(Ordering::Relaxed))
+                    .sum(),
+                    gc: c.gc_bytes_written.load(Ordering::Relaxed),
+                };
+                if direction == Direction::Write {
+                    // Counted as it goes, so the loop sees GC's bandwidth
+                    // while the job runs.
+                    c.gc_bytes_written.fetch_add(bytes, Ordering::Relaxed);
+                }
+                self.gc_limiter.pace(direction, bytes, sample)
             },
         };
         let mut created = Vec::new();

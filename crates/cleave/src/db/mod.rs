@@ -2,6 +2,7 @@
 //! read path, and the background flushes and compactions.
 
 mod background;
+mod budget;
 mod compact;
 mod flush;
 mod gc;
@@ -18,7 +19,7 @@ mod write;
 
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -30,6 +31,7 @@ use crate::batch::WriteBatch;
 use crate::compaction::picker::{self, PickerOptions};
 use crate::error::{Error, Result};
 use crate::gc::drop_cache::DropCache;
+use crate::gc::rate_limiter::GcLimiter;
 use crate::gc::GcStats;
 use crate::iter::db_iter::DbIterator;
 use crate::manifest::version::Version;
@@ -47,6 +49,7 @@ pub use stats::{LevelStats, Stats};
 pub use verify::VerifyReport;
 
 use background::RunningCompaction;
+use budget::Budget;
 use snapshot::SnapshotList;
 use write::WriteQueue;
 
@@ -138,6 +141,10 @@ pub(crate) struct DbInner {
     snapshots: Arc<SnapshotList>,
     counters: stats::Counters,
     gc_totals: Mutex<gc::GcTotals>,
+    gc_limiter: GcLimiter,
+    budget: Budget,
+    /// GC jobs the scheduler allows at once, as it last decided.
+    gc_max_jobs: AtomicUsize,
     drop_cache: DropCache,
     next_job_id: AtomicU64,
     _lock: Box<dyn FileLock>,
@@ -372,6 +379,10 @@ impl DbInner {
         s.block_cache_capacity = self.block_cache.capacity() as u64;
         s.drop_cache_usage = self.drop_cache.usage() as u64;
         s.drop_cache_capacity = self.opts.drop_cache_capacity as u64;
+        s.space_usage_bytes = self.space_usage(&st);
+        s.space_budget_bytes = self.budget.bytes;
+        s.gc_max_jobs = self.gc_max_jobs.load(Ordering::Relaxed);
+        s.gc_rate_limit = self.gc_limiter.rate();
         let gc = self.gc_totals.lock();
         s.gc = gc.total.clone();
         s.last_gc = gc.last.clone();

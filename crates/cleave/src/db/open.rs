@@ -2,11 +2,12 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::budget::Budget;
 use super::snapshot::SnapshotList;
 use super::stats::Counters;
 use super::{DbInner, State, WalState};
@@ -16,6 +17,7 @@ use crate::compaction::picker::PickerOptions;
 use crate::compaction::stream::DropRules;
 use crate::error::{Error, Result};
 use crate::gc::drop_cache::DropCache;
+use crate::gc::rate_limiter::GcLimiter;
 use crate::iter::InternalIterator;
 use crate::manifest::edit::VersionEdit;
 use crate::manifest::version_set::VersionSet;
@@ -119,6 +121,11 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         snapshots: Arc::new(SnapshotList::default()),
         counters: Counters::default(),
         gc_totals: Default::default(),
+        gc_limiter: GcLimiter::new(opts.gc_rate_limiter, opts.device_write_bandwidth),
+        budget: Budget {
+            bytes: opts.space_budget_bytes,
+        },
+        gc_max_jobs: AtomicUsize::new(0),
         drop_cache,
         next_job_id: AtomicU64::new(0),
         opts,

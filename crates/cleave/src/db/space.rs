@@ -6,11 +6,13 @@
 //! files in the directory, so the report can be checked against `du`.
 
 use std::io::ErrorKind;
+use std::sync::atomic::Ordering;
 
 use super::DbInner;
 use crate::base::filename::{self, FileKind};
 use crate::base::limits::NUM_LEVELS;
 use crate::error::{Error, Result};
+use crate::gc::pressure;
 use crate::gc::GcStats;
 use crate::vfs::FileOptions;
 
@@ -49,6 +51,28 @@ pub struct SpaceReport {
     /// compensated bytes of all levels over those of the last non-empty
     /// level; 1.0 when the tree is empty or has one level.
     pub s_index: f64,
+    /// Exposed garbage over referenced value bytes (Scavenger+'s G_E/D).
+    pub exposed_garbage_ratio: f64,
+    /// Estimated value bytes referenced by entries that newer entries in
+    /// upper levels shadow (hidden garbage, G_H): what compaction will
+    /// expose. The value bytes upper levels reference, times the share of
+    /// upper-level entries compactions have found shadowing an older one.
+    pub hidden_garbage_bytes: u64,
+    /// The space pressure of the key tree and of the value files
+    /// (Scavenger+ eq. 4 and 5), which share the threads between
+    /// compaction and GC.
+    pub index_pressure: f64,
+    pub value_pressure: f64,
+    /// GC jobs the scheduler allows at once now, of the background
+    /// threads.
+    pub gc_max_jobs: usize,
+    pub background_jobs: usize,
+    /// GC's bandwidth limit now, bytes per second; `None` when unlimited.
+    pub gc_rate_limit: Option<u64>,
+    /// What the space budget counts (sstables, value files, memtables'
+    /// WALs), and the budget; 0 when there is none.
+    pub budget_usage_bytes: u64,
+    pub budget_bytes: u64,
     /// Measured from the directory: WAL files, manifests, and everything
     /// else (CURRENT, LOCK, files no Version names that are still held by
     /// a reader or being written by a background job).
@@ -83,19 +107,38 @@ impl DbInner {
             r.exposed_garbage_bytes += garbage;
             r.referenced_value_bytes += f.record_bytes() - garbage;
         }
-        let total: u64 = r.levels.iter().map(LevelSpace::compensated_bytes).sum();
-        let last = r
-            .levels
-            .iter()
-            .rev()
-            .map(LevelSpace::compensated_bytes)
-            .find(|&b| b > 0)
-            .unwrap_or(0);
-        r.s_index = if last == 0 {
-            1.0
-        } else {
-            total as f64 / last as f64
+        let compensated: Vec<u64> = r.levels.iter().map(LevelSpace::compensated_bytes).collect();
+        r.s_index = pressure::s_index(&compensated);
+        if r.referenced_value_bytes > 0 {
+            r.exposed_garbage_ratio =
+                r.exposed_garbage_bytes as f64 / r.referenced_value_bytes as f64;
+        }
+        let upper_values: u64 = match r.levels.iter().rposition(|l| l.compensated_bytes() > 0) {
+            Some(last) => r.levels[..last].iter().map(|l| l.value_bytes).sum(),
+            None => 0,
         };
+        let upper_entries = self
+            .counters
+            .compaction_upper_entries
+            .load(Ordering::Relaxed);
+        let shadowed = self.counters.compaction_shadowed.load(Ordering::Relaxed);
+        let shadowing = if upper_entries == 0 {
+            0.0
+        } else {
+            (shadowed as f64 / upper_entries as f64).min(1.0)
+        };
+        r.hidden_garbage_bytes = (upper_values as f64 * shadowing) as u64;
+        {
+            let st = self.state.lock();
+            let sched = self.schedule(&st);
+            r.index_pressure = sched.pressure.p_index;
+            r.value_pressure = sched.pressure.p_value;
+            r.gc_max_jobs = sched.max_gc;
+            r.budget_usage_bytes = sched.usage;
+        }
+        r.background_jobs = self.opts.max_background_jobs;
+        r.gc_rate_limit = self.gc_limiter.rate();
+        r.budget_bytes = self.budget.bytes;
         // The copy may have been the last to name a compacted file: delete
         // it before measuring.
         drop(version);

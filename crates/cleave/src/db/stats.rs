@@ -26,6 +26,17 @@ pub(crate) struct Counters {
     pub stall_micros: AtomicU64,
     pub slowdown_writes: AtomicU64,
     pub stopped_writes: AtomicU64,
+    pub budget_stall_micros: AtomicU64,
+    pub budget_slowdown_writes: AtomicU64,
+    pub budget_stopped_writes: AtomicU64,
+    /// Entries compactions read from their upper (non-output) level, and
+    /// entries they dropped as shadowed: how much of what sits in upper
+    /// levels hides an older version (the hidden-garbage estimate).
+    pub compaction_upper_entries: AtomicU64,
+    /// Record bytes GC jobs copied, counted as they go (for the rate
+    /// limiter; `GcStats` counts whole output files per job).
+    pub gc_bytes_written: AtomicU64,
+    pub compaction_shadowed: AtomicU64,
 }
 
 pub(crate) fn add(c: &AtomicU64, n: u64) {
@@ -90,6 +101,21 @@ pub struct Stats {
     pub stall_micros: u64,
     pub slowdown_writes: u64,
     pub stopped_writes: u64,
+    /// Time writers spent delayed or stopped because usage was past
+    /// `space_budget_bytes` (part of `stall_micros`), and how many writes
+    /// were delayed or stopped for it.
+    pub budget_stall_micros: u64,
+    pub budget_slowdown_writes: u64,
+    pub budget_stopped_writes: u64,
+    /// Bytes of live files (sstables, value files, unflushed memtables'
+    /// WALs) that the space budget is compared with, and the budget (0:
+    /// none).
+    pub space_usage_bytes: u64,
+    pub space_budget_bytes: u64,
+    /// GC jobs the scheduler allows at once now, of `max_background_jobs`.
+    pub gc_max_jobs: usize,
+    /// GC's bandwidth limit now, bytes per second; `None` when unlimited.
+    pub gc_rate_limit: Option<u64>,
     /// Memtables waiting for flush.
     pub immutable_memtables: usize,
     pub memtable_bytes: u64,
@@ -123,6 +149,9 @@ impl Stats {
             stall_micros: get(&c.stall_micros),
             slowdown_writes: get(&c.slowdown_writes),
             stopped_writes: get(&c.stopped_writes),
+            budget_stall_micros: get(&c.budget_stall_micros),
+            budget_slowdown_writes: get(&c.budget_slowdown_writes),
+            budget_stopped_writes: get(&c.budget_stopped_writes),
             ..Stats::default()
         }
     }
@@ -223,6 +252,19 @@ impl Stats {
             mb(self.block_cache_capacity),
             self.block_cache_hits,
             self.block_cache_misses
+        );
+        let rate = self
+            .gc_rate_limit
+            .map_or_else(|| "none".to_string(), |r| format!("{:.1} MB/s", mb(r)));
+        let _ = writeln!(
+            s,
+            "space: {:.1} MB of a {:.1} MB budget, budget stalls {:.3} s ({} slowed, {} stopped writes); GC: up to {} jobs, rate limit {rate}",
+            mb(self.space_usage_bytes),
+            mb(self.space_budget_bytes),
+            self.budget_stall_micros as f64 / 1e6,
+            self.budget_slowdown_writes,
+            self.budget_stopped_writes,
+            self.gc_max_jobs,
         );
         s
     }

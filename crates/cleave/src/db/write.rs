@@ -8,10 +8,12 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
 
+use super::budget::{self, WriteAction};
 use super::stats::add;
 use super::{DbInner, Immutable, State};
 use crate::base::FileNumber;
 use crate::batch::WriteBatch;
+use crate::compaction::picker;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
@@ -25,6 +27,8 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 const SMALL_BATCH_BYTES: usize = 128 << 10;
 /// How long one write is delayed when L0 reaches the slowdown trigger.
 const SLOWDOWN_DELAY: Duration = Duration::from_millis(1);
+/// How often a writer stopped by the space budget looks at usage again.
+const BUDGET_RECHECK: Duration = Duration::from_millis(10);
 
 /// One pending write (or memtable switch) in the queue.
 pub(super) struct Writer {
@@ -204,6 +208,11 @@ impl DbInner {
     /// REQUIRES: called by the write leader only.
     fn make_room_for_write(&self, mut force: bool) -> Result<()> {
         let mut allow_delay = !force;
+        // A flush request (`force`) makes no room for data: the budget
+        // never holds it back, also after its switch.
+        let budgeted = !force && self.budget.bytes > 0;
+        let mut allow_budget_delay = true;
+        let mut budget_stopped = false;
         let mut st = self.state.lock();
         loop {
             Self::check_bg_error(&st)?;
@@ -225,6 +234,48 @@ impl DbInner {
                 allow_delay = false;
                 st = self.state.lock();
                 continue;
+            }
+            if budgeted {
+                let usage = self.space_usage(&st);
+                let action = match self.budget.write_action(usage) {
+                    WriteAction::Stop if self.opts.space_budget_fail_writes => {
+                        return Err(Error::SpaceBudgetExceeded {
+                            dir: self.dir.clone(),
+                            usage_bytes: usage,
+                            budget_bytes: self.budget.bytes,
+                        });
+                    }
+                    // Writers wait only for work that can free space; with
+                    // none left they go on, delayed, rather than hang.
+                    WriteAction::Stop if !self.can_reclaim(&st) => WriteAction::Delay,
+                    a => a,
+                };
+                match action {
+                    WriteAction::Delay if allow_budget_delay => {
+                        drop(st);
+                        let start = Instant::now();
+                        std::thread::sleep(budget::DELAY);
+                        self.count_budget_stall(start);
+                        add(&self.counters.budget_slowdown_writes, 1);
+                        allow_budget_delay = false;
+                        st = self.state.lock();
+                        continue;
+                    }
+                    WriteAction::Stop => {
+                        if !budget_stopped {
+                            budget_stopped = true;
+                            add(&self.counters.budget_stopped_writes, 1);
+                        }
+                        let start = Instant::now();
+                        self.bg_cv.notify_all();
+                        // Files deleted by a reader letting go of a Version
+                        // signal nothing: look again now and then.
+                        self.bg_cv.wait_for(&mut st, BUDGET_RECHECK);
+                        self.count_budget_stall(start);
+                        continue;
+                    }
+                    _ => {}
+                }
             }
             let full = st.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
             // At the L0 stop trigger every write waits, not only the one
@@ -250,6 +301,23 @@ impl DbInner {
             st = self.switch_memtable(st)?;
             force = false;
         }
+    }
+
+    fn count_budget_stall(&self, start: Instant) {
+        let micros = start.elapsed().as_micros() as u64;
+        add(&self.counters.stall_micros, micros);
+        add(&self.counters.budget_stall_micros, micros);
+    }
+
+    /// Whether background work pending or running may free space.
+    fn can_reclaim(&self, st: &State) -> bool {
+        !st.imm.is_empty()
+            || st.flush_running
+            || !st.compactions.is_empty()
+            || st.gc_jobs > 0
+            || (st.bg_error.is_none()
+                && (picker::pick(&st.current, &self.picker_opts, &Default::default()).is_some()
+                    || self.pick_gc(st, self.schedule(st).gc_ratio).is_some()))
     }
 
     /// Seals the memtable and starts a new one with a new WAL.

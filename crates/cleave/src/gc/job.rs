@@ -11,12 +11,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use roaring::RoaringBitmap;
 
 use super::picker::GcPlan;
+use super::rate_limiter::Direction;
 use super::stats::GcStats;
 use crate::base::{filename, parallel, FileNumber};
 use crate::error::{Error, Result};
@@ -53,9 +54,16 @@ fn read_batch(file: &ValueFile, batch: &[Vec<IndexEntry>]) -> Result<Vec<ValueRe
     Ok(records)
 }
 
+fn run_bytes(run: &[IndexEntry]) -> u64 {
+    run.iter().map(|e| u64::from(e.len)).sum()
+}
+
+fn batch_bytes(batch: &[Vec<IndexEntry>]) -> u64 {
+    batch.iter().map(|run| run_bytes(run)).sum()
+}
+
 /// Consecutive slices of `runs` of about `BATCH_BYTES` each, in order.
 fn batches(runs: &[Vec<IndexEntry>]) -> impl Iterator<Item = &[Vec<IndexEntry>]> {
-    let run_bytes = |run: &Vec<IndexEntry>| run.iter().map(|e| u64::from(e.len)).sum::<u64>();
     let mut rest = runs;
     std::iter::from_fn(move || {
         if rest.is_empty() {
@@ -92,6 +100,12 @@ pub(crate) struct GcContext<'a> {
     pub tables: &'a TableCache,
     pub values: &'a ValueStore,
     pub write: GcWriteOptions,
+    /// Read each run of adjacent live records at once; off, each record
+    /// alone (the ablation of coalesced reads).
+    pub coalesce_reads: bool,
+    /// Called before GC reads or writes that many bytes: the rate
+    /// limiter, which may sleep. Returns how long it did.
+    pub pace: &'a (dyn Fn(Direction, u64) -> Duration + Sync),
 }
 
 /// The synced outputs of a job, not yet named by the manifest.
@@ -128,11 +142,18 @@ pub(crate) fn run(
         let runs = file.live_runs(&|logical, ordinal| {
             u32::try_from(ordinal).is_ok_and(|o| live.get(&logical).is_some_and(|b| b.contains(o)))
         })?;
+        let runs: Vec<Vec<IndexEntry>> = if cx.coalesce_reads {
+            runs
+        } else {
+            runs.into_iter().flatten().map(|e| vec![e]).collect()
+        };
         stats.index_time += start.elapsed();
         stats.index_bytes_read += file.properties().index_size;
 
         let mut kept: BTreeMap<FileNumber, u64> = BTreeMap::new();
         let mut write = |records: Vec<ValueRecord>, stats: &mut GcStats| -> Result<()> {
+            let bytes = records.iter().map(|r| r.raw.len() as u64).sum();
+            stats.throttle_time += (cx.pace)(Direction::Write, bytes);
             let start = Instant::now();
             for record in records {
                 let out =
@@ -146,11 +167,14 @@ pub(crate) fn run(
         };
         // The next batch is read while this one is written, by a reader
         // thread; if none can be started, in turn here.
+        let read_throttle = Mutex::new(Duration::ZERO);
         std::thread::scope(|s| -> Result<()> {
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
             let reader = std::thread::Builder::new().spawn_scoped(s, || {
                 let tx = tx;
                 for batch in batches(&runs) {
+                    let waited = (cx.pace)(Direction::Read, batch_bytes(batch));
+                    *read_throttle.lock() += waited;
                     let read = read_batch(&file, batch);
                     let failed = read.is_err();
                     // A closed channel means the writer failed: stop.
@@ -161,6 +185,7 @@ pub(crate) fn run(
             });
             if reader.is_err() {
                 for batch in batches(&runs) {
+                    stats.throttle_time += (cx.pace)(Direction::Read, batch_bytes(batch));
                     let start = Instant::now();
                     let records = read_batch(&file, batch)?;
                     stats.value_read_time += start.elapsed();
@@ -177,6 +202,7 @@ pub(crate) fn run(
                 write(read?, &mut stats)?;
             }
         })?;
+        stats.throttle_time += read_throttle.into_inner();
         // Every referenced record must have been found: a table pointing
         // at a record the file does not hold is damage, and copying the
         // rest would make it permanent.

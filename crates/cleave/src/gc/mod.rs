@@ -5,6 +5,8 @@
 pub(crate) mod drop_cache;
 pub(crate) mod job;
 pub(crate) mod picker;
+pub(crate) mod pressure;
+pub(crate) mod rate_limiter;
 mod stats;
 
 pub use stats::GcStats;

@@ -37,6 +37,8 @@ pub struct GcStats {
     pub value_read_time: Duration,
     pub write_time: Duration,
     pub commit_time: Duration,
+    /// Time GC waited for its rate limiter, reading or writing.
+    pub throttle_time: Duration,
 }
 
 impl AddAssign<&GcStats> for GcStats {
@@ -57,6 +59,7 @@ impl AddAssign<&GcStats> for GcStats {
         self.value_read_time += o.value_read_time;
         self.write_time += o.write_time;
         self.commit_time += o.commit_time;
+        self.throttle_time += o.throttle_time;
     }
 }
 
@@ -69,7 +72,7 @@ impl std::fmt::Display for GcStats {
             f,
             "gc: {} jobs ({} failed), {} files in, {} out, {} tables' bitmaps; {} records kept, {} dropped; \
              read {:.1} MB index + {:.1} MB values, wrote {:.1} MB, reclaimed {:.1} MB; \
-             ms: bitmaps {:.0}, index {:.0}, values {:.0}, write {:.0}, commit {:.0}",
+             ms: bitmaps {:.0}, index {:.0}, values {:.0}, write {:.0}, commit {:.0}, throttled {:.0}",
             self.jobs,
             self.failed_jobs,
             self.files_in,
@@ -86,6 +89,7 @@ impl std::fmt::Display for GcStats {
             ms(self.value_read_time),
             ms(self.write_time),
             ms(self.commit_time),
+            ms(self.throttle_time),
         )
     }
 }

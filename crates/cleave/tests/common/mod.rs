@@ -56,6 +56,20 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
             rng.gen_range(1..64 << 10)
         },
         gc_garbage_ratio: rng.gen_range(0.05..0.8),
+        // Sometimes a space budget the data outgrows, so that GC turns
+        // aggressive and writes wait for space; the ablation switches of
+        // the scheduler both ways; and a rate limiter that finds the
+        // device busy at a few MiB/s.
+        space_budget_bytes: if rng.gen_bool(0.3) {
+            rng.gen_range(64 << 10..2 << 20)
+        } else {
+            0
+        },
+        dynamic_gc_threads: rng.gen_bool(0.7),
+        gc_rate_limiter: rng.gen_bool(0.7),
+        device_write_bandwidth: if rng.gen_bool(0.5) { 4 << 20 } else { 0 },
+        gc_coalesced_reads: rng.gen_bool(0.8),
+        compensated_size: rng.gen_bool(0.8),
         ..Options::default()
     }
 }

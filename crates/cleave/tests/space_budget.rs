@@ -1,0 +1,276 @@
+//! The space budget and the space report's scheduling figures: with
+//! `space_budget_bytes` GC grows aggressive and writes wait for space, so
+//! usage stays near the budget where it would otherwise run far past it;
+//! writes never hang when nothing can be freed; with
+//! `space_budget_fail_writes` they fail with a typed error instead; and
+//! the report shows G_E/D, the hidden-garbage estimate and GC's share.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cleave::vfs::MemFs;
+use cleave::{Db, Error, Options, ReadOptions, WriteOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const KEYS: usize = 1000;
+const VALUE: usize = 1024;
+
+fn key(i: usize) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn value(i: usize, round: usize) -> Vec<u8> {
+    let mut v = format!("{i}:{round}:").into_bytes();
+    v.resize(VALUE, b'a' + (round % 26) as u8);
+    v
+}
+
+fn options(fs: &MemFs) -> Options {
+    Options {
+        create_if_missing: true,
+        fs: Arc::new(fs.clone()),
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 64 << 10,
+        max_bytes_for_level_base: 256 << 10,
+        level0_file_num_compaction_trigger: 2,
+        value_file_size: 128 << 10,
+        min_value_size: 512,
+        max_background_jobs: 2,
+        value_cache_capacity: 0,
+        // GC only of files that are all garbage, unless the budget says
+        // otherwise: without a budget space runs far past the live data.
+        gc_garbage_ratio: 1.0,
+        ..Options::default()
+    }
+}
+
+/// Writes every key once, then `writes` random overwrites, returning the
+/// highest usage seen (sampled every 50 writes) and the last value of
+/// each key.
+fn overwrite(db: &Db, writes: usize) -> (u64, Vec<usize>) {
+    let wo = WriteOptions::default();
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut rounds = vec![0; KEYS];
+    let mut peak = 0;
+    for i in 0..KEYS {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    for n in 0..writes {
+        let i = rng.gen_range(0..KEYS);
+        rounds[i] = n + 1;
+        db.put(&wo, &key(i), &value(i, n + 1)).unwrap();
+        if n % 50 == 0 {
+            peak = peak.max(db.stats().space_usage_bytes);
+        }
+    }
+    (peak, rounds)
+}
+
+fn check(db: &Db, rounds: &[usize]) {
+    for (i, &round) in rounds.iter().enumerate() {
+        assert_eq!(
+            db.get(&ReadOptions::new(), &key(i)).unwrap(),
+            Some(value(i, round)),
+            "key {i}"
+        );
+    }
+}
+
+#[test]
+fn a_budget_keeps_usage_near_it_where_lazy_gc_runs_far_past() {
+    let live = (KEYS * VALUE) as u64;
+    let budget = live * 5 / 2;
+    let writes = 30 * KEYS;
+
+    let fs = MemFs::new();
+    let db = Db::open("/free", options(&fs)).unwrap();
+    let (free_peak, rounds) = overwrite(&db, writes);
+    check(&db, &rounds);
+    let s = db.stats();
+    assert_eq!(s.budget_stall_micros + s.budget_slowdown_writes, 0);
+    db.close().unwrap();
+
+    let fs = MemFs::new();
+    let db = Db::open(
+        "/budget",
+        Options {
+            space_budget_bytes: budget,
+            ..options(&fs)
+        },
+    )
+    .unwrap();
+    let (peak, rounds) = overwrite(&db, writes);
+    check(&db, &rounds);
+    let s = db.stats();
+    eprintln!(
+        "live {live}, budget {budget}: peak without {free_peak}, with {peak}; {} delayed, {} stopped, {} µs; gc {}",
+        s.budget_slowdown_writes, s.budget_stopped_writes, s.budget_stall_micros, s.gc
+    );
+    assert!(
+        free_peak > budget * 3 / 2,
+        "lazy GC should run far past the budget: {free_peak}"
+    );
+    // Usage is checked before each write: past the stop level writers
+    // wait, so it ends within the stop margin plus the 50 writes between
+    // samples.
+    assert!(
+        peak <= budget + budget / 32 + 50 * VALUE as u64 * 2,
+        "peak {peak} over budget {budget}"
+    );
+    assert!(
+        s.gc.jobs > 0,
+        "the budget made GC collect partly live files"
+    );
+    assert!(s.budget_slowdown_writes + s.budget_stopped_writes > 0);
+    assert!(s.budget_stall_micros > 0 && s.stall_micros >= s.budget_stall_micros);
+    assert_eq!(s.space_budget_bytes, budget);
+    assert!(s.to_text().contains("budget stalls"));
+    let problems = db.verify();
+    assert!(problems.is_ok(), "{problems}");
+    db.close().unwrap();
+}
+
+#[test]
+fn writes_go_on_when_nothing_can_be_freed() {
+    let fs = MemFs::new();
+    let budget = 256 << 10;
+    let db = Db::open(
+        "/db",
+        Options {
+            space_budget_bytes: budget,
+            ..options(&fs)
+        },
+    )
+    .unwrap();
+    // Every key new: all data is live, so nothing GC or compaction does
+    // brings usage under the budget; writes are delayed, never stuck.
+    let wo = WriteOptions::default();
+    for i in 0..1500 {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    let s = db.stats();
+    assert!(s.space_usage_bytes > budget * 4, "{}", s.space_usage_bytes);
+    assert!(s.budget_slowdown_writes > 0);
+    for i in 0..1500 {
+        assert_eq!(
+            db.get(&ReadOptions::new(), &key(i)).unwrap(),
+            Some(value(i, 0))
+        );
+    }
+    db.close().unwrap();
+}
+
+#[test]
+fn past_the_stop_level_writes_fail_when_asked_to() {
+    let fs = MemFs::new();
+    let budget = 256 << 10;
+    let opts = Options {
+        space_budget_bytes: budget,
+        space_budget_fail_writes: true,
+        ..options(&fs)
+    };
+    let db = Db::open("/db", opts.clone()).unwrap();
+    let wo = WriteOptions::default();
+    let mut written = 0;
+    let err = loop {
+        match db.put(&wo, &key(written), &value(written, 0)) {
+            Ok(()) => written += 1,
+            Err(e) => break e,
+        }
+        assert!(written < 10_000, "writes never failed");
+    };
+    match &err {
+        Error::SpaceBudgetExceeded {
+            dir,
+            usage_bytes,
+            budget_bytes,
+        } => {
+            assert_eq!(dir, Path::new("/db"));
+            assert_eq!(*budget_bytes, budget);
+            assert!(*usage_bytes as f64 >= budget as f64 * (1.0 + 1.0 / 32.0));
+        }
+        e => panic!("expected SpaceBudgetExceeded, got {e}"),
+    }
+    assert!(err.to_string().contains("space budget"), "{err}");
+    // Nothing of the failed write was applied, everything before it was,
+    // and the database is not poisoned: deletes are writes too, so they
+    // fail as well, but a reopen with a larger budget takes writes again.
+    assert_eq!(db.get(&ReadOptions::new(), &key(written)).unwrap(), None);
+    assert!(written > 0);
+    db.flush().unwrap();
+    db.close().unwrap();
+    let db = Db::open(
+        "/db",
+        Options {
+            space_budget_bytes: budget * 100,
+            ..opts
+        },
+    )
+    .unwrap();
+    for i in 0..written {
+        assert_eq!(
+            db.get(&ReadOptions::new(), &key(i)).unwrap(),
+            Some(value(i, 0))
+        );
+    }
+    db.put(&wo, &key(written), &value(written, 0)).unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn the_report_shows_garbage_ratios_hidden_garbage_and_gc_share() {
+    let fs = MemFs::new();
+    let db = Db::open(
+        "/db",
+        Options {
+            enable_gc: false,
+            gc_garbage_ratio: 0.2,
+            write_buffer_size: 8 << 20,
+            ..options(&fs)
+        },
+    )
+    .unwrap();
+    let wo = WriteOptions::default();
+    let round = |r: usize, step: usize| {
+        for i in (0..KEYS).step_by(step) {
+            db.put(&wo, &key(i), &value(i, r)).unwrap();
+        }
+        db.flush().unwrap();
+    };
+    // Every key, moved to the last level (a trivial move, no merge); then
+    // every other key, compacted into it: that compaction read 500
+    // upper-level entries and found all 500 shadowing an older one, and
+    // left each first-round value file half garbage.
+    round(0, 1);
+    db.compact_range(None, None).unwrap();
+    round(1, 2);
+    db.compact_range(None, None).unwrap();
+    // The same keys again, left in L0: they hide 500 values below.
+    round(2, 2);
+    let r = db.space_report().unwrap();
+    assert!(r.exposed_garbage_bytes > 0);
+    assert_eq!(
+        r.exposed_garbage_ratio,
+        r.exposed_garbage_bytes as f64 / r.referenced_value_bytes as f64
+    );
+    let upper = r.levels[0].value_bytes;
+    assert!(upper > 0);
+    assert_eq!(r.hidden_garbage_bytes, upper, "{r:?}");
+    assert!(r.s_index > 1.0);
+    assert!(r.index_pressure > 0.0, "L0 over L6 is above a settled tree");
+    assert!(r.value_pressure > 0.0, "half the values are garbage");
+    // GC is off: it gets no thread, and nothing limits it.
+    assert_eq!((r.gc_max_jobs, r.background_jobs), (0, 2));
+    assert_eq!(r.gc_rate_limit, None);
+    assert_eq!(r.budget_bytes, 0);
+    assert!(r.budget_usage_bytes >= r.sstable_bytes + r.value_file_bytes);
+    // Compaction exposes what was hidden.
+    db.compact_range(None, None).unwrap();
+    let r = db.space_report().unwrap();
+    assert_eq!(r.hidden_garbage_bytes, 0);
+    assert_eq!(r.s_index, 1.0);
+    assert_eq!(r.index_pressure, 0.0);
+    db.close().unwrap();
+}
