@@ -109,6 +109,9 @@ def suite_flags(args):
                   f"--seeks={args.seeks}", "--seek_nexts=100"]
     if args.space_limit is not None:
         flags.append(f"--space_limit_ratio={args.space_limit:g}")
+    if args.space_budget is not None and dist is not None:
+        live_bytes = num * (KEY_SIZE + mean_value)
+        flags.append(f"--space_budget_bytes={int(args.space_budget * live_bytes)}")
     return flags + list(args.extra)
 
 
@@ -267,8 +270,9 @@ def gc_section(records):
              "in write amp above, as every engine's own I/O is; RocksDB's and BlobDB's blob "
              "GC runs inside their compactions.", "",
              "| benchmark | GC jobs | files in | files out | read MiB | written MiB "
-             "| reclaimed MiB | bitmaps ms | index ms | values ms | write ms | commit ms |",
-             "| --- |" + " ---: |" * 11]
+             "| reclaimed MiB | bitmaps ms | index ms | values ms | write ms | commit ms "
+             "| throttled ms |",
+             "| --- |" + " ---: |" * 12]
     for label, gc in rows:
         g = gc.get
         read = (None if g("index_bytes_read") is None or g("value_bytes_read") is None
@@ -278,7 +282,7 @@ def gc_section(records):
              fmt(read, ",.1f", MIB), fmt(g("bytes_written"), ",.1f", MIB),
              fmt(g("bytes_reclaimed"), ",.1f", MIB)]
             + [fmt(g(phase)) for phase in ("bitmap_ms", "index_ms", "value_read_ms",
-                                           "write_ms", "commit_ms")]) + " |")
+                                           "write_ms", "commit_ms", "throttle_ms")]) + " |")
     return lines
 
 
@@ -476,6 +480,8 @@ def parse_args(argv):
     p.add_argument("--seeks", type=int, default=20000)
     p.add_argument("--ycsb-ops", type=int, default=200000)
     p.add_argument("--space-limit", type=float, metavar="R", help="--space_limit_ratio")
+    p.add_argument("--space-budget", type=float, metavar="R",
+                   help="cleave's --space_budget_bytes as R x the suite's live bytes")
     p.add_argument("--extra", action="append", default=[], metavar="ARG",
                    help="raw driver flag, repeatable: --extra=--flag=value, or "
                    "put driver flags after a lone --")

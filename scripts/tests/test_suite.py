@@ -70,7 +70,7 @@ def fake_record(engine, bench, ops_per_sec, rng, live=2 * GIB):
             "bytes_reclaimed": (500 << 20) if busy else 0,
             "bitmap_ms": 12.4 if busy else 0.0, "index_ms": 3.0 if busy else 0.0,
             "value_read_ms": 4500.6 if busy else 0.0, "write_ms": 2100.0 if busy else 0.0,
-            "commit_ms": 8.0 if busy else 0.0,
+            "commit_ms": 8.0 if busy else 0.0, "throttle_ms": 250.0 if busy else 0.0,
         }
     return record
 
@@ -224,8 +224,8 @@ class TableTest(unittest.TestCase):
         start = lines.index(next(line for line in lines if line.startswith(
             "| benchmark | GC jobs | files in | files out | read MiB | written MiB")))
         header = [c.strip() for c in lines[start].strip("|").split("|")]
-        self.assertEqual(header[-5:], ["bitmaps ms", "index ms", "values ms", "write ms",
-                                       "commit ms"])
+        self.assertEqual(header[-6:], ["bitmaps ms", "index ms", "values ms", "write ms",
+                                       "commit ms", "throttled ms"])
         phases = suite.KV_PHASES.split(",")
         section = [[c.strip() for c in line.strip("|").split("|")]
                    for line in lines[start + 2:start + 2 + len(phases)]]
@@ -234,9 +234,9 @@ class TableTest(unittest.TestCase):
         rows = dict((row[0], row[1:]) for row in section)
         # Read is the record indexes plus the live records: 2 + 300 MiB.
         self.assertEqual(rows["overwrite"], ["4", "6", "3", "302.0", "300.0", "500.0",
-                                             "12", "3", "4,501", "2,100", "8"])
+                                             "12", "3", "4,501", "2,100", "8", "250"])
         self.assertEqual(rows["readrandom"], ["0", "0", "0", "0.0", "0.0", "0.0",
-                                              "0", "0", "0", "0", "0"])
+                                              "0", "0", "0", "0", "0", "0"])
         # After cleave's space section, before the summary.
         space = lines.index(next(line for line in lines if line.startswith(
             "| benchmark | sstables MiB")))

@@ -170,6 +170,42 @@ pub struct Flags {
     #[arg(long, default_value_t = 4 << 20)]
     pub drop_cache_size: u64,
 
+    /// cleave only: the disk space cleave aims to stay within
+    /// (space_budget_bytes; 0: none). GC grows aggressive above 75% of it
+    /// and writes wait above it.
+    #[arg(long, default_value_t = 0)]
+    pub space_budget_bytes: u64,
+
+    /// cleave only: share the background threads between compaction and
+    /// GC by the space pressure of each side (dynamic_gc_threads); false is
+    /// a static split with at most half the threads for GC.
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub dynamic_gc_threads: bool,
+
+    /// cleave only: GC's bandwidth limiter with foreground feedback
+    /// (gc_rate_limiter); false lets GC run at full speed.
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub gc_rate_limiter: bool,
+
+    /// cleave only: the device's write bandwidth in bytes/s the rate
+    /// limiter compares against (device_write_bandwidth; 0: learned).
+    #[arg(long, default_value_t = 0)]
+    pub device_write_bandwidth: u64,
+
+    /// cleave only: GC reads runs of adjacent live records at once
+    /// (gc_coalesced_reads); false reads each record alone.
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub gc_coalesced_reads: bool,
+
+    /// cleave only: level sizes count the value bytes sstables reference
+    /// (compensated_size); false counts sstable bytes only.
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub compensated_size: bool,
+
     /// Concurrent benchmark threads. As in db_bench, every thread does the
     /// full --num / --reads / --writes count and the report is the total.
     #[arg(long, default_value_t = 1)]
@@ -614,5 +650,30 @@ mod tests {
             let args = ["cleave-bench", bad].map(str::to_owned);
             assert!(Flags::try_parse_from(args).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn scheduler_flags_parse() {
+        let flags = parse(&[]);
+        assert_eq!(flags.space_budget_bytes, 0);
+        assert_eq!(flags.device_write_bandwidth, 0);
+        assert!(flags.dynamic_gc_threads && flags.gc_rate_limiter);
+        assert!(flags.gc_coalesced_reads && flags.compensated_size);
+        let flags = parse(&[
+            "--space_budget_bytes=3000000000",
+            "--dynamic_gc_threads=false",
+            "--gc_rate_limiter=false",
+            "--device_write_bandwidth=500000000",
+            "--gc_coalesced_reads=false",
+            "--compensated_size=false",
+        ]);
+        assert_eq!(flags.space_budget_bytes, 3_000_000_000);
+        assert_eq!(flags.device_write_bandwidth, 500_000_000);
+        assert!(!flags.dynamic_gc_threads && !flags.gc_rate_limiter);
+        assert!(!flags.gc_coalesced_reads && !flags.compensated_size);
+        let config = crate::engines::EngineConfig::from_flags(&flags);
+        assert!(config
+            .describe()
+            .contains("space_budget_bytes 3000000000 (cleave) | dynamic_gc_threads false"));
     }
 }

@@ -178,6 +178,13 @@ pub struct BenchmarkRecord {
     pub exposed_garbage_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub s_index: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden_garbage_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc_max_jobs: Option<u64>,
+    /// GC's bandwidth limit at the end, bytes/s; 0 when unlimited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc_rate_limit: Option<u64>,
     /// The engine's value-file GC during the benchmark ([`GcBreakdown`];
     /// cleave's `Stats::gc`). Left out of the JSON for engines without one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -259,6 +266,9 @@ impl BenchmarkRecord {
             value_file_bytes: costs.space.map(|space| space.value_file_bytes),
             exposed_garbage_bytes: costs.space.map(|space| space.exposed_garbage_bytes),
             s_index: costs.space.map(|space| space.s_index),
+            hidden_garbage_bytes: costs.space.map(|space| space.hidden_garbage_bytes),
+            gc_max_jobs: costs.space.map(|space| space.gc_max_jobs),
+            gc_rate_limit: costs.space.map(|space| space.gc_rate_limit.unwrap_or(0)),
             gc: costs.gc,
             series: costs.series,
         }
@@ -321,7 +331,7 @@ impl BenchmarkRecord {
             text.push_str(&format!(
                 "  engine GC: {} jobs, {} files in, {} out; {} records kept, {} dropped; \
                  read {} index + {} values, wrote {}, reclaimed {}; \
-                 ms: bitmaps {}, index {}, values {}, write {}, commit {}\n",
+                 ms: bitmaps {}, index {}, values {}, write {}, commit {}, throttled {}\n",
                 gc.jobs,
                 gc.files_in,
                 gc.files_out,
@@ -336,15 +346,22 @@ impl BenchmarkRecord {
                 gc.value_read_time.as_millis(),
                 gc.write_time.as_millis(),
                 gc.commit_time.as_millis(),
+                gc.throttle_time.as_millis(),
             ));
         }
         if let Some(s_index) = self.s_index {
             text.push_str(&format!(
-                "  engine space: sstables {}, value files {} (exposed garbage {}), S_index {:.2}\n",
+                "  engine space: sstables {}, value files {} (exposed garbage {}, hidden {}), S_index {:.2}; GC up to {} jobs, rate limit {}\n",
                 mebibytes(self.sstable_bytes),
                 mebibytes(self.value_file_bytes),
                 mebibytes(self.exposed_garbage_bytes),
+                mebibytes(self.hidden_garbage_bytes),
                 s_index,
+                self.gc_max_jobs.unwrap_or(0),
+                match self.gc_rate_limit {
+                    Some(rate) if rate > 0 => format!("{}/s", mebibytes(Some(rate))),
+                    _ => "none".to_owned(),
+                },
             ));
         }
         text
@@ -528,6 +545,9 @@ mod tests {
             value_file_bytes: 40 << 20,
             exposed_garbage_bytes: 10 << 20,
             s_index: 1.25,
+            hidden_garbage_bytes: 2 << 20,
+            gc_max_jobs: 2,
+            gc_rate_limit: Some(64 << 20),
         };
         let with = BenchmarkRecord::new(
             "cleave",
@@ -544,9 +564,13 @@ mod tests {
         assert_eq!(json["value_file_bytes"], 40 << 20);
         assert_eq!(json["exposed_garbage_bytes"], 10 << 20);
         assert_eq!(json["s_index"], 1.25);
+        assert_eq!(json["hidden_garbage_bytes"], 2 << 20);
+        assert_eq!(json["gc_max_jobs"], 2);
+        assert_eq!(json["gc_rate_limit"], 64 << 20);
         assert!(with.cost_lines().contains(
             "  engine space: sstables 3.0 MB, value files 40.0 MB \
-             (exposed garbage 10.0 MB), S_index 1.25\n"
+             (exposed garbage 10.0 MB, hidden 2.0 MB), S_index 1.25; GC up to 2 jobs, \
+             rate limit 64.0 MB/s\n"
         ));
 
         let without = BenchmarkRecord::new("rocksdb", 1, &run, 116_000, Costs::default());
@@ -557,6 +581,9 @@ mod tests {
             "value_file_bytes",
             "exposed_garbage_bytes",
             "s_index",
+            "hidden_garbage_bytes",
+            "gc_max_jobs",
+            "gc_rate_limit",
         ] {
             assert!(!object.contains_key(field), "{field} present");
         }
@@ -593,6 +620,7 @@ mod tests {
             value_read_time: Duration::from_millis(30),
             write_time: Duration::from_millis(40),
             commit_time: Duration::from_nanos(5_000_001),
+            throttle_time: Duration::from_millis(7),
         };
         let with = BenchmarkRecord::new(
             "cleave",
@@ -626,8 +654,9 @@ mod tests {
             ("value_read_ms", 30.0),
             ("write_ms", 40.0),
             ("commit_ms", 5.000001),
+            ("throttle_ms", 7.0),
         ];
-        assert_eq!(json["gc"].as_object().map(|gc| gc.len()), Some(15));
+        assert_eq!(json["gc"].as_object().map(|gc| gc.len()), Some(16));
         for (field, value) in expected {
             assert_eq!(json["gc"][field].as_f64(), Some(value), "{field}");
         }
@@ -639,7 +668,7 @@ mod tests {
         assert!(lines.contains(
             "  engine GC: 2 jobs, 3 files in, 1 out; 100 records kept, 300 dropped; \
              read 0.5 MB index + 1.0 MB values, wrote 1.0 MB, reclaimed 3.0 MB; \
-             ms: bitmaps 1, index 2, values 30, write 40, commit 5\n"
+             ms: bitmaps 1, index 2, values 30, write 40, commit 5, throttled 7\n"
         ));
 
         // A benchmark during which GC did nothing: the fields, no line.

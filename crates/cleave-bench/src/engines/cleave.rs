@@ -49,6 +49,7 @@ impl From<&GcStats> for GcBreakdown {
             value_read_time: gc.value_read_time,
             write_time: gc.write_time,
             commit_time: gc.commit_time,
+            throttle_time: gc.throttle_time,
         }
     }
 }
@@ -142,6 +143,12 @@ impl CleaveEngine {
             enable_gc: config.gc,
             gc_garbage_ratio: config.gc_garbage_ratio,
             drop_cache_capacity: option_value(config.drop_cache_size, "drop_cache_size")?,
+            space_budget_bytes: config.space_budget_bytes,
+            dynamic_gc_threads: config.dynamic_gc_threads,
+            gc_rate_limiter: config.gc_rate_limiter,
+            device_write_bandwidth: config.device_write_bandwidth,
+            gc_coalesced_reads: config.gc_coalesced_reads,
+            compensated_size: config.compensated_size,
             use_direct_reads: config.use_direct_reads,
             use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,
             ..defaults
@@ -257,6 +264,9 @@ impl Engine for CleaveEngine {
             value_file_bytes: report.value_file_bytes,
             exposed_garbage_bytes: report.exposed_garbage_bytes,
             s_index: report.s_index,
+            hidden_garbage_bytes: report.hidden_garbage_bytes,
+            gc_max_jobs: counter(report.gc_max_jobs),
+            gc_rate_limit: report.gc_rate_limit,
         }))
     }
 

@@ -109,6 +109,13 @@ pub struct SpaceBreakdown {
     /// Space amplification of the key tree (Scavenger+'s S_index): the
     /// compensated bytes of all levels over those of the last level.
     pub s_index: f64,
+    /// Estimated value bytes shadowed by newer entries not yet compacted
+    /// (Scavenger+'s hidden garbage G_H).
+    pub hidden_garbage_bytes: u64,
+    /// GC jobs the scheduler allowed at once at the end, and GC's
+    /// bandwidth limit then (bytes/s; `None` when unlimited).
+    pub gc_max_jobs: u64,
+    pub gc_rate_limit: Option<u64>,
 }
 
 /// What an engine's value-file GC did, for engines whose GC runs as jobs of
@@ -141,6 +148,9 @@ pub struct GcBreakdown {
     pub write_time: Duration,
     #[serde(rename = "commit_ms", serialize_with = "milliseconds")]
     pub commit_time: Duration,
+    /// Time GC waited for its rate limiter.
+    #[serde(rename = "throttle_ms", serialize_with = "milliseconds")]
+    pub throttle_time: Duration,
 }
 
 /// From whole nanoseconds, so that the JSON shows 2.951297, not the
@@ -172,6 +182,7 @@ impl GcBreakdown {
             value_read_time: self.value_read_time.saturating_sub(earlier.value_read_time),
             write_time: self.write_time.saturating_sub(earlier.write_time),
             commit_time: self.commit_time.saturating_sub(earlier.commit_time),
+            throttle_time: self.throttle_time.saturating_sub(earlier.throttle_time),
         }
     }
 }
@@ -255,6 +266,16 @@ pub struct EngineConfig {
     pub gc_garbage_ratio: f64,
     /// cleave only: DropCache bytes (`--drop_cache_size`; 0: no hot/cold).
     pub drop_cache_size: u64,
+    /// cleave only: the scheduler's knobs and ablation switches
+    /// (`--space_budget_bytes`, `--dynamic_gc_threads`, `--gc_rate_limiter`,
+    /// `--device_write_bandwidth`, `--gc_coalesced_reads`,
+    /// `--compensated_size`).
+    pub space_budget_bytes: u64,
+    pub dynamic_gc_threads: bool,
+    pub gc_rate_limiter: bool,
+    pub device_write_bandwidth: u64,
+    pub gc_coalesced_reads: bool,
+    pub compensated_size: bool,
 }
 
 /// BlobDB's separation threshold in the benchmarks we compare against
@@ -293,6 +314,12 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         gc: true,
         gc_garbage_ratio: 0.2,
         drop_cache_size: 4 << 20,
+        space_budget_bytes: 0,
+        dynamic_gc_threads: true,
+        gc_rate_limiter: true,
+        device_write_bandwidth: 0,
+        gc_coalesced_reads: true,
+        compensated_size: true,
     }
 }
 
@@ -324,6 +351,12 @@ impl EngineConfig {
             gc: flags.gc,
             gc_garbage_ratio: flags.gc_garbage_ratio,
             drop_cache_size: flags.drop_cache_size,
+            space_budget_bytes: flags.space_budget_bytes,
+            dynamic_gc_threads: flags.dynamic_gc_threads,
+            gc_rate_limiter: flags.gc_rate_limiter,
+            device_write_bandwidth: flags.device_write_bandwidth,
+            gc_coalesced_reads: flags.gc_coalesced_reads,
+            compensated_size: flags.compensated_size,
         }
     }
 
@@ -339,7 +372,10 @@ impl EngineConfig {
              bloom_bits {} | compression {:?} | sync {} | disable_wal {} | \
              direct reads {} | direct flush/compaction {} | min_blob_size {} | \
              value_separation {} (cleave) | value_cache_size {} (cleave) | gc {} (cleave) | \
-             gc_garbage_ratio {} (cleave) | drop_cache_size {} (cleave)",
+             gc_garbage_ratio {} (cleave) | drop_cache_size {} (cleave) | \
+             space_budget_bytes {} (cleave) | dynamic_gc_threads {} (cleave) | \
+             gc_rate_limiter {} (cleave) | device_write_bandwidth {} (cleave) | \
+             gc_coalesced_reads {} (cleave) | compensated_size {} (cleave)",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -359,6 +395,12 @@ impl EngineConfig {
             self.gc,
             self.gc_garbage_ratio,
             self.drop_cache_size,
+            self.space_budget_bytes,
+            self.dynamic_gc_threads,
+            self.gc_rate_limiter,
+            self.device_write_bandwidth,
+            self.gc_coalesced_reads,
+            self.compensated_size,
         )
     }
 }
