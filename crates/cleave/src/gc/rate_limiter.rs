@@ -359,4 +359,46 @@ mod tests {
         assert_eq!(f.observe(t + Duration::from_secs(61), s(101, 900)), None);
         assert_eq!(f.rate(), None);
     }
+
+    #[test]
+    fn gc_limiter_paces_both_ways_unless_disabled_or_suspended() {
+        let disk_busy = |t: u64, fg: u64| Sample {
+            foreground: fg * MIB,
+            disk: t * 450 * MIB,
+            gc: t * 300 * MIB,
+        };
+        let limiter = GcLimiter::new(true, 500 * MIB);
+        assert_eq!(limiter.rate(), None);
+        // Steady writers, then a drop while the disk is busy: the loop's
+        // clock is stepped by hand, as `pace` would over two seconds.
+        {
+            let mut f = limiter.feedback.lock();
+            let t = Instant::now();
+            f.observe(t, disk_busy(0, 0));
+            f.observe(t + Duration::from_secs(1), disk_busy(1, 100));
+            let rate = f.observe(t + Duration::from_secs(2), disk_busy(2, 170));
+            assert_eq!(rate, Some(Some(240 * MIB)));
+            limiter.read.set_rate(Some(240 * MIB));
+            limiter.write.set_rate(Some(240 * MIB));
+        }
+        assert_eq!(limiter.rate(), Some(240 * MIB));
+        let waited = limiter.pace(Direction::Write, 24 * MIB, Sample::default());
+        assert!(waited >= Duration::from_millis(80), "{waited:?}");
+        // The read bucket saved up a burst (0.1 s at its rate) meanwhile.
+        let waited = limiter.pace(Direction::Read, 48 * MIB, Sample::default());
+        assert!(waited >= Duration::from_millis(80), "{waited:?}");
+        // Space short: GC is not held back, and reports no limit.
+        limiter.set_suspended(true);
+        assert_eq!(limiter.rate(), None);
+        assert_eq!(
+            limiter.pace(Direction::Write, 1 << 40, Sample::default()),
+            Duration::ZERO
+        );
+        let off = GcLimiter::new(false, 1);
+        assert_eq!(
+            off.pace(Direction::Read, 1 << 40, Sample::default()),
+            Duration::ZERO
+        );
+        assert_eq!(off.rate(), None);
+    }
 }
