@@ -157,7 +157,30 @@ fn run(cli: Cli) -> Result<bool> {
                 mb(r.referenced_value_bytes),
                 mb(r.exposed_garbage_bytes)
             )?;
-            writeln!(out, "S_index: {:.3}", r.s_index)?;
+            writeln!(
+                out,
+                "S_index: {:.3}; exposed garbage / referenced (G_E/D): {:.3}; hidden garbage (estimate): {:.1} MB",
+                r.s_index,
+                r.exposed_garbage_ratio,
+                mb(r.hidden_garbage_bytes)
+            )?;
+            let rate = r
+                .gc_rate_limit
+                .map_or_else(|| "none".to_string(), |b| format!("{:.1} MB/s", mb(b)));
+            writeln!(
+                out,
+                "pressure: index {:.3}, values {:.3}; GC may run {} of {} background jobs, rate limit {rate}",
+                r.index_pressure, r.value_pressure, r.gc_max_jobs, r.background_jobs
+            )?;
+            if r.budget_bytes > 0 {
+                writeln!(
+                    out,
+                    "space budget: {:.1} of {:.1} MB ({:.0}%)",
+                    mb(r.budget_usage_bytes),
+                    mb(r.budget_bytes),
+                    100.0 * r.budget_usage_bytes as f64 / r.budget_bytes as f64
+                )?;
+            }
             writeln!(
                 out,
                 "on disk: {:.1} MB (sstables {:.1}, value files {:.1}, WAL {:.1}, manifest {:.1}, other {:.1})",
