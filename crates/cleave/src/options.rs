@@ -77,6 +77,29 @@ pub struct Options {
     /// Smallest exact garbage ratio (garbage record bytes over all record
     /// bytes, 0..=1) that makes a value file worth collecting.
     pub gc_garbage_ratio: f64,
+    /// Correlated compaction: a compaction whose inputs reference too many
+    /// logical value files, or high-garbage ones it holds most references
+    /// of, reads those values and writes them, in key order, into a new
+    /// value file with new handles. It bounds how many value files one
+    /// sstable references (the reverse lookups of GC, the manifest's
+    /// per-table counts) and puts the values of a key range together for
+    /// scans, at the price of rewriting those values; off, compaction never
+    /// rewrites a value (an ablation switch, to measure what it brings).
+    pub correlated_compaction: bool,
+    /// Most logical value files one sstable written by a compaction may
+    /// reference, at least 1. A compaction whose inputs reference more
+    /// rewrites the values of those it holds the fewest bytes of. The
+    /// default, 256, is far above the fan-out of key-value separation under
+    /// overwrites until the oldest files hold a tiny fraction of their
+    /// records, so the rewrites stay rare and small (the arithmetic is in
+    /// `compaction/correlated.rs`).
+    pub max_value_file_refs: usize,
+    /// Smallest garbage ratio (0..=1] of a logical value file that makes a
+    /// compaction holding at least half of its live references rewrite
+    /// them, so that GC finds the file all or mostly garbage. Above
+    /// `gc_garbage_ratio`, the rewrite copies only values GC would copy
+    /// anyway.
+    pub correlated_garbage_ratio: f64,
     /// `O_DIRECT` for sstable and value-file reads.
     pub use_direct_reads: bool,
     /// `O_DIRECT` for flush and compaction writes (sstables and value
@@ -120,6 +143,9 @@ impl Default for Options {
             drop_cache_capacity: 4 << 20,
             enable_gc: true,
             gc_garbage_ratio: 0.2,
+            correlated_compaction: true,
+            max_value_file_refs: 256,
+            correlated_garbage_ratio: 0.5,
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             max_open_files: 1000,
@@ -176,6 +202,13 @@ impl Options {
         // NaN fails too.
         if !(self.gc_garbage_ratio > 0.0 && self.gc_garbage_ratio <= 1.0) {
             return bad("gc_garbage_ratio must be in (0, 1]");
+        }
+        // One slot is the new file re-separated values go to.
+        if self.max_value_file_refs == 0 {
+            return bad("max_value_file_refs must be at least 1");
+        }
+        if !(self.correlated_garbage_ratio > 0.0 && self.correlated_garbage_ratio <= 1.0) {
+            return bad("correlated_garbage_ratio must be in (0, 1]");
         }
         // Ordinals of a logical file fit a u32 in the value-references
         // bitmaps: 32 GiB of records of at least 14 bytes stays below 2^32.
