@@ -56,6 +56,11 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
             rng.gen_range(1..64 << 10)
         },
         gc_garbage_ratio: rng.gen_range(0.05..0.8),
+        // Correlated compaction most of the time, with limits so small that
+        // compactions re-separate values often.
+        correlated_compaction: rng.gen_bool(0.7),
+        max_value_file_refs: rng.gen_range(1..8),
+        correlated_garbage_ratio: rng.gen_range(0.05..0.8),
         ..Options::default()
     }
 }
