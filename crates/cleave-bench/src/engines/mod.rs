@@ -255,6 +255,10 @@ pub struct EngineConfig {
     pub gc_garbage_ratio: f64,
     /// cleave only: DropCache bytes (`--drop_cache_size`; 0: no hot/cold).
     pub drop_cache_size: u64,
+    /// cleave only: correlated compaction (`--correlated_compaction`).
+    pub correlated_compaction: bool,
+    /// cleave only: the most value files a compaction output may reference.
+    pub max_value_file_refs: u64,
 }
 
 /// BlobDB's separation threshold in the benchmarks we compare against
@@ -293,6 +297,8 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         gc: true,
         gc_garbage_ratio: 0.2,
         drop_cache_size: 4 << 20,
+        correlated_compaction: true,
+        max_value_file_refs: 256,
     }
 }
 
@@ -324,6 +330,8 @@ impl EngineConfig {
             gc: flags.gc,
             gc_garbage_ratio: flags.gc_garbage_ratio,
             drop_cache_size: flags.drop_cache_size,
+            correlated_compaction: flags.correlated_compaction,
+            max_value_file_refs: flags.max_value_file_refs,
         }
     }
 
@@ -339,7 +347,8 @@ impl EngineConfig {
              bloom_bits {} | compression {:?} | sync {} | disable_wal {} | \
              direct reads {} | direct flush/compaction {} | min_blob_size {} | \
              value_separation {} (cleave) | value_cache_size {} (cleave) | gc {} (cleave) | \
-             gc_garbage_ratio {} (cleave) | drop_cache_size {} (cleave)",
+             gc_garbage_ratio {} (cleave) | drop_cache_size {} (cleave) | \
+             correlated_compaction {} (cleave) | max_value_file_refs {} (cleave)",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -359,6 +368,8 @@ impl EngineConfig {
             self.gc,
             self.gc_garbage_ratio,
             self.drop_cache_size,
+            self.correlated_compaction,
+            self.max_value_file_refs,
         )
     }
 }
