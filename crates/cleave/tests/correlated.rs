@@ -3,8 +3,10 @@
 //! interleaved keys) is compacted with the switch on and off. On, every
 //! output sstable references at most `max_value_file_refs` logical files
 //! and a full scan reads the values in fewer reads; off, the fan-out is
-//! the number of flushes. Either way every value reads back, `verify`
-//! finds nothing wrong, also after a reopen and after GC.
+//! the number of flushes. A file mostly garbage whose live references one
+//! compaction holds moves out whole, and the file goes with the edit.
+//! Either way every value reads back, `verify` finds nothing wrong, also
+//! after a reopen and after GC.
 
 use std::sync::Arc;
 
@@ -188,4 +190,47 @@ fn reseparated_values_survive_reopen_overwrites_and_gc() {
     check(&db, round_of, "after GC and reopen");
     let r = db.space_report().unwrap();
     assert!(r.other_bytes < 64, "leftover files: {r:?}");
+}
+
+/// The garbage rule: a logical file with most of its records dead and all
+/// of its live references in one compaction moves out whole, so the edit
+/// drops the file and no garbage is left for GC; off, the garbage stays.
+fn compact_into_a_mostly_dead_file(correlated: bool) -> (u64, u64) {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(&fs, correlated)).unwrap();
+    let put = |i: usize, round: usize| {
+        db.put(&WriteOptions::default(), &k(i), &v(i, round))
+            .unwrap()
+    };
+    // One value file (60 values fit in value_file_size), one last-level
+    // table.
+    (0..60).for_each(|i| put(i, 0));
+    db.compact_range(None, None).unwrap();
+    // Two thirds overwritten: this compaction exposes that garbage.
+    (0..40).for_each(|i| put(i, 1));
+    db.compact_range(None, None).unwrap();
+    // A new key inside the range, inline: the next compaction rewrites the
+    // table holding every live reference into the first file.
+    db.put(&WriteOptions::default(), b"key000010x", b"small")
+        .unwrap();
+    db.compact_range(None, None).unwrap();
+    let round_of = |i: usize| usize::from(i < 40);
+    for i in 0..60 {
+        let got = db.get(&ReadOptions::new(), &k(i)).unwrap();
+        assert_eq!(got, Some(v(i, round_of(i))), "key {i}");
+    }
+    let report = db.verify();
+    assert!(report.is_ok(), "{report}");
+    let garbage = db.space_report().unwrap().exposed_garbage_bytes;
+    (db.stats().compaction_values_reseparated, garbage)
+}
+
+#[test]
+fn a_mostly_dead_file_held_by_one_compaction_moves_out_whole() {
+    let (off_moved, off_garbage) = compact_into_a_mostly_dead_file(false);
+    assert_eq!(off_moved, 0);
+    assert!(off_garbage > 0);
+    let (on_moved, on_garbage) = compact_into_a_mostly_dead_file(true);
+    assert_eq!(on_moved, 20, "the first file's live values");
+    assert_eq!(on_garbage, 0);
 }
