@@ -54,7 +54,8 @@ pub struct Options {
     pub compression: Compression,
     /// Key-value separation: flushes write values of at least
     /// `min_value_size` bytes to value files and keep a small handle in the
-    /// sstable, so compaction never rewrites them.
+    /// sstable, so compaction rewrites them only where correlated
+    /// compaction re-separates them.
     pub enable_value_separation: bool,
     /// Smallest value (bytes) that is separated; RocksDB's `min_blob_size`.
     pub min_value_size: usize,

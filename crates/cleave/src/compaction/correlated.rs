@@ -31,7 +31,12 @@
 //! 64 about 14%, 256 about `e^−8` ≈ 0.03%; and a 2 GiB run references
 //! fewer than 256 files before that steady state (two per flush at most,
 //! hot and cold). A file a re-separation wrote covers one compaction's key
-//! range only, so it adds to the fan-out of that range alone.
+//! range only, so it adds to the fan-out of that range alone. Measured at
+//! a 64th of the benchmark's scale (a 32 MiB data set of 1 KB values,
+//! 1 MiB memtables and files, then four data sets of uniform overwrites):
+//! with the default, compactions re-separated 1.3% of the bytes users
+//! wrote and write amplification was 1.98 against 2.02 off (GC copied
+//! less); with a limit of 64, 20% and 2.30; with 16, 67% and 3.03.
 //!
 //! **Garbage.** A file whose garbage ratio (record bytes no sstable
 //! references, over its record bytes where it lives now) reaches
