@@ -206,6 +206,19 @@ pub struct Flags {
           default_missing_value = "true", value_parser = parse_bool)]
     pub compensated_size: bool,
 
+    /// cleave only: correlated compaction, compactions re-separating the
+    /// values of value files referenced beyond --max_value_file_refs or
+    /// high in garbage (cleave's correlated_compaction). false: compaction
+    /// never rewrites a value, to measure what it brings.
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub correlated_compaction: bool,
+
+    /// cleave only: the most value files one sstable a compaction writes
+    /// may reference (cleave's max_value_file_refs), at least 1.
+    #[arg(long, default_value_t = 256)]
+    pub max_value_file_refs: u64,
+
     /// Concurrent benchmark threads. As in db_bench, every thread does the
     /// full --num / --reads / --writes count and the report is the total.
     #[arg(long, default_value_t = 1)]
@@ -394,6 +407,9 @@ impl Flags {
         }
         if !(self.gc_garbage_ratio > 0.0 && self.gc_garbage_ratio <= 1.0) {
             bail!("--gc_garbage_ratio must be in (0, 1]");
+        }
+        if self.max_value_file_refs == 0 {
+            bail!("--max_value_file_refs must be at least 1");
         }
         if self.engine_names().is_empty() {
             bail!("--engine names no engine");
@@ -675,5 +691,33 @@ mod tests {
         assert!(config
             .describe()
             .contains("space_budget_bytes 3000000000 (cleave) | dynamic_gc_threads false"));
+    }
+
+    #[test]
+    fn correlated_compaction_flags_parse_and_validate() {
+        let flags = parse(&[]);
+        assert!(flags.correlated_compaction);
+        assert_eq!(flags.max_value_file_refs, 256);
+        assert!(flags.validate().is_ok());
+
+        let flags = parse(&["--correlated_compaction=false", "--max_value_file_refs=8"]);
+        assert!(!flags.correlated_compaction);
+        assert_eq!(flags.max_value_file_refs, 8);
+        assert!(flags.validate().is_ok());
+        // A bare boolean flag is true and leaves the next flag alone.
+        let flags = parse(&["--correlated_compaction", "--max_value_file_refs=1"]);
+        assert!(flags.correlated_compaction);
+        assert_eq!(flags.max_value_file_refs, 1);
+        assert!(flags.validate().is_ok());
+
+        let error = parse(&["--max_value_file_refs=0"])
+            .validate()
+            .err()
+            .map(|e| e.to_string());
+        assert!(error.is_some_and(|message| message.contains("--max_value_file_refs")));
+        for bad in ["--correlated_compaction=maybe", "--max_value_file_refs=-1"] {
+            let args = ["cleave-bench", bad].map(str::to_owned);
+            assert!(Flags::try_parse_from(args).is_err(), "{bad} accepted");
+        }
     }
 }

@@ -54,7 +54,8 @@ pub struct Options {
     pub compression: Compression,
     /// Key-value separation: flushes write values of at least
     /// `min_value_size` bytes to value files and keep a small handle in the
-    /// sstable, so compaction never rewrites them.
+    /// sstable, so compaction rewrites them only where correlated
+    /// compaction re-separates them.
     pub enable_value_separation: bool,
     /// Smallest value (bytes) that is separated; RocksDB's `min_blob_size`.
     pub min_value_size: usize,
@@ -112,6 +113,29 @@ pub struct Options {
     /// an sstable references (compensated size, Scavenger+ §III-C). Off,
     /// only sstable bytes count, as if the tree held nothing but handles.
     pub compensated_size: bool,
+    /// Correlated compaction: a compaction whose inputs reference too many
+    /// logical value files, or high-garbage ones it holds most references
+    /// of, reads those values and writes them, in key order, into a new
+    /// value file with new handles. It bounds how many value files one
+    /// sstable references (the reverse lookups of GC, the manifest's
+    /// per-table counts) and puts the values of a key range together for
+    /// scans, at the price of rewriting those values; off, compaction never
+    /// rewrites a value (an ablation switch, to measure what it brings).
+    pub correlated_compaction: bool,
+    /// Most logical value files one sstable written by a compaction may
+    /// reference, at least 1. A compaction whose inputs reference more
+    /// rewrites the values of those it holds the fewest bytes of. The
+    /// default, 256, is far above the fan-out of key-value separation under
+    /// overwrites until the oldest files hold a tiny fraction of their
+    /// records, so the rewrites stay rare and small (the arithmetic is in
+    /// `compaction/correlated.rs`).
+    pub max_value_file_refs: usize,
+    /// Smallest garbage ratio (0..=1] of a logical value file that makes a
+    /// compaction holding at least half of its live references rewrite
+    /// them, so that GC finds the file all or mostly garbage. Above
+    /// `gc_garbage_ratio`, the rewrite copies only values GC would copy
+    /// anyway.
+    pub correlated_garbage_ratio: f64,
     /// `O_DIRECT` for sstable and value-file reads.
     pub use_direct_reads: bool,
     /// `O_DIRECT` for flush and compaction writes (sstables and value
@@ -162,6 +186,9 @@ impl Default for Options {
             device_write_bandwidth: 0,
             gc_coalesced_reads: true,
             compensated_size: true,
+            correlated_compaction: true,
+            max_value_file_refs: 256,
+            correlated_garbage_ratio: 0.5,
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             max_open_files: 1000,
@@ -218,6 +245,13 @@ impl Options {
         // NaN fails too.
         if !(self.gc_garbage_ratio > 0.0 && self.gc_garbage_ratio <= 1.0) {
             return bad("gc_garbage_ratio must be in (0, 1]");
+        }
+        // One slot is the new file re-separated values go to.
+        if self.max_value_file_refs == 0 {
+            return bad("max_value_file_refs must be at least 1");
+        }
+        if !(self.correlated_garbage_ratio > 0.0 && self.correlated_garbage_ratio <= 1.0) {
+            return bad("correlated_garbage_ratio must be in (0, 1]");
         }
         // Ordinals of a logical file fit a u32 in the value-references
         // bitmaps: 32 GiB of records of at least 14 bytes stays below 2^32.

@@ -217,6 +217,14 @@ fn invalid_options_are_rejected_at_open() {
             max_bytes_for_level_multiplier: 1.0,
             ..options(Arc::new(MemFs::new()))
         },
+        Options {
+            max_value_file_refs: 0,
+            ..options(Arc::new(MemFs::new()))
+        },
+        Options {
+            correlated_garbage_ratio: f64::NAN,
+            ..options(Arc::new(MemFs::new()))
+        },
     ];
     for o in bad {
         assert!(matches!(Db::open(DIR, o), Err(Error::InvalidArgument(_))));

@@ -215,6 +215,7 @@ fn check_images(images: [MemFs; 3], oracle: &Oracle, ctx: &str) {
 /// the oracle and no leftover. Returns the faults injected.
 fn crash_at_every_step(
     name: &str,
+    opts: fn(Arc<dyn Fs>) -> Options,
     prepare: impl Fn(&Db) -> Oracle,
     job: impl Fn(&Db) -> cleave::Result<()>,
 ) -> u64 {
@@ -222,7 +223,7 @@ fn crash_at_every_step(
     for n in 0.. {
         let mem = MemFs::new();
         let fs = FaultFs::new(Arc::new(mem.clone()));
-        let db = Db::open(DIR, uncached_options(Arc::new(fs.clone()))).unwrap();
+        let db = Db::open(DIR, opts(Arc::new(fs.clone()))).unwrap();
         let oracle = prepare(&db);
         fs.fail_torn(&FaultOp::ALL, None, n, ErrorKind::Other, true);
         let result = job(&db);
@@ -256,6 +257,7 @@ fn crash_at_every_step(
 fn crash_at_every_io_step_of_a_flush() {
     crash_at_every_step(
         "crash_at_every_io_step_of_a_flush",
+        uncached_options,
         |db| {
             let mut oracle = Oracle::default();
             oracle.put(db, 0..60, 0, &SYNC);
@@ -265,10 +267,18 @@ fn crash_at_every_io_step_of_a_flush() {
     );
 }
 
+/// The compaction also re-separates values (correlated compaction): with
+/// at most two value files per output sstable, it rewrites the values of
+/// all but the file it holds most of into a new value file, which a crash
+/// at any step must leave either installed or removed.
 #[test]
 fn crash_at_every_io_step_of_a_compaction() {
     crash_at_every_step(
         "crash_at_every_io_step_of_a_compaction",
+        |fs| Options {
+            max_value_file_refs: 2,
+            ..uncached_options(fs)
+        },
         |db| {
             let mut oracle = Oracle::default();
             for round in 0..3 {
@@ -277,7 +287,12 @@ fn crash_at_every_io_step_of_a_compaction() {
             }
             oracle
         },
-        |db| db.compact_range(None, None),
+        |db| {
+            db.compact_range(None, None)?;
+            let reseparated = db.stats().compaction_values_reseparated;
+            assert!(reseparated > 0, "the compaction re-separated no value");
+            Ok(())
+        },
     );
 }
 
@@ -285,9 +300,12 @@ fn crash_at_every_io_step_of_a_compaction() {
 /// appends tear too, and the process-crash image keeps the torn bytes.
 #[test]
 fn crash_at_every_io_step_of_a_gc_job() {
-    crash_at_every_step("crash_at_every_io_step_of_a_gc_job", with_garbage, |db| {
-        db.gc_with_ratio(0.01).map(drop)
-    });
+    crash_at_every_step(
+        "crash_at_every_io_step_of_a_gc_job",
+        uncached_options,
+        with_garbage,
+        |db| db.gc_with_ratio(0.01).map(drop),
+    );
 }
 
 /// The same for an open: it replays the WAL into L0 sstables, starts a new
@@ -331,9 +349,10 @@ fn crash_at_every_io_step_of_an_open() {
     eprintln!("faults injected by crash_at_every_io_step_of_an_open: {total}");
 }
 
-/// Power losses while flushes, compactions and GC run in the background:
-/// each crash image holds every write up to the last synced one and
-/// maybe some later ones, whatever the jobs were doing.
+/// Power losses while flushes, compactions (re-separating values) and GC
+/// run in the background: each crash image holds every write up to the
+/// last synced one and maybe some later ones, whatever the jobs were
+/// doing.
 #[test]
 fn crash_while_background_jobs_run() {
     let mem = MemFs::new();
@@ -341,6 +360,7 @@ fn crash_while_background_jobs_run() {
         enable_gc: true,
         gc_garbage_ratio: 0.1,
         max_background_jobs: 3,
+        max_value_file_refs: 3,
         ..options(fs)
     };
     let db = Db::open(DIR, opts(Arc::new(mem.clone()))).unwrap();
@@ -375,6 +395,11 @@ fn crash_while_background_jobs_run() {
         stats.to_text()
     );
     assert!(stats.gc.jobs > 0, "{}", stats.to_text());
+    assert!(
+        stats.compaction_values_reseparated > 0,
+        "{}",
+        stats.to_text()
+    );
     drop(db);
     for (image, expected, n) in images {
         let db = Db::open(DIR, opts(Arc::new(image))).unwrap();

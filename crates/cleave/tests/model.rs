@@ -109,8 +109,14 @@ fn check_scan(db: &Db, ro: &ReadOptions<'_>, model: &Model, rng: &mut StdRng, ct
     it.status().unwrap();
 }
 
-/// Returns the GC jobs the run saw.
-fn run(seed: u64, ops: usize) -> u64 {
+/// Background work a run saw, summed over its reopens.
+#[derive(Default)]
+struct Seen {
+    gc_jobs: u64,
+    values_reseparated: u64,
+}
+
+fn run(seed: u64, ops: usize) -> Seen {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut fs = MemFs::new();
     let dir = Path::new("/model");
@@ -121,13 +127,14 @@ fn run(seed: u64, ops: usize) -> u64 {
     // Background work seen across reopens, to show the run exercised it.
     let mut work = (0u64, 0u64);
     let mut value_files = 0;
-    let mut gc_jobs = 0;
+    let mut observed = Seen::default();
     let mut tally = |db: &Db| {
         let s = db.stats();
         work.0 += s.flushes;
         work.1 += s.compactions + s.trivial_moves;
         value_files += s.value_files_written;
-        gc_jobs += s.gc.jobs;
+        observed.gc_jobs += s.gc.jobs;
+        observed.values_reseparated += s.compaction_values_reseparated;
     };
     let wo = WriteOptions::default();
     for op in 0..ops {
@@ -267,7 +274,10 @@ fn run(seed: u64, ops: usize) -> u64 {
         r.value_file_bytes >= r.referenced_value_bytes + r.exposed_garbage_bytes,
         "seed {seed}: {r:?}"
     );
-    gc_jobs + db.stats().gc.jobs
+    let s = db.stats();
+    observed.gc_jobs += s.gc.jobs;
+    observed.values_reseparated += s.compaction_values_reseparated;
+    observed
 }
 
 #[test]
@@ -275,9 +285,15 @@ fn model_random_operations() {
     let seeds = env("CLEAVE_MODEL_SEEDS", 4);
     let ops = env("CLEAVE_MODEL_OPS", 5000) as usize;
     let base = env("CLEAVE_MODEL_SEED", 0xc1ea7e);
-    let mut gc_jobs = 0;
+    let mut total = Seen::default();
     for s in 0..seeds {
-        gc_jobs += run(base + s, ops);
+        let seen = run(base + s, ops);
+        total.gc_jobs += seen.gc_jobs;
+        total.values_reseparated += seen.values_reseparated;
     }
-    assert!(gc_jobs > 0, "no GC job ran");
+    assert!(total.gc_jobs > 0, "no GC job ran");
+    assert!(
+        total.values_reseparated > 0,
+        "no compaction re-separated a value"
+    );
 }

@@ -84,10 +84,19 @@ impl CleaveEngine {
             } else {
                 "off (--gc=false)".to_owned()
             };
+            let correlated = if config.correlated_compaction {
+                format!(
+                    "on at {} value files per sstable",
+                    config.max_value_file_refs
+                )
+            } else {
+                "off (--correlated_compaction=false)".to_owned()
+            };
             notes.push(format!(
                 "cleave: value separation on, min_value_size {min_value_size} ({} min_blob_size), \
                  value_file_size {value_file_size} ({} target_file_size_base), \
-                 value compression {compression:?}, value cache {cache}, GC {gc}",
+                 value compression {compression:?}, value cache {cache}, \
+                 correlated compaction {correlated}, GC {gc}",
                 taken(min_value_size, config.min_blob_size),
                 taken(value_file_size, config.target_file_size_base),
             ));
@@ -149,6 +158,8 @@ impl CleaveEngine {
             device_write_bandwidth: config.device_write_bandwidth,
             gc_coalesced_reads: config.gc_coalesced_reads,
             compensated_size: config.compensated_size,
+            correlated_compaction: config.correlated_compaction,
+            max_value_file_refs: option_value(config.max_value_file_refs, "max_value_file_refs")?,
             use_direct_reads: config.use_direct_reads,
             use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,
             ..defaults
@@ -304,12 +315,14 @@ mod tests {
         let config = EngineConfig {
             // So that the garbage stays to be reported.
             gc: false,
+            correlated_compaction: false,
             ..uncompressed_config(dir.path().join("db"))
         };
         std::fs::create_dir_all(&config.path).expect("mkdir");
         let engine = CleaveEngine::open(&config).expect("open");
         assert!(engine.config_notes().iter().any(|note| note
             .contains("value separation on, min_value_size 512 (=")
+            && note.contains("correlated compaction off (--correlated_compaction=false)")
             && note.ends_with("GC off (--gc=false)")));
         let value = vec![b'v'; 4096];
         for index in 0..200 {
@@ -373,10 +386,9 @@ mod tests {
         let config = uncompressed_config(dir.path().join("db"));
         std::fs::create_dir_all(&config.path).expect("mkdir");
         let engine = CleaveEngine::open(&config).expect("open");
-        assert!(engine
-            .config_notes()
-            .iter()
-            .any(|note| note.ends_with("GC on at garbage ratio 0.2")));
+        assert!(engine.config_notes().iter().any(|note| note
+            .contains("correlated compaction on at 256 value files per sstable")
+            && note.ends_with("GC on at garbage ratio 0.2")));
         let value = vec![b'v'; 4096];
         for index in 0..200 {
             engine.put(&key(index), &value).expect("put");

@@ -276,6 +276,10 @@ pub struct EngineConfig {
     pub device_write_bandwidth: u64,
     pub gc_coalesced_reads: bool,
     pub compensated_size: bool,
+    /// cleave only: correlated compaction (`--correlated_compaction`).
+    pub correlated_compaction: bool,
+    /// cleave only: the most value files a compaction output may reference.
+    pub max_value_file_refs: u64,
 }
 
 /// BlobDB's separation threshold in the benchmarks we compare against
@@ -320,6 +324,8 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         device_write_bandwidth: 0,
         gc_coalesced_reads: true,
         compensated_size: true,
+        correlated_compaction: true,
+        max_value_file_refs: 256,
     }
 }
 
@@ -357,6 +363,8 @@ impl EngineConfig {
             device_write_bandwidth: flags.device_write_bandwidth,
             gc_coalesced_reads: flags.gc_coalesced_reads,
             compensated_size: flags.compensated_size,
+            correlated_compaction: flags.correlated_compaction,
+            max_value_file_refs: flags.max_value_file_refs,
         }
     }
 
@@ -375,7 +383,8 @@ impl EngineConfig {
              gc_garbage_ratio {} (cleave) | drop_cache_size {} (cleave) | \
              space_budget_bytes {} (cleave) | dynamic_gc_threads {} (cleave) | \
              gc_rate_limiter {} (cleave) | device_write_bandwidth {} (cleave) | \
-             gc_coalesced_reads {} (cleave) | compensated_size {} (cleave)",
+             gc_coalesced_reads {} (cleave) | compensated_size {} (cleave) | \
+             correlated_compaction {} (cleave) | max_value_file_refs {} (cleave)",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -401,6 +410,8 @@ impl EngineConfig {
             self.device_write_bandwidth,
             self.gc_coalesced_reads,
             self.compensated_size,
+            self.correlated_compaction,
+            self.max_value_file_refs,
         )
     }
 }

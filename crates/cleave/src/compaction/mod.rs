@@ -1,5 +1,8 @@
-//! Compaction: the pure picker that chooses what to compact, and the pure
-//! drop rules the compaction job applies to the merged input.
+//! Compaction: the pure picker that chooses what to compact, the pure
+//! choice of value files a compaction re-separates (correlated
+//! compaction), and the pure drop rules the compaction job applies to the
+//! merged input.
 
+pub(crate) mod correlated;
 pub(crate) mod picker;
 pub(crate) mod stream;

@@ -2,7 +2,7 @@
 //! flushes and compactions.
 
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::stats::add;
@@ -10,17 +10,22 @@ use super::DbInner;
 use crate::base::filename::FileKind;
 use crate::base::key::{self, ValueKind};
 use crate::base::{filename, FileNumber, InternalKey};
+use crate::compaction::correlated::{self, CorrelatedOptions};
 use crate::compaction::picker::CompactionPlan;
 use crate::compaction::stream::DropRules;
 use crate::error::{Error, Result};
 use crate::iter::level::LevelIterator;
 use crate::iter::merging::MergingIterator;
+use crate::iter::value_source::ValueSource;
 use crate::iter::InternalIterator;
 use crate::manifest::edit::VersionEdit;
 use crate::manifest::version::Version;
 use crate::manifest::{FileMeta, HostedLogical, TableValueRefs, ValueFileMeta};
 use crate::sstable::{TableBuilder, TableOptions, TableSummary};
-use crate::value_file::{ValueClass, ValueFileBuilder, ValueFileOptions, ValueFileSummary};
+use crate::value_file::{
+    Origin, Readahead, ValueClass, ValueFileBuilder, ValueFileOptions, ValueFileSummary,
+    ValueHandle,
+};
 use crate::vfs::FileOptions;
 
 /// One sstable written by a flush or compaction.
@@ -55,7 +60,7 @@ impl Output {
     }
 }
 
-/// The manifest's record of a value file a flush wrote.
+/// The manifest's record of a value file a flush or compaction wrote.
 pub(super) fn value_file_meta(s: &ValueFileSummary) -> ValueFileMeta {
     ValueFileMeta {
         number: s.number,
@@ -78,7 +83,8 @@ pub(super) fn value_file_meta(s: &ValueFileSummary) -> ValueFileMeta {
 #[derive(Default)]
 pub(super) struct Outputs {
     pub tables: Vec<Output>,
-    /// Written by flushes only: compaction carries handles unchanged.
+    /// Written by flushes, and by compactions that re-separate values
+    /// (otherwise compaction carries handles unchanged).
     pub value_files: Vec<ValueFileSummary>,
 }
 
@@ -110,6 +116,42 @@ impl Outputs {
 #[derive(Default)]
 struct Created(Vec<(FileKind, FileNumber)>);
 
+/// What a compaction re-separates (correlated compaction): the values its
+/// kept entries reference in `files`, read through `source` (the
+/// compaction's Version, which maps the logical files to their physical
+/// ones and keeps those from being deleted).
+pub(super) struct Reseparate {
+    files: BTreeSet<FileNumber>,
+    source: ValueSource,
+    readahead: Readahead,
+    /// Records re-separated, and the bytes of the records read for them.
+    records: u64,
+    bytes_read: u64,
+}
+
+impl Reseparate {
+    /// Whether the entry `ikey` with stored value `raw` is a handle into
+    /// one of `files`; the handle, if so.
+    fn handle_of(&self, ikey: &[u8], raw: &[u8]) -> Result<Option<ValueHandle>> {
+        if key::tag(ikey) as u8 != ValueKind::ValueRef as u8 {
+            return Ok(None);
+        }
+        let handle = ValueHandle::decode(raw).map_err(|e| {
+            Error::corruption(
+                "<compaction input>",
+                0,
+                format!(
+                    "value handle of key {:?} at seq {}: {}",
+                    key::user_key(ikey).escape_ascii().to_string(),
+                    key::seq(ikey),
+                    e.0
+                ),
+            )
+        })?;
+        Ok(self.files.contains(&handle.logical_file).then_some(handle))
+    }
+}
+
 impl DbInner {
     fn table_options(&self) -> TableOptions {
         TableOptions {
@@ -130,9 +172,10 @@ impl DbInner {
     /// about `max_file_size` compensated bytes (sstable bytes plus the
     /// value bytes they reference). With `separate` (flushes), values of
     /// at least `min_value_size` go to new value files and the sstables
-    /// keep handles. A user key never straddles two outputs, so that the
-    /// outputs' key ranges do not overlap. On failure every file the job
-    /// created is removed.
+    /// keep handles. With `reseparate` (compactions), the kept entries'
+    /// values in its files move to new value files, in key order. A user
+    /// key never straddles two outputs, so that the outputs' key ranges do
+    /// not overlap. On failure every file the job created is removed.
     pub(super) fn write_outputs(
         &self,
         input: &mut dyn InternalIterator,
@@ -140,6 +183,7 @@ impl DbInner {
         may_exist_below: &dyn Fn(&[u8]) -> bool,
         max_file_size: u64,
         separate: bool,
+        reseparate: Option<&mut Reseparate>,
     ) -> Result<Outputs> {
         let mut outputs = Outputs::default();
         let mut created = Created::default();
@@ -150,6 +194,7 @@ impl DbInner {
             may_exist_below,
             max_file_size,
             separate,
+            reseparate,
             &mut outputs,
             &mut created,
         );
@@ -175,12 +220,17 @@ impl DbInner {
         may_exist_below: &dyn Fn(&[u8]) -> bool,
         max_file_size: u64,
         separate: bool,
+        mut reseparate: Option<&mut Reseparate>,
         outputs: &mut Outputs,
         created: &mut Created,
     ) -> Result<()> {
         let mut builder: Option<(FileNumber, TableBuilder)> = None;
         // The value file being written per class, hot and cold.
         let mut values: HashMap<ValueClass, ValueFileBuilder> = HashMap::new();
+        // The value file re-separated values go to. It is finished only
+        // where an output sstable starts, so that each output references
+        // at most one such file, which `correlated::select` counts on.
+        let mut moved: Option<ValueFileBuilder> = None;
         let mut last_user_key: Vec<u8> = Vec::new();
         let mut handle_buf = Vec::new();
         while input.valid() {
@@ -216,6 +266,14 @@ impl DbInner {
                 }
             }
             if builder.is_none() {
+                if moved
+                    .as_ref()
+                    .is_some_and(|m| m.file_size() >= self.opts.value_file_size)
+                {
+                    if let Some(full) = moved.take() {
+                        outputs.value_files.push(full.finish()?);
+                    }
+                }
                 let number = self.versions.lock().new_file_number();
                 // Registered before creation so a failure can remove it.
                 created.0.push((FileKind::Sstable, number));
@@ -225,7 +283,21 @@ impl DbInner {
             }
             let value = input.value();
             let separated_key;
-            let (out_key, out_value) = if separate
+            let moved_handle = match reseparate.as_deref_mut() {
+                Some(r) => match r.handle_of(ikey, value)? {
+                    Some(old) => {
+                        Some(self.reseparate_value(r, ikey, value, &old, &mut moved, created)?)
+                    }
+                    None => None,
+                },
+                None => None,
+            };
+            let (out_key, out_value) = if let Some(handle) = moved_handle {
+                // Same key and kind, a handle into the new file.
+                handle_buf.clear();
+                handle.encode(&mut handle_buf);
+                (ikey, handle_buf.as_slice())
+            } else if separate
                 && value.len() >= self.opts.min_value_size
                 && key::tag(ikey) as u8 == ValueKind::Value as u8
             {
@@ -254,6 +326,9 @@ impl DbInner {
         values.sort_by_key(|(class, _)| *class as u8);
         for (_, vb) in values {
             outputs.value_files.push(vb.finish()?);
+        }
+        if let Some(m) = moved {
+            outputs.value_files.push(m.finish()?);
         }
         if let Some((number, b)) = builder {
             outputs.tables.push(Output {
@@ -289,23 +364,69 @@ impl DbInner {
         match current.entry(class) {
             Entry::Occupied(b) => Ok(b.into_mut()),
             Entry::Vacant(slot) => {
-                let number = self.versions.lock().new_file_number();
-                created.0.push((FileKind::ValueFile, number));
-                let opts = ValueFileOptions {
-                    compression: self.opts.value_compression,
-                    direct_writes: self.opts.use_direct_io_for_flush_and_compaction,
-                    class,
-                    ..ValueFileOptions::default()
-                };
-                let path = filename::value_file(&self.dir, number);
-                Ok(slot.insert(ValueFileBuilder::create(
-                    self.fs.as_ref(),
-                    path,
-                    number,
-                    opts,
-                )?))
+                Ok(slot.insert(self.create_value_file(Origin::Flush, class, created)?))
             }
         }
+    }
+
+    /// A new value file, registered in `created` before it exists so that
+    /// a failure removes it.
+    fn create_value_file(
+        &self,
+        origin: Origin,
+        class: ValueClass,
+        created: &mut Created,
+    ) -> Result<ValueFileBuilder> {
+        let number = self.versions.lock().new_file_number();
+        created.0.push((FileKind::ValueFile, number));
+        let opts = ValueFileOptions {
+            compression: self.opts.value_compression,
+            direct_writes: self.opts.use_direct_io_for_flush_and_compaction,
+            origin,
+            class,
+        };
+        let path = filename::value_file(&self.dir, number);
+        ValueFileBuilder::create(self.fs.as_ref(), path, number, opts)
+    }
+
+    /// Reads the value `old` names for the entry `ikey` (checked against
+    /// the record's key and seq, as every read is) and appends it to
+    /// `moved`, started here if need be. Returns its new handle.
+    ///
+    /// The new file is cold: its values survived long enough for their
+    /// file to gather garbage or fall among the smallest parts of a wide
+    /// fan-out, and splitting them by the DropCache would let one output
+    /// reference two new files, which `correlated::select` does not count.
+    fn reseparate_value(
+        &self,
+        r: &mut Reseparate,
+        ikey: &[u8],
+        raw: &[u8],
+        old: &ValueHandle,
+        moved: &mut Option<ValueFileBuilder>,
+        created: &mut Created,
+    ) -> Result<ValueHandle> {
+        let user_key = key::user_key(ikey);
+        let seq = key::seq(ikey);
+        let value = r.source.resolve(
+            ValueKind::ValueRef,
+            raw,
+            user_key,
+            seq,
+            Some((&mut r.readahead, true)),
+        )?;
+        let vb = match moved {
+            Some(vb) => vb,
+            None => moved.insert(self.create_value_file(
+                Origin::Compaction,
+                ValueClass::Cold,
+                created,
+            )?),
+        };
+        let handle = vb.add(user_key, seq, &value)?;
+        r.records += 1;
+        r.bytes_read += u64::from(old.len);
+        Ok(handle)
     }
 
     /// Runs one compaction plan to completion and installs its result.
@@ -345,12 +466,31 @@ impl DbInner {
         let mut rules = DropRules::new(self.snapshots.sequence_numbers(), plan.bottommost);
         let output_level = plan.output_level;
         let below = |uk: &[u8]| version.key_may_exist_below(output_level, uk);
+        let files = correlated::select(
+            plan.inputs
+                .iter()
+                .chain(&plan.output_level_inputs)
+                .map(|f| &**f),
+            version,
+            &CorrelatedOptions::from(&self.opts),
+        );
+        let mut reseparate = (!files.is_empty()).then(|| Reseparate {
+            files,
+            source: ValueSource {
+                store: self.values.clone(),
+                version: version.clone(),
+            },
+            readahead: Readahead::for_compaction(),
+            records: 0,
+            bytes_read: 0,
+        });
         let outputs = self.write_outputs(
             &mut merged,
             &mut rules,
             &below,
             plan.max_output_file_size,
             false,
+            reseparate.as_mut(),
         )?;
 
         let mut edit = VersionEdit::default();
@@ -372,8 +512,14 @@ impl DbInner {
             .chain(&plan.output_level_inputs)
             .map(|f| f.size)
             .sum();
-        add(&self.counters.compaction_bytes_read, read);
+        let (records, values_read) = reseparate.map_or((0, 0), |r| (r.records, r.bytes_read));
+        add(&self.counters.compaction_bytes_read, read + values_read);
         add(&self.counters.compaction_bytes_written, written);
+        add(
+            &self.counters.compaction_value_bytes_written,
+            outputs.value_file_bytes(),
+        );
+        add(&self.counters.compaction_values_reseparated, records);
         add(&self.counters.compactions, 1);
         let upper: u64 = plan.inputs.iter().map(|f| f.num_entries).sum();
         add(&self.counters.compaction_upper_entries, upper);

@@ -300,7 +300,9 @@ impl Db {
     /// A named property, as RocksDB's `GetProperty`: `cleave.stats`,
     /// `cleave.levelstats`, `cleave.num-files-at-level<N>`,
     /// `cleave.total-sst-files-size`, `cleave.num-immutable-mem-table`,
-    /// `cleave.cur-size-active-mem-table`, `cleave.background-errors`.
+    /// `cleave.cur-size-active-mem-table`, `cleave.background-errors`,
+    /// `cleave.max-value-file-refs` (the most logical value files one live
+    /// sstable references: the fan-out correlated compaction bounds).
     pub fn property(&self, name: &str) -> Option<String> {
         self.inner.property(name)
     }
@@ -420,6 +422,15 @@ impl DbInner {
                 Some(out)
             }
             "total-sst-files-size" => Some(self.stats().sstable_bytes().to_string()),
+            "max-value-file-refs" => {
+                let st = self.state.lock();
+                let max = st
+                    .current
+                    .all_files()
+                    .map(|(_, f)| f.value_refs.len())
+                    .max();
+                Some(max.unwrap_or(0).to_string())
+            }
             "num-immutable-mem-table" => Some(self.state.lock().imm.len().to_string()),
             "cur-size-active-mem-table" => {
                 Some(self.state.lock().mem.approximate_memory_usage().to_string())

@@ -20,6 +20,8 @@ pub(crate) struct Counters {
     pub hot_value_file_bytes_written: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
+    pub compaction_value_bytes_written: AtomicU64,
+    pub compaction_values_reseparated: AtomicU64,
     pub compactions: AtomicU64,
     pub trivial_moves: AtomicU64,
     pub entries_dropped: AtomicU64,
@@ -91,8 +93,15 @@ pub struct Stats {
     pub value_cache_capacity: u64,
     pub value_cache_hits: u64,
     pub value_cache_misses: u64,
+    /// Sstable bytes compactions read, and the value records they read to
+    /// re-separate them (correlated compaction).
     pub compaction_bytes_read: u64,
+    /// Sstables and value files compactions wrote.
     pub compaction_bytes_written: u64,
+    /// The part of `compaction_bytes_written` that went to value files:
+    /// values correlated compaction re-separated, and how many.
+    pub compaction_value_bytes_written: u64,
+    pub compaction_values_reseparated: u64,
     pub compactions: u64,
     pub trivial_moves: u64,
     /// Entries compaction and flush dropped as shadowed or deleted.
@@ -143,6 +152,8 @@ impl Stats {
             hot_value_file_bytes_written: get(&c.hot_value_file_bytes_written),
             compaction_bytes_read: get(&c.compaction_bytes_read),
             compaction_bytes_written: get(&c.compaction_bytes_written),
+            compaction_value_bytes_written: get(&c.compaction_value_bytes_written),
+            compaction_values_reseparated: get(&c.compaction_values_reseparated),
             compactions: get(&c.compactions),
             trivial_moves: get(&c.trivial_moves),
             entries_dropped: get(&c.entries_dropped),
@@ -209,13 +220,15 @@ impl Stats {
         );
         let _ = writeln!(
             s,
-            "flush: {} ({:.1} MB written); compaction: {} + {} trivial moves ({:.1} MB read, {:.1} MB written); dropped entries: {}",
+            "flush: {} ({:.1} MB written); compaction: {} + {} trivial moves ({:.1} MB read, {:.1} MB written, {:.1} MB of it {} re-separated values); dropped entries: {}",
             self.flushes,
             mb(self.flush_bytes_written),
             self.compactions,
             self.trivial_moves,
             mb(self.compaction_bytes_read),
             mb(self.compaction_bytes_written),
+            mb(self.compaction_value_bytes_written),
+            self.compaction_values_reseparated,
             self.entries_dropped
         );
         let _ = writeln!(

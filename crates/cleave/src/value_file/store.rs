@@ -195,12 +195,15 @@ impl ValueStore {
             self.insert(handle, &value);
             return Ok(value);
         }
+        let compaction = readahead.compaction;
         let window = readahead.window(physical);
         if !window.holds(offset, len_usize) {
             let size = window.next_read_size(offset, len_usize, scanning);
             window.buf = file.read_records_span(offset, size)?;
             window.start = offset;
-            self.count_read(window.buf.len());
+            if !compaction {
+                self.count_read(window.buf.len());
+            }
         }
         let at = usize::try_from(offset - window.start).unwrap_or(usize::MAX);
         let bytes = window
@@ -212,7 +215,9 @@ impl ValueStore {
         let value = Arc::new(file.value_of(offset, bytes, key, seq)?);
         window.last_end = offset + u64::from(len);
         readahead.trim();
-        self.insert(handle, &value);
+        if !compaction {
+            self.insert(handle, &value);
+        }
         Ok(value)
     }
 
@@ -367,6 +372,11 @@ pub(crate) struct Readahead {
     /// stops prefetching.
     batch_records: usize,
     batch_used: usize,
+    /// Reads for a compaction re-separating values: the old handles are
+    /// not read again once the new ones are installed, so the values stay
+    /// out of the value cache, and the reads out of the foreground read
+    /// counters (as GC's are).
+    compaction: bool,
 }
 
 struct Window {
@@ -381,6 +391,14 @@ struct Window {
 }
 
 impl Readahead {
+    /// For a compaction's reads; see `compaction`.
+    pub(crate) fn for_compaction() -> Readahead {
+        Readahead {
+            compaction: true,
+            ..Readahead::default()
+        }
+    }
+
     /// Forgets the last prefetch (after a seek: its records are likely not
     /// needed, and they hold memory).
     pub(crate) fn clear_spans(&mut self) {

@@ -70,6 +70,11 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         device_write_bandwidth: if rng.gen_bool(0.5) { 4 << 20 } else { 0 },
         gc_coalesced_reads: rng.gen_bool(0.8),
         compensated_size: rng.gen_bool(0.8),
+        // Correlated compaction most of the time, with limits so small that
+        // compactions re-separate values often.
+        correlated_compaction: rng.gen_bool(0.7),
+        max_value_file_refs: rng.gen_range(1..8),
+        correlated_garbage_ratio: rng.gen_range(0.05..0.8),
         ..Options::default()
     }
 }
