@@ -32,8 +32,9 @@ use crate::sstable::{
     TableOptions, TableProperties,
 };
 use crate::value_file::{
-    decode_index_block, decode_record, record_header, IndexBlockEncoder, IndexEntry, ValueFile,
-    ValueFileBuilder, ValueFileOptions, ValueHandle, ValueRecord,
+    decode_index_block, decode_record, decode_v1_index_block, find, record_header,
+    IndexBlockEncoder, IndexEntry, ValueFile, ValueFileBuilder, ValueFileOptions, ValueHandle,
+    ValueRecord,
 };
 use crate::vfs::{self, FileOptions, Fs, MemFs};
 use crate::wal::{self, WalWriter};
@@ -208,7 +209,10 @@ fn walk_value_refs(refs: &ValueRefs) -> usize {
 }
 
 /// The bytes as one value-file record (checked and decompressed as the
-/// reader does) and as one record index block.
+/// reader does) and as one record index block of either version: a
+/// version-2 block that decodes must find each of its entries in place
+/// (and nothing between them), and a version-1 block must convert to a
+/// version-2 block of the same entries.
 pub fn value_record(data: &[u8]) -> usize {
     let _checksums = ChecksumsIgnored::new();
     let mut decoded = 0;
@@ -218,6 +222,33 @@ pub fn value_record(data: &[u8]) -> usize {
         }
     }
     if let Ok(entries) = decode_index_block(data, INDEX_RECORDS_END) {
+        for e in entries.iter().take(MAX_PROBES) {
+            assert_eq!(find(data, e.id()), Ok(Some(*e)), "entry not found in place");
+            let next = (e.logical_file, e.ordinal.saturating_add(1));
+            let held = entries.binary_search_by_key(&next, IndexEntry::id).ok();
+            let expected = held.and_then(|i| entries.get(i)).copied();
+            assert_eq!(
+                find(data, next),
+                Ok(expected),
+                "search disagrees with decode"
+            );
+        }
+        decoded += entries.len();
+    }
+    // Whatever the bytes, a search returns, and never a wrong id.
+    if let Ok(Some(e)) = find(data, (3, 1)) {
+        assert_eq!(e.id(), (3, 1));
+    }
+    if let Ok(entries) = decode_v1_index_block(data, INDEX_RECORDS_END) {
+        let mut index = IndexBlockEncoder::default();
+        for e in &entries {
+            index.add(e);
+        }
+        let converted = index.finish().0;
+        assert_eq!(
+            decode_index_block(&converted, INDEX_RECORDS_END),
+            Ok(entries.clone())
+        );
         decoded += entries.len();
     }
     decoded

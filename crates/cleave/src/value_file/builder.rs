@@ -12,11 +12,13 @@ use crate::error::{Error, Result};
 use crate::vfs::{FileOptions, Fs, WritableFile};
 
 use super::format::{
-    encode_top_index, record_header, seal_block, BlockHandle, Footer, HostedFile,
-    IndexBlockEncoder, IndexBlockMeta, IndexEntry, ValueFileProperties, BLOCK_TRAILER_LEN,
-    FORMAT_VERSION, INDEX_BLOCK_TARGET_BYTES,
+    record_header, seal_block, BlockHandle, Footer, HostedFile, ValueFileProperties,
+    BLOCK_TRAILER_LEN, FORMAT_VERSION,
 };
 use super::reader::ValueRecord;
+use super::record_index::{
+    encode_top_index, IndexBlockEncoder, IndexBlockMeta, IndexEntry, INDEX_BLOCK_TARGET_BYTES,
+};
 use super::{ValueFileOptions, ValueFileSummary, ValueHandle};
 
 pub(crate) struct ValueFileBuilder {
@@ -256,6 +258,7 @@ impl ValueFileBuilder {
             records_end,
             top_index,
             properties,
+            version: FORMAT_VERSION,
         };
         self.append(&footer.encode())?;
         let r = self.file.flush().and_then(|()| self.file.sync());

@@ -14,8 +14,13 @@ use crate::base::{FileNumber, SeqNo};
 /// Identifies the footer of a cleave value file ("clvVAL01" as LE bytes).
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"clvVAL01");
 
-/// The only format version this build writes and reads.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes: 2 searches record index blocks
+/// in place.
+pub(crate) const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format version this build reads: 1, whose record index
+/// blocks are converted when read.
+pub(crate) const MIN_FORMAT_VERSION: u32 = 1;
 
 /// Five fixed64 fields, version, checksum, magic.
 pub(crate) const FOOTER_LEN: usize = 5 * 8 + 4 + 4 + 8;
@@ -30,19 +35,6 @@ pub(crate) const MIN_RECORD_LEN: usize = 4 + 1 + 1 + 8;
 /// Largest stored value: a compressed value is kept only when it is smaller
 /// than the raw one, so this is the value limit itself.
 const MAX_STORED_VALUE: usize = MAX_VALUE_SIZE;
-
-/// A record index block is cut once its encoding reaches this size, so a
-/// lookup reads and decodes about 4 KiB (a few hundred entries).
-pub(crate) const INDEX_BLOCK_TARGET_BYTES: usize = 4 << 10;
-
-/// Longest index entry: three varint64 and one varint32.
-const MAX_INDEX_ENTRY_LEN: usize = 35;
-
-/// Largest index block a reader accepts: a block is cut once its entries
-/// reach the target, so it holds at most the target plus one entry and the
-/// count. Checked before reading, so a damaged size
-/// cannot make a reader allocate more.
-pub(crate) const MAX_INDEX_BLOCK_LEN: usize = INDEX_BLOCK_TARGET_BYTES + MAX_INDEX_ENTRY_LEN + 10;
 
 /// Where a file was written from. Written to disk: never renumber.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -184,201 +176,6 @@ impl BlockHandle {
             .checked_add(self.size)?
             .checked_add(BLOCK_TRAILER_LEN as u64)
     }
-}
-
-// ------------------------------------------------------------- record index
-
-/// One record index entry: where record `ordinal` of `logical_file` is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct IndexEntry {
-    pub logical_file: u64,
-    pub ordinal: u64,
-    pub offset: u64,
-    pub len: u32,
-}
-
-impl IndexEntry {
-    pub(crate) fn id(&self) -> (u64, u64) {
-        (self.logical_file, self.ordinal)
-    }
-}
-
-fn zigzag(v: i128) -> u64 {
-    // Offsets are below 2^63 in any file a reader accepts, so the difference
-    // of two fits in 64 bits plus a sign.
-    ((v << 1) ^ (v >> 127)) as u64
-}
-
-fn unzigzag(v: u64) -> i128 {
-    i128::from(v >> 1) ^ -(i128::from(v & 1))
-}
-
-/// Encodes entries sorted by `(logical_file, ordinal)` into one index block
-/// (contents without the trailer). Each block starts afresh, so one block
-/// decodes without the others.
-#[derive(Default)]
-pub(crate) struct IndexBlockEncoder {
-    entries: Vec<u8>,
-    count: u64,
-    first: Option<(u64, u64)>,
-    prev: Option<IndexEntry>,
-}
-
-impl IndexBlockEncoder {
-    /// REQUIRES: `e.id()` is greater than that of the previous entry.
-    pub(crate) fn add(&mut self, e: &IndexEntry) {
-        let out = &mut self.entries;
-        let (prev_logical, prev_end) = self
-            .prev
-            .map_or((0, 0), |p| (p.logical_file, p.offset + u64::from(p.len)));
-        let logical_delta = e.logical_file - prev_logical;
-        put_varint64(out, logical_delta);
-        match self.prev {
-            Some(p) if logical_delta == 0 => put_varint64(out, e.ordinal - p.ordinal - 1),
-            _ => put_varint64(out, e.ordinal),
-        }
-        put_varint64(out, zigzag(i128::from(e.offset) - i128::from(prev_end)));
-        put_varint64(out, u64::from(e.len));
-        self.first.get_or_insert(e.id());
-        self.prev = Some(*e);
-        self.count += 1;
-    }
-
-    /// Bytes of the entries so far.
-    pub(crate) fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// The block contents, the id of its first entry and its entry count;
-    /// leaves the encoder empty.
-    pub(crate) fn finish(&mut self) -> (Vec<u8>, (u64, u64), u64) {
-        let mut out = Vec::with_capacity(self.entries.len() + 10);
-        put_varint64(&mut out, self.count);
-        out.extend_from_slice(&self.entries);
-        let first = self.first.unwrap_or_default();
-        let count = self.count;
-        *self = IndexBlockEncoder::default();
-        (out, first, count)
-    }
-}
-
-/// Reverses [`IndexBlockEncoder`]. Every entry must name a record inside
-/// `0..records_end`; ids strictly increase by construction.
-pub(crate) fn decode_index_block(
-    contents: &[u8],
-    records_end: u64,
-) -> Result<Vec<IndexEntry>, DecodeError> {
-    let overflow = DecodeError("index entry overflows");
-    let mut d = Decoder::new(contents);
-    let count = d.varint_usize()?;
-    // Each entry takes at least four bytes: bounds the allocation.
-    if count > d.remaining() / 4 {
-        return Err(DecodeError("index block count exceeds its bytes"));
-    }
-    let mut out: Vec<IndexEntry> = Vec::with_capacity(count);
-    for _ in 0..count {
-        let logical_delta = d.varint64()?;
-        let ordinal_field = d.varint64()?;
-        let offset_delta = unzigzag(d.varint64()?);
-        let len = d.varint32()?;
-        let (logical_file, ordinal, prev_end) = match out.last() {
-            None => (logical_delta, ordinal_field, 0),
-            Some(p) => {
-                let logical = p.logical_file.checked_add(logical_delta).ok_or(overflow)?;
-                let ordinal = if logical_delta == 0 {
-                    p.ordinal
-                        .checked_add(ordinal_field)
-                        .and_then(|o| o.checked_add(1))
-                        .ok_or(overflow)?
-                } else {
-                    ordinal_field
-                };
-                (logical, ordinal, p.offset + u64::from(p.len))
-            }
-        };
-        let offset = u64::try_from(i128::from(prev_end) + offset_delta).map_err(|_| overflow)?;
-        let end = offset.checked_add(u64::from(len)).ok_or(overflow)?;
-        if end > records_end || (len as usize) < MIN_RECORD_LEN {
-            return Err(DecodeError("index entry points outside the records"));
-        }
-        out.push(IndexEntry {
-            logical_file,
-            ordinal,
-            offset,
-            len,
-        });
-    }
-    if !d.is_empty() {
-        return Err(DecodeError("trailing bytes in an index block"));
-    }
-    Ok(out)
-}
-
-/// What the top-level index says about one record index block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct IndexBlockMeta {
-    /// `(logical_file, ordinal)` of the block's first entry.
-    pub first: (u64, u64),
-    pub handle: BlockHandle,
-    pub num_entries: u64,
-}
-
-/// Encodes the top-level index. Index blocks are contiguous from
-/// `records_end`, so only their sizes are stored.
-pub(crate) fn encode_top_index(blocks: &[IndexBlockMeta]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(blocks.len() * 12 + 5);
-    put_varint64(&mut out, blocks.len() as u64);
-    for b in blocks {
-        put_varint64(&mut out, b.first.0);
-        put_varint64(&mut out, b.first.1);
-        put_varint64(&mut out, b.handle.size);
-        put_varint64(&mut out, b.num_entries);
-    }
-    out
-}
-
-/// Reverses [`encode_top_index`]: the blocks must tile `records_end ..
-/// index_end` exactly, first ids must strictly increase and each block
-/// must fit the reader's bound and hold at least one entry, and no more
-/// than its bytes can (an entry takes at least four), so that the counts
-/// of all blocks add up without overflow.
-pub(crate) fn decode_top_index(
-    contents: &[u8],
-    records_end: u64,
-    index_end: u64,
-) -> Result<Vec<IndexBlockMeta>, DecodeError> {
-    let mut d = Decoder::new(contents);
-    let count = d.varint_usize()?;
-    if count > d.remaining() / 4 {
-        return Err(DecodeError("top-level index count exceeds its bytes"));
-    }
-    let mut out: Vec<IndexBlockMeta> = Vec::with_capacity(count);
-    let mut offset = records_end;
-    for _ in 0..count {
-        let first = (d.varint64()?, d.varint64()?);
-        let size = d.varint64()?;
-        let num_entries = d.varint64()?;
-        let handle = BlockHandle { offset, size };
-        if size > MAX_INDEX_BLOCK_LEN as u64 || num_entries == 0 || num_entries > size / 4 {
-            return Err(DecodeError("bad record index block size or count"));
-        }
-        if out.last().is_some_and(|p| p.first >= first) {
-            return Err(DecodeError("record index blocks out of order"));
-        }
-        offset = handle
-            .end_with_trailer()
-            .filter(|&e| e <= index_end)
-            .ok_or(DecodeError("record index block beyond the index"))?;
-        out.push(IndexBlockMeta {
-            first,
-            handle,
-            num_entries,
-        });
-    }
-    if offset != index_end || !d.is_empty() {
-        return Err(DecodeError("record index blocks do not fill the index"));
-    }
-    Ok(out)
 }
 
 // -------------------------------------------------------------- properties
@@ -582,8 +379,10 @@ impl ValueFileProperties {
     /// Relations every file written by this version satisfies.
     fn check(&self) -> Result<(), DecodeError> {
         let bad = |reason| Err(DecodeError(reason));
-        if self.format_version != u64::from(FORMAT_VERSION) {
-            return bad("properties name another format version");
+        if !(u64::from(MIN_FORMAT_VERSION)..=u64::from(FORMAT_VERSION))
+            .contains(&self.format_version)
+        {
+            return bad("properties name an unknown format version");
         }
         if self.num_records == 0 || self.hosted.is_empty() {
             return bad("value file without records");
@@ -619,6 +418,8 @@ pub(crate) struct Footer {
     pub records_end: u64,
     pub top_index: BlockHandle,
     pub properties: BlockHandle,
+    /// Decides how the record index blocks are laid out.
+    pub version: u32,
 }
 
 /// Why a footer was refused; version errors are reported separately so the
@@ -637,7 +438,7 @@ impl Footer {
             put_fixed64(&mut out, h.offset);
             put_fixed64(&mut out, h.size);
         }
-        put_fixed32(&mut out, FORMAT_VERSION);
+        put_fixed32(&mut out, self.version);
         let crc = mask(crc32c(&out));
         put_fixed32(&mut out, crc);
         put_fixed64(&mut out, MAGIC);
@@ -663,7 +464,7 @@ impl Footer {
                 "bad magic number: not a cleave value file",
             ));
         }
-        if version != FORMAT_VERSION {
+        if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(FooterError::Version(version));
         }
         if !matches(
@@ -686,6 +487,7 @@ impl Footer {
             records_end,
             top_index,
             properties,
+            version,
         };
         let within = |h: BlockHandle| h.end_with_trailer().is_some_and(|e| e <= footer_offset);
         if records_end > top_index.offset || !within(top_index) || !within(properties) {
@@ -777,56 +579,6 @@ mod tests {
         assert!(ValueFileProperties::decode(&bad.encode()).is_err());
     }
 
-    /// Found by review and confirmed through the value_file fuzz target:
-    /// two record index blocks claiming 2^63 entries each made
-    /// `ValueFile::open` overflow adding up the counts.
-    #[test]
-    fn top_index_refuses_more_entries_than_a_block_holds() {
-        let meta = |first, size, num_entries| IndexBlockMeta {
-            first,
-            handle: BlockHandle { offset: 0, size },
-            num_entries,
-        };
-        let blocks = [meta((7, 0), 13, 3), meta((7, 3), 14, 3)];
-        let end = 100 + 13 + 14 + 2 * BLOCK_TRAILER_LEN as u64;
-        let decoded = decode_top_index(&encode_top_index(&blocks), 100, end).unwrap();
-        assert_eq!(decoded[1].handle.offset, 100 + 13 + 4);
-        let huge = [meta((7, 0), 13, 1 << 63), meta((7, 3), 14, 1 << 63)];
-        assert!(decode_top_index(&encode_top_index(&huge), 100, end).is_err());
-        // At most one entry per four bytes.
-        let full = [meta((7, 0), 13, 3), meta((7, 3), 14, 4)];
-        assert!(decode_top_index(&encode_top_index(&full), 100, end).is_err());
-    }
-
-    #[test]
-    fn index_blocks_round_trip_out_of_order_offsets() {
-        let entries = [
-            (3, 0, 900, 20),
-            (3, 1, 100, 14),
-            (3, 7, 920, 30),
-            (8, 2, 0, 100),
-            (9, 0, 950, 50),
-        ]
-        .map(|(logical_file, ordinal, offset, len)| IndexEntry {
-            logical_file,
-            ordinal,
-            offset,
-            len,
-        });
-        let mut enc = IndexBlockEncoder::default();
-        for e in &entries {
-            enc.add(e);
-        }
-        let (contents, first, count) = enc.finish();
-        assert_eq!((first, count), ((3, 0), 5));
-        assert_eq!(decode_index_block(&contents, 1000).unwrap(), entries);
-        // An entry beyond the records, or any truncation, is refused.
-        assert!(decode_index_block(&contents, 999).is_err());
-        for cut in 0..contents.len() {
-            assert!(decode_index_block(&contents[..cut], 1000).is_err(), "{cut}");
-        }
-    }
-
     #[test]
     fn footer_round_trips_and_rejects_every_flipped_byte() {
         let f = Footer {
@@ -839,6 +591,7 @@ mod tests {
                 offset: 1234,
                 size: 300,
             },
+            version: FORMAT_VERSION,
         };
         let enc = f.encode();
         assert_eq!(Footer::decode(&enc, 1538), Ok(f));

@@ -20,16 +20,20 @@ mod builder;
 mod format;
 mod handle;
 mod reader;
+mod record_index;
 mod store;
 
 pub(crate) use builder::ValueFileBuilder;
-pub(crate) use format::{IndexEntry, Origin, ValueClass, ValueFileProperties};
+pub(crate) use format::{Origin, ValueClass, ValueFileProperties};
 pub(crate) use handle::ValueHandle;
 pub(crate) use reader::{ValueFile, ValueRecord};
+pub(crate) use record_index::IndexEntry;
 pub(crate) use store::{Readahead, ValueStore};
 
 #[cfg(feature = "fuzzing")]
-pub(crate) use format::{decode_index_block, decode_record, record_header, IndexBlockEncoder};
+pub(crate) use format::{decode_record, record_header};
+#[cfg(feature = "fuzzing")]
+pub(crate) use record_index::{decode_index_block, decode_v1_index_block, find, IndexBlockEncoder};
 
 use crate::base::FileNumber;
 use crate::Compression;

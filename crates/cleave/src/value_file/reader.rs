@@ -13,9 +13,12 @@ use crate::error::{Error, Result};
 use crate::vfs::{FileOptions, Fs, RandomAccessFile};
 
 use super::format::{
-    check_block, decode_index_block, decode_record, decode_top_index, BlockHandle, Footer,
-    FooterError, IndexBlockMeta, IndexEntry, ValueFileProperties, FOOTER_LEN, FORMAT_VERSION,
-    MIN_RECORD_LEN,
+    check_block, decode_record, BlockHandle, Footer, FooterError, ValueFileProperties, FOOTER_LEN,
+    FORMAT_VERSION, MIN_RECORD_LEN,
+};
+use super::record_index::{
+    self, decode_index_block, decode_top_index, decode_v1_index_block, encode_entries,
+    IndexBlockMeta, IndexEntry,
 };
 use super::ValueHandle;
 
@@ -95,6 +98,12 @@ impl ValueFile {
         let props = footer.properties;
         vf.properties = ValueFileProperties::decode(&vf.read_block(props)?)
             .map_err(|e| vf.corruption(props.offset, e))?;
+        if vf.properties.format_version != u64::from(footer.version) {
+            return Err(vf.corruption(
+                props.offset,
+                DecodeError("properties and footer name different format versions"),
+            ));
+        }
         if vf.properties.record_bytes != footer.records_end {
             return Err(vf.corruption(
                 props.offset,
@@ -102,8 +111,13 @@ impl ValueFile {
             ));
         }
         let top = footer.top_index;
-        vf.index_blocks = decode_top_index(&vf.read_block(top)?, footer.records_end, top.offset)
-            .map_err(|e| vf.corruption(top.offset, e))?;
+        vf.index_blocks = decode_top_index(
+            &vf.read_block(top)?,
+            footer.records_end,
+            top.offset,
+            footer.version,
+        )
+        .map_err(|e| vf.corruption(top.offset, e))?;
         let indexed: u64 = vf.index_blocks.iter().map(|b| b.num_entries).sum();
         if indexed != vf.properties.num_records {
             return Err(vf.corruption(
@@ -219,12 +233,10 @@ impl ValueFile {
         let Some(i) = i.checked_sub(1) else {
             return Ok(None);
         };
-        let entries = self.index_block(i, true)?;
-        Ok(entries
-            .binary_search_by_key(&id, IndexEntry::id)
-            .ok()
-            .and_then(|j| entries.get(j))
-            .map(|e| (e.offset, e.len)))
+        let at = self.index_blocks.get(i).map_or(0, |b| b.handle.offset);
+        let block = self.index_block(i)?;
+        let entry = record_index::find(&block, id).map_err(|e| self.corruption(at, e))?;
+        Ok(entry.map(|e| (e.offset, e.len)))
     }
 
     /// Reads every record, checking its checksum and that the records of
@@ -284,7 +296,7 @@ impl ValueFile {
         // A whole-file pass (GC, verification) does not fill the cache:
         // it would push out the blocks point reads use.
         for i in 0..self.index_blocks.len() {
-            entries.extend(self.index_block(i, false)?);
+            entries.extend(self.index_entries(i)?);
         }
         entries.sort_unstable_by_key(|e| e.offset);
         // Records are written back to back: the index must cover the
@@ -359,45 +371,68 @@ impl ValueFile {
         Error::corruption(&self.path, offset, e.0)
     }
 
-    /// The entries of record index block `i`, checked against the
-    /// top-level index and the next block's first id. The block's checked
-    /// bytes come from the block cache, else from the file (and, with
-    /// `fill`, go into the cache with high priority, as sstable index
-    /// blocks do: a handle of a moved logical file needs one before its
-    /// record, and should cost one disk read, not two). The cache holds
-    /// the encoded bytes, about 5 per record rather than the 32 of a
-    /// decoded entry, and each lookup decodes its block again: a few
-    /// microseconds against a read.
-    fn index_block(&self, i: usize, fill: bool) -> Result<Vec<IndexEntry>> {
+    /// Record index block `i` in the version-2 encoding, which lookups
+    /// search in place: from the block cache, else read, checked against
+    /// the top-level index (a version-1 block converted) and put into the
+    /// cache with high priority, as sstable index blocks are: a handle of a
+    /// moved logical file needs it before its record, and should cost one
+    /// disk read, not two. The cache holds about 3.5 bytes per record.
+    fn index_block(&self, i: usize) -> Result<Arc<[u8]>> {
+        let at = self.index_blocks.get(i).map_or(0, |b| b.handle.offset);
+        let key = (self.number, at);
+        if let Some(CachedBlock::ValueIndex(contents)) =
+            self.cache.as_ref().and_then(|c| c.get(&key))
+        {
+            return Ok(contents);
+        }
+        let (contents, _) = self.read_index_block(i)?;
+        if let Some(cache) = &self.cache {
+            cache.insert(
+                key,
+                CachedBlock::ValueIndex(contents.clone()),
+                contents.len(),
+                Priority::High,
+            );
+        }
+        Ok(contents)
+    }
+
+    /// The entries of record index block `i`, checked. A whole-file pass
+    /// (GC, verification) takes a cached block but does not fill the
+    /// cache: it would push out the blocks point reads use.
+    fn index_entries(&self, i: usize) -> Result<Vec<IndexEntry>> {
+        let at = self.index_blocks.get(i).map_or(0, |b| b.handle.offset);
+        if let Some(CachedBlock::ValueIndex(contents)) =
+            self.cache.as_ref().and_then(|c| c.get(&(self.number, at)))
+        {
+            return decode_index_block(&contents, self.footer.records_end)
+                .map_err(|e| self.corruption(at, e));
+        }
+        Ok(self.read_index_block(i)?.1)
+    }
+
+    /// Reads record index block `i` from the file and checks it, and that
+    /// it agrees with the top-level index and the next block's first id.
+    /// Returns it in the version-2 encoding and decoded.
+    fn read_index_block(&self, i: usize) -> Result<(Arc<[u8]>, Vec<IndexEntry>)> {
         let Some(meta) = self.index_blocks.get(i) else {
-            return Ok(Vec::new());
+            return Err(self.corruption(
+                self.footer.top_index.offset,
+                DecodeError("record index block beyond the top-level index"),
+            ));
         };
         let at = meta.handle.offset;
-        let key = (self.number, at);
-        let cached = match &self.cache {
-            Some(cache) => match cache.get(&key) {
-                Some(CachedBlock::ValueIndex(contents)) => Some(contents),
-                _ => None,
-            },
-            None => None,
+        let bytes = self.read_block(meta.handle)?;
+        let records_end = self.footer.records_end;
+        let (contents, entries) = if self.footer.version == 1 {
+            let entries =
+                decode_v1_index_block(&bytes, records_end).map_err(|e| self.corruption(at, e))?;
+            (encode_entries(&entries), entries)
+        } else {
+            let entries =
+                decode_index_block(&bytes, records_end).map_err(|e| self.corruption(at, e))?;
+            (bytes, entries)
         };
-        let contents: Arc<[u8]> = match cached {
-            Some(contents) => contents,
-            None => {
-                let contents: Arc<[u8]> = self.read_block(meta.handle)?.into();
-                if let Some(cache) = self.cache.as_ref().filter(|_| fill) {
-                    cache.insert(
-                        key,
-                        CachedBlock::ValueIndex(contents.clone()),
-                        contents.len(),
-                        Priority::High,
-                    );
-                }
-                contents
-            }
-        };
-        let entries = decode_index_block(&contents, self.footer.records_end)
-            .map_err(|e| self.corruption(at, e))?;
         let next_first = self.index_blocks.get(i + 1).map(|b| b.first);
         let consistent = entries.len() as u64 == meta.num_entries
             && entries.first().map(IndexEntry::id) == Some(meta.first)
@@ -411,7 +446,7 @@ impl ValueFile {
                 DecodeError("record index block disagrees with the top-level index"),
             ));
         }
-        Ok(entries)
+        Ok((contents.into(), entries))
     }
 
     /// Reads a block with its trailer (bounded by the footer's checks) and
