@@ -20,10 +20,10 @@ Suites: fixed-1k, fixed-8k, fixed-16k, mixed-8k, pareto-1k, ycsb. The
 key-value suites load every key once (filluniquerandom), then overwrite keys
 drawn from --overwrite-distribution (zipfian, the default, or uniform); reads
 and seeks are uniform. cleave separates values of at least --min_blob_size
-(512) bytes into value files, as BlobDB does into blob files, with its value
-cache off (the driver's --value_cache_size=0), so that every engine has the
-same cache budget; --extra=--value_separation=false runs cleave without
-separation.
+(512) bytes into value files, as BlobDB does into blob files, with its
+values out of the block cache (the driver's --use_blob_cache=false, as
+db_bench runs BlobDB), so that every engine has the same cache budget;
+--extra=--value_separation=false runs cleave without separation.
 Output (--out, default bench-results/<suite>-<UTC time>): command.txt,
 driver.log (stdout+stderr), results.json, table.md (with cleave's S_index,
 and below it cleave's own space breakdown: sstables, value files, exposed

@@ -72,7 +72,7 @@ pub fn options(variant: u64) -> Options {
         compression: codecs[rng.gen_range(0..3)],
         min_value_size: MIN_SEPARATED,
         value_file_size: 256 << 10,
-        value_cache_capacity: rng.gen_range(0..2) << 18,
+        cache_values: rng.gen_bool(0.5),
         value_compression: codecs[rng.gen_range(0..3)],
         drop_cache_capacity: rng.gen_range(0..2) << 16,
         enable_gc: true,

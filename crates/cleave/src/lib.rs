@@ -23,7 +23,9 @@ pub mod vfs;
 mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats, VerifyReport};
+pub use db::{
+    CacheKindStats, Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats, VerifyReport,
+};
 pub use error::{Error, Result};
 pub use gc::GcStats;
 pub use iter::DbIterator;

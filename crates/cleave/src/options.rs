@@ -47,7 +47,11 @@ pub struct Options {
     pub block_size: usize,
     /// Entries between restart points in a data block.
     pub block_restart_interval: usize,
-    /// Bytes of the shared block cache.
+    /// Bytes of the engine's one cache, shared by sstable blocks (data,
+    /// index, filter), value files' record index blocks and, with
+    /// `cache_values`, separated values. Index, filter and record index
+    /// blocks have a high-priority pool (half) that data blocks and values
+    /// cannot evict.
     pub block_cache_capacity: usize,
     /// Bloom filter bits per key; 0 disables filters.
     pub bloom_bits_per_key: u32,
@@ -62,8 +66,10 @@ pub struct Options {
     /// Target bytes of one value file written by a flush; a larger flush
     /// writes several.
     pub value_file_size: u64,
-    /// Bytes of the cache of separated values (0 disables it).
-    pub value_cache_capacity: usize,
+    /// Whether separated values that reads fetch are kept in the block
+    /// cache (RocksDB's blob cache sharing the block cache), at low
+    /// priority beside data blocks.
+    pub cache_values: bool,
     /// Compression of each separated value; a value the codec does not
     /// shrink by 1/8 is stored raw.
     pub value_compression: Compression,
@@ -174,7 +180,7 @@ impl Default for Options {
             enable_value_separation: true,
             min_value_size: 512,
             value_file_size: 256 << 20,
-            value_cache_capacity: 32 << 20,
+            cache_values: true,
             value_compression: Compression::None,
             drop_cache_capacity: 4 << 20,
             enable_gc: true,

@@ -124,7 +124,7 @@ fn separated_options() -> Options {
         max_background_jobs: 3,
         min_value_size: 512,
         value_file_size: 64 << 10,
-        value_cache_capacity: 64 << 10,
+        cache_values: true,
         gc_garbage_ratio: 0.1,
         ..Options::default()
     }

@@ -46,7 +46,7 @@ fn options(fs: &MemFs, correlated: bool) -> Options {
         // Small, so that the re-separated values fill several files.
         value_file_size: 64 << 10,
         // Every value read reaches a file, so reads can be counted.
-        value_cache_capacity: 0,
+        cache_values: false,
         enable_gc: false,
         correlated_compaction: correlated,
         max_value_file_refs: MAX_REFS,

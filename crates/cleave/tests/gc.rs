@@ -24,7 +24,7 @@ fn options(fs: Arc<dyn Fs>) -> Options {
         // One memtable holds a whole round, so each round is one flush.
         write_buffer_size: 4 << 20,
         min_value_size: 512,
-        value_cache_capacity: 0,
+        cache_values: false,
         enable_gc: false,
         ..Options::default()
     }

@@ -37,7 +37,7 @@ fn options(fs: &MemFs) -> Options {
         value_file_size: 128 << 10,
         min_value_size: 512,
         max_background_jobs: 2,
-        value_cache_capacity: 0,
+        cache_values: false,
         // GC only of files that are all garbage, unless the budget says
         // otherwise: without a budget space runs far past the live data.
         gc_garbage_ratio: 1.0,

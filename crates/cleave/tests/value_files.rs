@@ -26,7 +26,7 @@ fn options(fs: Arc<dyn Fs>) -> Options {
         max_bytes_for_level_base: 256 << 10,
         level0_file_num_compaction_trigger: 4,
         min_value_size: MIN,
-        value_cache_capacity: 0,
+        cache_values: false,
         // Garbage is counted here, and collected in tests/gc.rs.
         enable_gc: false,
         ..Options::default()
@@ -429,25 +429,66 @@ fn a_scan_reading_few_values_stops_prefetching() {
     assert!(reads <= 3 * asked, "{reads} reads for {asked} values");
 }
 
-/// The value cache serves repeated gets without reading the file.
+fn kind(s: &cleave::Stats, name: &str) -> cleave::CacheKindStats {
+    let found = s.block_cache_kinds.iter().find(|k| k.kind == name);
+    found
+        .cloned()
+        .unwrap_or_else(|| panic!("no cache kind {name}: {s:?}"))
+}
+
+/// Values share the block cache's one budget: repeated gets are served
+/// from it and counted under their kind, and a flood of values larger than
+/// the cache keeps within the budget and cannot push out the index and
+/// filter blocks, which later gets need.
 #[test]
-fn value_cache_serves_repeated_reads() {
+fn values_share_the_block_cache_budget() {
     let fs = MemFs::new();
+    let capacity = 1 << 20;
     let opts = Options {
-        value_cache_capacity: 1 << 20,
+        cache_values: true,
+        block_cache_capacity: capacity,
         ..options(Arc::new(fs.clone()))
     };
     let db = Db::open(DIR, opts).unwrap();
-    fill(&db, 0..100, 0);
-    db.flush().unwrap();
+    fill(&db, 0..8000, 0);
+    // One settled tree, so that no compaction brings new index blocks.
+    db.compact_range(None, None).unwrap();
     assert_eq!(get(&db, 10), Some(v(10, 0)));
     let reads = db.stats().value_reads;
     for _ in 0..5 {
         assert_eq!(get(&db, 10), Some(v(10, 0)));
     }
     let s = db.stats();
-    assert_eq!(s.value_reads, reads);
-    assert!(s.value_cache_hits >= 5 && s.value_cache_usage > 0, "{s:?}");
+    assert_eq!(s.value_reads, reads, "repeated gets read the file");
+    assert!(kind(&s, "value").hits >= 5 && kind(&s, "value").usage > 0, "{s:?}");
+
+    // Gets of the small, inline values load every index and filter block.
+    for i in (1..8000).step_by(2) {
+        assert_eq!(get(&db, i), Some(v(i, 0)));
+    }
+    let s = db.stats();
+    let pinned = kind(&s, "index").usage + kind(&s, "filter").usage;
+    let misses = kind(&s, "index").misses + kind(&s, "filter").misses;
+    assert!(pinned > 0, "{s:?}");
+
+    let separated: usize = (0..8000).step_by(2).map(|i| v(i, 0).len()).sum();
+    assert!(separated > 2 * capacity, "the flood must exceed the cache");
+    for i in (0..8000).step_by(2) {
+        assert_eq!(get(&db, i), Some(v(i, 0)));
+    }
+    let s = db.stats();
+    assert!(s.block_cache_usage <= capacity as u64, "{s:?}");
+    assert!(kind(&s, "value").usage > capacity as u64 / 4, "{s:?}");
+    let total: u64 = s.block_cache_kinds.iter().map(|k| k.usage).sum();
+    assert_eq!(total, s.block_cache_usage);
+    // The high-priority pool kept every index and filter block: the flood
+    // missed none, and the small values are found again without one.
+    assert_eq!(kind(&s, "index").usage + kind(&s, "filter").usage, pinned);
+    for i in (1..8000).step_by(2) {
+        assert_eq!(get(&db, i), Some(v(i, 0)));
+    }
+    let s = db.stats();
+    assert_eq!(kind(&s, "index").misses + kind(&s, "filter").misses, misses);
 }
 
 fn value_file_path(fs: &dyn Fs) -> PathBuf {

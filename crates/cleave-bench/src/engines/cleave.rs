@@ -75,9 +75,10 @@ impl CleaveEngine {
         let value_file_size = config.target_file_size_base.max(MIN_VALUE_FILE_SIZE);
         if config.value_separation {
             let taken = |value: u64, flag: u64| if value == flag { "=" } else { "raised from" };
-            let cache = match config.value_cache_size {
-                0 => "off, as BlobDB's blob cache in db_bench".to_owned(),
-                bytes => format!("{bytes} bytes"),
+            let cache = if config.use_blob_cache {
+                "in the block cache (--use_blob_cache)"
+            } else {
+                "not cached, as BlobDB's blobs in db_bench"
             };
             let gc = if config.gc {
                 format!("on at garbage ratio {}", config.gc_garbage_ratio)
@@ -147,7 +148,7 @@ impl CleaveEngine {
             enable_value_separation: config.value_separation,
             min_value_size: option_value(min_value_size, "min_blob_size")?,
             value_file_size,
-            value_cache_capacity: option_value(config.value_cache_size, "value_cache_size")?,
+            cache_values: config.use_blob_cache,
             value_compression: compression,
             enable_gc: config.gc,
             gc_garbage_ratio: config.gc_garbage_ratio,
@@ -486,7 +487,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let config = EngineConfig {
             min_blob_size: 0,
-            value_cache_size: 1 << 20,
+            use_blob_cache: true,
             ..uncompressed_config(dir.path().join("db"))
         };
         std::fs::create_dir_all(&config.path).expect("mkdir");

@@ -257,9 +257,9 @@ pub struct EngineConfig {
     pub min_blob_size: u64,
     /// cleave only: key-value separation on (`--value_separation`).
     pub value_separation: bool,
-    /// cleave only: bytes of the cache of separated values
-    /// (`--value_cache_size`; 0 disables it).
-    pub value_cache_size: u64,
+    /// cleave only: separated values share the block cache
+    /// (`--use_blob_cache`).
+    pub use_blob_cache: bool,
     /// cleave only: background value-file GC (`--gc`).
     pub gc: bool,
     /// cleave only: the garbage ratio at which GC collects a value file.
@@ -314,7 +314,7 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         use_direct_io_for_flush_and_compaction: false,
         min_blob_size: DEFAULT_MIN_BLOB_SIZE,
         value_separation: true,
-        value_cache_size: 0,
+        use_blob_cache: false,
         gc: true,
         gc_garbage_ratio: 0.2,
         drop_cache_size: 4 << 20,
@@ -353,7 +353,7 @@ impl EngineConfig {
             use_direct_io_for_flush_and_compaction: flags.use_direct_io_for_flush_and_compaction,
             min_blob_size: flags.min_blob_size,
             value_separation: flags.value_separation,
-            value_cache_size: flags.value_cache_size,
+            use_blob_cache: flags.use_blob_cache,
             gc: flags.gc,
             gc_garbage_ratio: flags.gc_garbage_ratio,
             drop_cache_size: flags.drop_cache_size,
@@ -379,7 +379,7 @@ impl EngineConfig {
              max_bytes_for_level_base {} | max_background_jobs {} | cache_size {} | \
              bloom_bits {} | compression {:?} | sync {} | disable_wal {} | \
              direct reads {} | direct flush/compaction {} | min_blob_size {} | \
-             value_separation {} (cleave) | value_cache_size {} (cleave) | gc {} (cleave) | \
+             value_separation {} (cleave) | use_blob_cache {} (cleave) | gc {} (cleave) | \
              gc_garbage_ratio {} (cleave) | drop_cache_size {} (cleave) | \
              space_budget_bytes {} (cleave) | dynamic_gc_threads {} (cleave) | \
              gc_rate_limiter {} (cleave) | device_write_bandwidth {} (cleave) | \
@@ -400,7 +400,7 @@ impl EngineConfig {
             self.use_direct_io_for_flush_and_compaction,
             self.min_blob_size,
             self.value_separation,
-            self.value_cache_size,
+            self.use_blob_cache,
             self.gc,
             self.gc_garbage_ratio,
             self.drop_cache_size,

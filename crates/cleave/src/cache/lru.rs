@@ -6,6 +6,10 @@
 //! takes the oldest low entry first and touches the high list only when the
 //! low list is empty, so a scan of low-priority entries cannot push out the
 //! high-priority ones that fit in their pool.
+//!
+//! Entries fall into classes (the block cache's kinds: data, index,
+//! filter, values, ...) that a function of the key gives; the cache
+//! counts hits, misses and the bytes held per class.
 
 use std::borrow::Borrow;
 use std::collections::hash_map::RandomState;
@@ -21,11 +25,15 @@ pub(crate) enum Priority {
     Low,
 }
 
+/// Classes a cache tells apart in its counters.
+pub(crate) const MAX_CLASSES: usize = 8;
+
 #[derive(Debug)]
 struct Entry<V> {
     value: V,
     charge: usize,
     priority: Priority,
+    class: usize,
 }
 
 #[derive(Debug)]
@@ -36,6 +44,7 @@ struct Shard<K: Hash + Eq, V> {
     low_usage: usize,
     capacity: usize,
     high_capacity: usize,
+    class_usage: [usize; MAX_CLASSES],
 }
 
 impl<K: Hash + Eq, V: Clone> Shard<K, V> {
@@ -47,6 +56,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             low_usage: 0,
             capacity,
             high_capacity,
+            class_usage: [0; MAX_CLASSES],
         }
     }
 
@@ -78,7 +88,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         Some(value)
     }
 
-    fn insert(&mut self, key: K, value: V, charge: usize, priority: Priority) {
+    fn insert(&mut self, key: K, value: V, charge: usize, priority: Priority, class: usize) {
         self.erase(&key);
         // An entry larger than the shard would evict everything and then
         // itself; do not cache it.
@@ -89,7 +99,9 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             value,
             charge,
             priority,
+            class,
         };
+        self.class_usage[class] += charge;
         match priority {
             Priority::High => self.push_high(key, e),
             Priority::Low => {
@@ -100,8 +112,10 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         while self.usage() > self.capacity {
             if let Some((_, e)) = self.low.pop_lru() {
                 self.low_usage -= e.charge;
+                self.class_usage[e.class] -= e.charge;
             } else if let Some((_, e)) = self.high.pop_lru() {
                 self.high_usage -= e.charge;
+                self.class_usage[e.class] -= e.charge;
             } else {
                 break;
             }
@@ -122,15 +136,17 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     }
 
     fn erase(&mut self, key: &K) -> bool {
-        if let Some(e) = self.high.pop(key) {
+        let e = if let Some(e) = self.high.pop(key) {
             self.high_usage -= e.charge;
-            true
+            e
         } else if let Some(e) = self.low.pop(key) {
             self.low_usage -= e.charge;
-            true
+            e
         } else {
-            false
-        }
+            return false;
+        };
+        self.class_usage[e.class] -= e.charge;
+        true
     }
 }
 
@@ -141,14 +157,35 @@ pub(crate) struct ShardedCache<K: Hash + Eq, V> {
     shards: Box<[Mutex<Shard<K, V>>]>,
     hasher: RandomState,
     capacity: usize,
-    hits: AtomicU64,
-    misses: AtomicU64,
+    /// The class of an entry, below `MAX_CLASSES`.
+    classify: fn(&K) -> usize,
+    hits: [AtomicU64; MAX_CLASSES],
+    misses: [AtomicU64; MAX_CLASSES],
+}
+
+/// What a cache did for one class of entries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ClassStats {
+    pub hits: u64,
+    pub misses: u64,
+    /// Charge of the entries held now.
+    pub usage: usize,
 }
 
 impl<K: Hash + Eq, V: Clone> ShardedCache<K, V> {
     /// `2^shard_bits` shards share `capacity`; `high_pri_ratio` (0..=1) of
     /// each shard is reserved for high-priority entries.
     pub(crate) fn new(capacity: usize, shard_bits: u32, high_pri_ratio: f64) -> Self {
+        Self::with_classes(capacity, shard_bits, high_pri_ratio, |_| 0)
+    }
+
+    /// As [`Self::new`], counting entries per `classify(key)`.
+    pub(crate) fn with_classes(
+        capacity: usize,
+        shard_bits: u32,
+        high_pri_ratio: f64,
+        classify: fn(&K) -> usize,
+    ) -> Self {
         assert!(shard_bits <= 16, "at most 65536 shards");
         assert!((0.0..=1.0).contains(&high_pri_ratio));
         let n = 1usize << shard_bits;
@@ -160,8 +197,9 @@ impl<K: Hash + Eq, V: Clone> ShardedCache<K, V> {
                 .collect(),
             hasher: RandomState::new(),
             capacity,
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
+            classify,
+            hits: Default::default(),
+            misses: Default::default(),
         }
     }
 
@@ -172,14 +210,20 @@ impl<K: Hash + Eq, V: Clone> ShardedCache<K, V> {
         &self.shards[i]
     }
 
+    fn class(&self, key: &K) -> usize {
+        let class = (self.classify)(key);
+        assert!(class < MAX_CLASSES, "cache class {class} out of range");
+        class
+    }
+
     pub(crate) fn get(&self, key: &K) -> Option<V> {
         let v = self.shard(key).lock().get(key);
-        let counter = if v.is_some() {
+        let counters = if v.is_some() {
             &self.hits
         } else {
             &self.misses
         };
-        counter.fetch_add(1, Ordering::Relaxed);
+        counters[self.class(key)].fetch_add(1, Ordering::Relaxed);
         v
     }
 
@@ -195,7 +239,10 @@ impl<K: Hash + Eq, V: Clone> ShardedCache<K, V> {
 
     /// Inserts or replaces `key`. Entries larger than a shard are not kept.
     pub(crate) fn insert(&self, key: K, value: V, charge: usize, priority: Priority) {
-        self.shard(&key).lock().insert(key, value, charge, priority);
+        let class = self.class(&key);
+        self.shard(&key)
+            .lock()
+            .insert(key, value, charge, priority, class);
     }
 
     pub(crate) fn erase(&self, key: &K) -> bool {
@@ -218,11 +265,27 @@ impl<K: Hash + Eq, V: Clone> ShardedCache<K, V> {
     }
 
     pub(crate) fn hits(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed)
+        self.hits.iter().map(|h| h.load(Ordering::Relaxed)).sum()
     }
 
     pub(crate) fn misses(&self) -> u64 {
-        self.misses.load(Ordering::Relaxed)
+        self.misses.iter().map(|m| m.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Hits, misses and bytes held of entries of `class`.
+    pub(crate) fn class_stats(&self, class: usize) -> ClassStats {
+        let usage = self
+            .shards
+            .iter()
+            .map(|s| s.lock().class_usage.get(class).copied().unwrap_or(0))
+            .sum();
+        let count =
+            |c: &[AtomicU64; MAX_CLASSES]| c.get(class).map_or(0, |c| c.load(Ordering::Relaxed));
+        ClassStats {
+            hits: count(&self.hits),
+            misses: count(&self.misses),
+            usage,
+        }
     }
 }
 
@@ -304,6 +367,31 @@ mod tests {
         c.insert(4, 4, 100, Priority::Low); // evicts 2, the oldest low entry
         assert_eq!(c.get(&2), None);
         assert_eq!(c.get(&1), Some(1));
+    }
+
+    #[test]
+    fn classes_count_hits_misses_and_bytes_through_eviction() {
+        let c: ShardedCache<u32, u32> =
+            ShardedCache::with_classes(100, 0, 0.5, |k| (k % 2) as usize);
+        c.insert(1, 1, 30, Priority::High);
+        c.insert(2, 2, 40, Priority::Low);
+        c.insert(4, 4, 20, Priority::Low);
+        assert_eq!(c.get(&1), Some(1));
+        assert_eq!(c.get(&3), None);
+        assert_eq!(c.get(&2), Some(2));
+        let odd = c.class_stats(1);
+        let even = c.class_stats(0);
+        assert_eq!((odd.hits, odd.misses, odd.usage), (1, 1, 30));
+        assert_eq!((even.hits, even.misses, even.usage), (1, 0, 60));
+        // Evicting 4 (the oldest low entry) and replacing 1 keep the bytes
+        // per class exact.
+        c.insert(6, 6, 30, Priority::Low);
+        c.insert(1, 1, 10, Priority::High);
+        assert_eq!(c.class_stats(0).usage, 70);
+        assert_eq!(c.class_stats(1).usage, 10);
+        assert!(c.erase(&6));
+        assert_eq!(c.class_stats(0).usage, 40);
+        assert_eq!(c.class_stats(1).usage + c.class_stats(0).usage, c.usage());
     }
 
     #[test]

@@ -4,5 +4,5 @@
 mod block_cache;
 mod lru;
 
-pub(crate) use self::block_cache::{new_block_cache, BlockCache, CachedBlock};
+pub(crate) use self::block_cache::{new_block_cache, BlockCache, CacheKind, CachedBlock};
 pub(crate) use self::lru::{Priority, ShardedCache};

@@ -28,6 +28,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::base::limits::NUM_LEVELS;
 use crate::base::{filename, FileNumber, SeqNo};
 use crate::batch::WriteBatch;
+use crate::cache::CacheKind;
 use crate::compaction::picker::{self, PickerOptions};
 use crate::error::{Error, Result};
 use crate::gc::drop_cache::DropCache;
@@ -45,7 +46,7 @@ use crate::wal::WalWriter;
 
 pub use snapshot::Snapshot;
 pub use space::{LevelSpace, SpaceReport};
-pub use stats::{LevelStats, Stats};
+pub use stats::{CacheKindStats, LevelStats, Stats};
 pub use verify::VerifyReport;
 
 use background::RunningCompaction;
@@ -379,6 +380,18 @@ impl DbInner {
         s.block_cache_hits = self.block_cache.hits();
         s.block_cache_misses = self.block_cache.misses();
         s.block_cache_capacity = self.block_cache.capacity() as u64;
+        s.block_cache_kinds = CacheKind::ALL
+            .iter()
+            .map(|&kind| {
+                let c = self.block_cache.class_stats(kind as usize);
+                CacheKindStats {
+                    kind: kind.name(),
+                    hits: c.hits,
+                    misses: c.misses,
+                    usage: c.usage as u64,
+                }
+            })
+            .collect();
         s.drop_cache_usage = self.drop_cache.usage() as u64;
         s.drop_cache_capacity = self.opts.drop_cache_capacity as u64;
         s.space_usage_bytes = self.space_usage(&st);
@@ -391,10 +404,6 @@ impl DbInner {
         let reads = self.values.counters();
         s.value_reads = reads.reads.load(Ordering::Relaxed);
         s.value_read_bytes = reads.bytes.load(Ordering::Relaxed);
-        s.value_cache_usage = self.values.cache_usage() as u64;
-        s.value_cache_capacity = self.values.cache_capacity() as u64;
-        s.value_cache_hits = self.values.cache_hits();
-        s.value_cache_misses = self.values.cache_misses();
         s
     }
 

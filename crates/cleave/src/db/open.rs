@@ -74,7 +74,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         fs.clone(),
         dir.to_path_buf(),
         value_files_open,
-        opts.value_cache_capacity,
+        opts.cache_values,
         opts.use_direct_reads,
         block_cache.clone(),
     ));

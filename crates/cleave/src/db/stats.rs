@@ -49,6 +49,17 @@ fn get(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
+/// What the block cache did for one kind of entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CacheKindStats {
+    /// `data`, `index`, `filter`, `value-refs`, `record-index` or `value`.
+    pub kind: &'static str,
+    pub hits: u64,
+    pub misses: u64,
+    /// Bytes the cache holds of this kind now.
+    pub usage: u64,
+}
+
 /// Files and bytes in one level.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LevelStats {
@@ -89,10 +100,6 @@ pub struct Stats {
     /// counts once), and their bytes.
     pub value_reads: u64,
     pub value_read_bytes: u64,
-    pub value_cache_usage: u64,
-    pub value_cache_capacity: u64,
-    pub value_cache_hits: u64,
-    pub value_cache_misses: u64,
     /// Sstable bytes compactions read, and the value records they read to
     /// re-separate them (correlated compaction).
     pub compaction_bytes_read: u64,
@@ -132,6 +139,9 @@ pub struct Stats {
     pub block_cache_hits: u64,
     pub block_cache_misses: u64,
     pub block_cache_capacity: u64,
+    /// Hits, misses and bytes held per kind of entry: data, index, filter,
+    /// value-refs, record-index and value.
+    pub block_cache_kinds: Vec<CacheKindStats>,
     /// Every GC job since open, summed.
     pub gc: GcStats,
     /// The most recent GC job.
@@ -233,7 +243,7 @@ impl Stats {
         );
         let _ = writeln!(
             s,
-            "value files: {} written ({:.1} MB, {:.1} MB hot; drop cache {:.1}/{:.1} MB); {} value reads ({:.1} MB); value cache {:.1}/{:.1} MB, {} hits, {} misses",
+            "value files: {} written ({:.1} MB, {:.1} MB hot; drop cache {:.1}/{:.1} MB); {} value reads ({:.1} MB)",
             self.value_files_written,
             mb(self.value_file_bytes_written),
             mb(self.hot_value_file_bytes_written),
@@ -241,10 +251,6 @@ impl Stats {
             mb(self.drop_cache_capacity),
             self.value_reads,
             mb(self.value_read_bytes),
-            mb(self.value_cache_usage),
-            mb(self.value_cache_capacity),
-            self.value_cache_hits,
-            self.value_cache_misses
         );
         let _ = writeln!(s, "{}", self.gc);
         let _ = writeln!(
@@ -265,6 +271,16 @@ impl Stats {
             mb(self.block_cache_capacity),
             self.block_cache_hits,
             self.block_cache_misses
+        );
+        let kinds: Vec<String> = self
+            .block_cache_kinds
+            .iter()
+            .map(|k| format!("{} {:.1} MB {}/{}", k.kind, mb(k.usage), k.hits, k.misses))
+            .collect();
+        let _ = writeln!(
+            s,
+            "block cache by kind (held, hits/misses): {}",
+            kinds.join(", ")
         );
         let rate = self
             .gc_rate_limit

@@ -27,7 +27,7 @@ impl ValueSource {
                 fs,
                 "/none".into(),
                 16,
-                0,
+                false,
                 false,
                 Arc::new(crate::cache::new_block_cache(0)),
             )),

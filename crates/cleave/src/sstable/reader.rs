@@ -9,7 +9,7 @@ use crate::base::coding::DecodeError;
 use crate::base::key;
 use crate::base::FileNumber;
 use crate::base::InternalIterator;
-use crate::cache::Priority;
+use crate::cache::{CacheKind, Priority};
 use crate::error::{Error, Result};
 use crate::vfs::RandomAccessFile;
 
@@ -116,7 +116,7 @@ impl Table {
         let Some(h) = self.value_refs_handle else {
             return Ok(Arc::default());
         };
-        let key = (self.number, h.offset);
+        let key = (CacheKind::ValueRefs, self.number, h.offset);
         if let Some(CachedBlock::ValueRefs(r)) = self.cache.get(&key) {
             return Ok(r);
         }
@@ -150,7 +150,7 @@ impl Table {
                 return Ok(None);
             }
         }
-        let index = self.cached_block(self.footer.index, Priority::High)?;
+        let index = self.cached_block(self.footer.index, CacheKind::Index)?;
         let index_err = |e| self.corruption(self.footer.index.offset, e);
         let mut ii = index.iter(KeyOrder::Internal);
         ii.seek(seek_key).map_err(index_err)?;
@@ -158,7 +158,7 @@ impl Table {
         // hold the key; looking further costs nothing when it does not.
         while ii.valid() {
             let handle = self.decode_handle(ii.value())?;
-            let block = self.cached_block(handle, Priority::Low)?;
+            let block = self.cached_block(handle, CacheKind::Data)?;
             let mut di = block.iter(KeyOrder::Internal);
             di.seek(seek_key)
                 .map_err(|e| self.corruption(handle.offset, e))?;
@@ -312,7 +312,7 @@ impl Table {
         let len = self.block_len(h)?;
         let sequential = h.offset == ra.next_offset;
         ra.next_offset = h.offset + len as u64;
-        let key = (self.number, h.offset);
+        let key = (CacheKind::Data, self.number, h.offset);
         if !ra.scan {
             if let Some(CachedBlock::Block(b)) = self.cache.get(&key) {
                 return Ok(b);
@@ -386,8 +386,8 @@ impl Table {
         Ok(Arc::new(block))
     }
 
-    fn cached_block(&self, h: BlockHandle, priority: Priority) -> Result<Arc<Block>> {
-        let key = (self.number, h.offset);
+    fn cached_block(&self, h: BlockHandle, kind: CacheKind) -> Result<Arc<Block>> {
+        let key = (kind, self.number, h.offset);
         if let Some(CachedBlock::Block(b)) = self.cache.get(&key) {
             return Ok(b);
         }
@@ -396,7 +396,11 @@ impl Table {
             key,
             CachedBlock::Block(block.clone()),
             block.charge(),
-            priority,
+            if kind == CacheKind::Index {
+                Priority::High
+            } else {
+                Priority::Low
+            },
         );
         Ok(block)
     }
@@ -405,7 +409,7 @@ impl Table {
         let Some(h) = self.filter_handle else {
             return Ok(None);
         };
-        let key = (self.number, h.offset);
+        let key = (CacheKind::Filter, self.number, h.offset);
         if let Some(CachedBlock::Filter(f)) = self.cache.get(&key) {
             return Ok(Some(f));
         }
@@ -492,7 +496,7 @@ impl TableIter {
             Some(ii) => ii,
             None => self
                 .table
-                .cached_block(self.table.footer.index, Priority::High)?
+                .cached_block(self.table.footer.index, CacheKind::Index)?
                 .iter(KeyOrder::Internal),
         };
         Ok(self.index.insert(ii))

@@ -656,11 +656,12 @@ fn an_eight_mib_cache_keeps_a_large_filter() {
     let charge = filter.charge();
     assert!(charge > 600 << 10, "{charge} bytes");
     let cache = new_block_cache(8 << 20);
+    let key = (crate::cache::CacheKind::Filter, FileNumber(7), 0);
     cache.insert(
-        (FileNumber(7), 0),
+        key,
         CachedBlock::Filter(filter),
         charge,
         crate::cache::Priority::High,
     );
-    assert!(cache.get(&(FileNumber(7), 0)).is_some());
+    assert!(cache.get(&key).is_some());
 }

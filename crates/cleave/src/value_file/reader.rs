@@ -8,7 +8,7 @@ use crate::base::coding::DecodeError;
 use crate::base::compression::decompress;
 use crate::base::limits::MAX_VALUE_SIZE;
 use crate::base::{FileNumber, SeqNo};
-use crate::cache::{BlockCache, CachedBlock, Priority};
+use crate::cache::{BlockCache, CacheKind, CachedBlock, Priority};
 use crate::error::{Error, Result};
 use crate::vfs::{FileOptions, Fs, RandomAccessFile};
 
@@ -379,7 +379,7 @@ impl ValueFile {
     /// disk read, not two. The cache holds about 3.5 bytes per record.
     fn index_block(&self, i: usize) -> Result<Arc<[u8]>> {
         let at = self.index_blocks.get(i).map_or(0, |b| b.handle.offset);
-        let key = (self.number, at);
+        let key = (CacheKind::RecordIndex, self.number, at);
         if let Some(CachedBlock::ValueIndex(contents)) =
             self.cache.as_ref().and_then(|c| c.get(&key))
         {
@@ -402,8 +402,10 @@ impl ValueFile {
     /// cache: it would push out the blocks point reads use.
     fn index_entries(&self, i: usize) -> Result<Vec<IndexEntry>> {
         let at = self.index_blocks.get(i).map_or(0, |b| b.handle.offset);
-        if let Some(CachedBlock::ValueIndex(contents)) =
-            self.cache.as_ref().and_then(|c| c.get(&(self.number, at)))
+        if let Some(CachedBlock::ValueIndex(contents)) = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.get(&(CacheKind::RecordIndex, self.number, at)))
         {
             return decode_index_block(&contents, self.footer.records_end)
                 .map_err(|e| self.corruption(at, e));

@@ -1,7 +1,7 @@
 //! How reads resolve value handles: open value files (bounded, like the
-//! table cache), a sharded value cache keyed by `(logical_file, ordinal)`,
-//! per-iterator readahead over adjacent records, and prefetch: the records
-//! of the next entries of a scan, read in parallel.
+//! table cache), values in the block cache keyed by `(logical_file,
+//! ordinal)`, per-iterator readahead over adjacent records, and prefetch:
+//! the records of the next entries of a scan, read in parallel.
 //!
 //! The cache key never changes when GC moves a logical file, so a cached
 //! value stays valid; the caller names the physical file that hosts the
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::base::{filename, parallel, FileNumber, SeqNo};
-use crate::cache::{BlockCache, Priority, ShardedCache};
+use crate::cache::{BlockCache, CacheKind, CachedBlock, Priority, ShardedCache};
 use crate::error::Result;
 use crate::vfs::{FileOptions, Fs};
 
@@ -24,10 +24,6 @@ use super::{ValueFile, ValueHandle};
 
 /// Shards of the open-file cache: opens are rare next to reads.
 const FILE_SHARD_BITS: u32 = 2;
-
-/// Value cache shards: as the block cache, at least 4 MiB each, at most 16.
-const VALUE_CACHE_MIN_SHARD_BYTES: usize = 4 << 20;
-const VALUE_CACHE_MAX_SHARD_BITS: u32 = 4;
 
 /// Bookkeeping charged per cached value on top of its bytes.
 const VALUE_CACHE_ENTRY_OVERHEAD: usize = 64;
@@ -89,9 +85,10 @@ pub(crate) struct ValueStore {
     dir: PathBuf,
     direct_reads: bool,
     files: ShardedCache<FileNumber, Arc<ValueFile>>,
-    /// Shared with the sstables: holds record index blocks.
+    /// Shared with the sstables: holds record index blocks and, with
+    /// `cache_values`, values.
     block_cache: Arc<BlockCache>,
-    values: ShardedCache<(FileNumber, u64), Arc<Vec<u8>>>,
+    cache_values: bool,
     counters: ValueReadCounters,
 }
 
@@ -100,19 +97,17 @@ impl ValueStore {
         fs: Arc<dyn Fs>,
         dir: PathBuf,
         max_open_files: usize,
-        value_cache_capacity: usize,
+        cache_values: bool,
         direct_reads: bool,
         block_cache: Arc<BlockCache>,
     ) -> ValueStore {
-        let shards = (value_cache_capacity / VALUE_CACHE_MIN_SHARD_BYTES).max(1);
-        let shard_bits = shards.ilog2().min(VALUE_CACHE_MAX_SHARD_BITS);
         ValueStore {
             fs,
             dir,
             direct_reads,
             files: ShardedCache::new(max_open_files, FILE_SHARD_BITS, 0.0),
             block_cache,
-            values: ShardedCache::new(value_cache_capacity, shard_bits, 0.0),
+            cache_values,
             counters: ValueReadCounters::default(),
         }
     }
@@ -238,9 +233,7 @@ impl ValueStore {
             if batch_bytes >= PREFETCH_MAX_BATCH_BYTES {
                 break;
             }
-            if self.values.capacity() > 0
-                && self.values.contains(&(handle.logical_file, handle.ordinal))
-            {
+            if self.cache_values && self.block_cache.contains(&value_key(handle)) {
                 continue;
             }
             let Ok(file) = self.file(*physical) else {
@@ -312,19 +305,22 @@ impl ValueStore {
     }
 
     fn cached(&self, handle: &ValueHandle) -> Option<Arc<Vec<u8>>> {
-        if self.values.capacity() == 0 {
+        if !self.cache_values {
             return None;
         }
-        self.values.get(&(handle.logical_file, handle.ordinal))
+        match self.block_cache.get(&value_key(handle)) {
+            Some(CachedBlock::Value(v)) => Some(v),
+            _ => None,
+        }
     }
 
     fn insert(&self, handle: &ValueHandle, value: &Arc<Vec<u8>>) {
-        if self.values.capacity() == 0 {
+        if !self.cache_values {
             return;
         }
-        self.values.insert(
-            (handle.logical_file, handle.ordinal),
-            value.clone(),
+        self.block_cache.insert(
+            value_key(handle),
+            CachedBlock::Value(value.clone()),
             value.len() + VALUE_CACHE_ENTRY_OVERHEAD,
             Priority::Low,
         );
@@ -340,22 +336,12 @@ impl ValueStore {
     pub(crate) fn counters(&self) -> &ValueReadCounters {
         &self.counters
     }
+}
 
-    pub(crate) fn cache_usage(&self) -> usize {
-        self.values.usage()
-    }
-
-    pub(crate) fn cache_capacity(&self) -> usize {
-        self.values.capacity()
-    }
-
-    pub(crate) fn cache_hits(&self) -> u64 {
-        self.values.hits()
-    }
-
-    pub(crate) fn cache_misses(&self) -> u64 {
-        self.values.misses()
-    }
+/// The block cache key of the value `handle` names: its logical file and
+/// ordinal, which GC never changes.
+fn value_key(handle: &ValueHandle) -> (CacheKind, FileNumber, u64) {
+    (CacheKind::Value, handle.logical_file, handle.ordinal)
 }
 
 /// An iterator's readahead state: one window per recently read file, and

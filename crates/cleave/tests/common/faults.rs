@@ -40,7 +40,7 @@ pub fn options(fs: Arc<dyn Fs>) -> Options {
 pub fn uncached_options(fs: Arc<dyn Fs>) -> Options {
     Options {
         block_cache_capacity: 0,
-        value_cache_capacity: 0,
+        cache_values: false,
         level0_file_num_compaction_trigger: 100,
         level0_slowdown_writes_trigger: 100,
         level0_stop_writes_trigger: 100,

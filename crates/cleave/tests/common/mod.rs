@@ -46,7 +46,7 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         enable_value_separation: rng.gen_bool(0.85),
         min_value_size: rng.gen_range(16..2048),
         value_file_size: rng.gen_range(4 << 10..64 << 10),
-        value_cache_capacity: rng.gen_range(0..1 << 20),
+        cache_values: rng.gen_bool(0.5),
         value_compression: codec(rng),
         // Background GC most of the time, at thresholds from eager to lazy.
         enable_gc: rng.gen_bool(0.7),
