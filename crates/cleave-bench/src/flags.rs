@@ -214,6 +214,14 @@ pub struct Flags {
           default_missing_value = "true", value_parser = parse_bool)]
     pub correlated_compaction: bool,
 
+    /// cleave only (db_bench's flag, a bool here): flushes, compactions and
+    /// GC cache the index, filter and record index blocks they write, and
+    /// flushes their data blocks (cleave's prepopulate_block_cache). The
+    /// rocksdb 0.20 bindings cannot set RocksDB's, which stays off.
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub prepopulate_block_cache: bool,
+
     /// cleave only: the most value files one sstable a compaction writes
     /// may reference (cleave's max_value_file_refs), at least 1.
     #[arg(long, default_value_t = 256)]

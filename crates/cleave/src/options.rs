@@ -66,6 +66,14 @@ pub struct Options {
     /// Target bytes of one value file written by a flush; a larger flush
     /// writes several.
     pub value_file_size: u64,
+    /// Flushes, compactions and GC put the index and filter blocks of the
+    /// sstables and the record index blocks of the value files they write
+    /// into the block cache (high priority), and flushes their sstables'
+    /// data blocks too (RocksDB's `prepopulate_block_cache = kFlushOnly`),
+    /// so that the first gets after a flush, compaction or GC need no read
+    /// for them. Compaction's data blocks are left out: a compaction
+    /// rewrites far more than reads will touch soon.
+    pub prepopulate_block_cache: bool,
     /// Whether separated values that reads fetch are kept in the block
     /// cache (RocksDB's blob cache sharing the block cache), at low
     /// priority beside data blocks.
@@ -180,6 +188,7 @@ impl Default for Options {
             enable_value_separation: true,
             min_value_size: 512,
             value_file_size: 256 << 20,
+            prepopulate_block_cache: true,
             cache_values: true,
             value_compression: Compression::None,
             drop_cache_capacity: 4 << 20,

@@ -460,7 +460,10 @@ fn values_share_the_block_cache_budget() {
     }
     let s = db.stats();
     assert_eq!(s.value_reads, reads, "repeated gets read the file");
-    assert!(kind(&s, "value").hits >= 5 && kind(&s, "value").usage > 0, "{s:?}");
+    assert!(
+        kind(&s, "value").hits >= 5 && kind(&s, "value").usage > 0,
+        "{s:?}"
+    );
 
     // Gets of the small, inline values load every index and filter block.
     for i in (1..8000).step_by(2) {

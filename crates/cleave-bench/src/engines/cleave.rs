@@ -160,6 +160,7 @@ impl CleaveEngine {
             gc_coalesced_reads: config.gc_coalesced_reads,
             compensated_size: config.compensated_size,
             correlated_compaction: config.correlated_compaction,
+            prepopulate_block_cache: config.prepopulate_block_cache,
             max_value_file_refs: option_value(config.max_value_file_refs, "max_value_file_refs")?,
             use_direct_reads: config.use_direct_reads,
             use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,

@@ -278,6 +278,8 @@ pub struct EngineConfig {
     pub compensated_size: bool,
     /// cleave only: correlated compaction (`--correlated_compaction`).
     pub correlated_compaction: bool,
+    /// cleave only: blocks written are cached (`--prepopulate_block_cache`).
+    pub prepopulate_block_cache: bool,
     /// cleave only: the most value files a compaction output may reference.
     pub max_value_file_refs: u64,
 }
@@ -325,6 +327,7 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         gc_coalesced_reads: true,
         compensated_size: true,
         correlated_compaction: true,
+        prepopulate_block_cache: true,
         max_value_file_refs: 256,
     }
 }
@@ -364,6 +367,7 @@ impl EngineConfig {
             gc_coalesced_reads: flags.gc_coalesced_reads,
             compensated_size: flags.compensated_size,
             correlated_compaction: flags.correlated_compaction,
+            prepopulate_block_cache: flags.prepopulate_block_cache,
             max_value_file_refs: flags.max_value_file_refs,
         }
     }
@@ -384,7 +388,8 @@ impl EngineConfig {
              space_budget_bytes {} (cleave) | dynamic_gc_threads {} (cleave) | \
              gc_rate_limiter {} (cleave) | device_write_bandwidth {} (cleave) | \
              gc_coalesced_reads {} (cleave) | compensated_size {} (cleave) | \
-             correlated_compaction {} (cleave) | max_value_file_refs {} (cleave)",
+             correlated_compaction {} (cleave) | max_value_file_refs {} (cleave) | \
+             prepopulate_block_cache {} (cleave)",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -412,6 +417,7 @@ impl EngineConfig {
             self.compensated_size,
             self.correlated_compaction,
             self.max_value_file_refs,
+            self.prepopulate_block_cache,
         )
     }
 }

@@ -170,9 +170,11 @@ impl DbInner {
 
     /// Writes the entries of `input` that `rules` keep into sstables of
     /// about `max_file_size` compensated bytes (sstable bytes plus the
-    /// value bytes they reference). With `separate` (flushes), values of
-    /// at least `min_value_size` go to new value files and the sstables
-    /// keep handles. With `reseparate` (compactions), the kept entries'
+    /// value bytes they reference). With `flush`, values of at least
+    /// `min_value_size` go to new value files (when separation is on) and
+    /// the sstables keep handles, and with `prepopulate_block_cache` the
+    /// outputs' data blocks are cached as they are written (their index,
+    /// filter and record index blocks are, for every job). With `reseparate` (compactions), the kept entries'
     /// values in its files move to new value files, in key order. A user
     /// key never straddles two outputs, so that the outputs' key ranges do
     /// not overlap. On failure every file the job created is removed.
@@ -182,18 +184,17 @@ impl DbInner {
         rules: &mut DropRules,
         may_exist_below: &dyn Fn(&[u8]) -> bool,
         max_file_size: u64,
-        separate: bool,
+        flush: bool,
         reseparate: Option<&mut Reseparate>,
     ) -> Result<Outputs> {
         let mut outputs = Outputs::default();
         let mut created = Created::default();
-        let separate = separate && self.opts.enable_value_separation;
         let result = self.write_outputs_into(
             input,
             rules,
             may_exist_below,
             max_file_size,
-            separate,
+            flush,
             reseparate,
             &mut outputs,
             &mut created,
@@ -219,11 +220,12 @@ impl DbInner {
         rules: &mut DropRules,
         may_exist_below: &dyn Fn(&[u8]) -> bool,
         max_file_size: u64,
-        separate: bool,
+        flush: bool,
         mut reseparate: Option<&mut Reseparate>,
         outputs: &mut Outputs,
         created: &mut Created,
     ) -> Result<()> {
+        let separate = flush && self.opts.enable_value_separation;
         let mut builder: Option<(FileNumber, TableBuilder)> = None;
         // The value file being written per class, hot and cold.
         let mut values: HashMap<ValueClass, ValueFileBuilder> = HashMap::new();
@@ -279,7 +281,11 @@ impl DbInner {
                 created.0.push((FileKind::Sstable, number));
                 let path = filename::sstable(&self.dir, number);
                 let file = self.fs.create(&path, self.background_file_options())?;
-                builder = Some((number, TableBuilder::new(file, path, self.table_options())));
+                let mut b = TableBuilder::new(file, path, self.table_options());
+                if self.opts.prepopulate_block_cache {
+                    b.warm_cache(self.block_cache.clone(), number, flush);
+                }
+                builder = Some((number, b));
             }
             let value = input.value();
             let separated_key;
@@ -386,7 +392,11 @@ impl DbInner {
             class,
         };
         let path = filename::value_file(&self.dir, number);
-        ValueFileBuilder::create(self.fs.as_ref(), path, number, opts)
+        let mut b = ValueFileBuilder::create(self.fs.as_ref(), path, number, opts)?;
+        if self.opts.prepopulate_block_cache {
+            b.warm_cache(self.block_cache.clone());
+        }
+        Ok(b)
     }
 
     /// Reads the value `old` names for the entry `ikey` (checked against

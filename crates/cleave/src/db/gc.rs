@@ -203,6 +203,10 @@ impl DbInner {
                 value_file_size: self.opts.value_file_size,
             },
             coalesce_reads: self.opts.gc_coalesced_reads,
+            warm: self
+                .opts
+                .prepopulate_block_cache
+                .then(|| self.block_cache.clone()),
             pace: &|direction, bytes| {
                 let c = &self.counters;
                 let sample = Sample {

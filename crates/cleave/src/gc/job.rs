@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -20,6 +21,7 @@ use super::picker::GcPlan;
 use super::rate_limiter::Direction;
 use super::stats::GcStats;
 use crate::base::{filename, parallel, FileNumber};
+use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::manifest::Version;
 use crate::sstable::TableCache;
@@ -103,6 +105,10 @@ pub(crate) struct GcContext<'a> {
     /// Read each run of adjacent live records at once; off, each record
     /// alone (the ablation of coalesced reads).
     pub coalesce_reads: bool,
+    /// Where the outputs' record index blocks go as they are written
+    /// (`prepopulate_block_cache`), so that a get of a moved logical file
+    /// needs no read for them.
+    pub warm: Option<Arc<BlockCache>>,
     /// Called before GC reads or writes that many bytes: the rate
     /// limiter, which may sleep. Returns how long it did.
     pub pace: &'a (dyn Fn(Direction, u64) -> Duration + Sync),
@@ -333,8 +339,11 @@ impl Outputs {
                             class,
                         };
                         let path = filename::value_file(cx.dir, number);
-                        self.builders
-                            .push(ValueFileBuilder::create(cx.fs, path, number, opts)?);
+                        let mut b = ValueFileBuilder::create(cx.fs, path, number, opts)?;
+                        if let Some(cache) = &cx.warm {
+                            b.warm_cache(cache.clone());
+                        }
+                        self.builders.push(b);
                         self.open.insert(class, self.builders.len() - 1);
                         self.builders.len() - 1
                     }

@@ -2,15 +2,17 @@
 //! properties, metaindex and index blocks and the footer.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::base::key::{self, TAG_LEN};
-use crate::base::{InternalKey, ValueKind};
+use crate::base::{FileNumber, InternalKey, ValueKind};
+use crate::cache::{BlockCache, CacheKind, CachedBlock, Priority};
 use crate::error::{Error, Result};
 use crate::vfs::WritableFile;
 use crate::Compression;
 
-use super::block::BlockBuilder;
-use super::bloom::BloomBuilder;
+use super::block::{Block, BlockBuilder};
+use super::bloom::{BloomBuilder, BloomFilter};
 use super::format::{
     block_trailer, compress_block, compression_byte, BlockHandle, Footer, BLOCK_TRAILER_LEN,
     FORMAT_VERSION,
@@ -44,6 +46,16 @@ pub(crate) struct TableBuilder {
     value_refs: ValueRefs,
     /// Set once a write failed; the file is then unusable.
     failed: bool,
+    warm: Option<Warm>,
+}
+
+/// Where a builder puts the blocks it writes, so that reads of a new table
+/// find them cached.
+struct Warm {
+    cache: Arc<BlockCache>,
+    number: FileNumber,
+    /// Data blocks too, not only the index and filter.
+    data: bool,
 }
 
 impl TableBuilder {
@@ -68,8 +80,54 @@ impl TableBuilder {
             },
             value_refs: ValueRefs::default(),
             failed: false,
+            warm: None,
             opts,
         }
+    }
+
+    /// Puts the index and filter blocks this builder writes into `cache`
+    /// (high priority) as table `number`'s, and with `data` its data
+    /// blocks (low priority): a table that reads will use is cached before
+    /// the first read, as RocksDB's `prepopulate_block_cache` does. Blocks
+    /// of a table that never gets installed are never asked for and age
+    /// out (file numbers are not reused).
+    pub(crate) fn warm_cache(&mut self, cache: Arc<BlockCache>, number: FileNumber, data: bool) {
+        self.warm = Some(Warm {
+            cache,
+            number,
+            data,
+        });
+    }
+
+    /// Caches a block just written at `h` whose contents are `raw`.
+    fn warm_block(&self, kind: CacheKind, h: BlockHandle, raw: &[u8]) {
+        let Some(w) = &self.warm else {
+            return;
+        };
+        let key = (kind, w.number, h.offset);
+        let (entry, charge, priority) = match kind {
+            CacheKind::Filter => match BloomFilter::new(raw.to_vec()) {
+                Ok(f) => {
+                    let charge = f.charge();
+                    (CachedBlock::Filter(Arc::new(f)), charge, Priority::High)
+                }
+                Err(_) => return,
+            },
+            CacheKind::Data if !w.data => return,
+            _ => match Block::new(raw.to_vec()) {
+                Ok(b) => {
+                    let charge = b.charge();
+                    let priority = if kind == CacheKind::Index {
+                        Priority::High
+                    } else {
+                        Priority::Low
+                    };
+                    (CachedBlock::Block(Arc::new(b)), charge, priority)
+                }
+                Err(_) => return,
+            },
+        };
+        w.cache.insert(key, entry, charge, priority);
     }
 
     /// REQUIRES: `ikey` is a well-formed internal key strictly greater
@@ -171,13 +229,18 @@ impl TableBuilder {
         }
         // The index is encoded first so that its size is known to the
         // properties, which precede it.
-        let (index_stored, index_kind) =
-            compress_block(&self.index_block.finish(), self.opts.compression);
+        let index_raw = self.index_block.finish();
+        let (index_stored, index_kind) = compress_block(&index_raw, self.opts.compression);
         self.props.index_size = (index_stored.len() + BLOCK_TRAILER_LEN) as u64;
 
         let filter_handle = match self.filter.take() {
             // Bloom bits look random; compressing them saves nothing.
-            Some(f) => Some(self.write_raw_block(&f.finish(), Compression::None)?),
+            Some(f) => {
+                let bits = f.finish();
+                let h = self.write_raw_block(&bits, Compression::None)?;
+                self.warm_block(CacheKind::Filter, h, &bits);
+                Some(h)
+            }
             None => None,
         };
         if let Some(h) = filter_handle {
@@ -207,6 +270,7 @@ impl TableBuilder {
         }
         let metaindex = self.write_raw_block(&meta.finish(), Compression::None)?;
         let index = self.write_stored_block(&index_stored, index_kind)?;
+        self.warm_block(CacheKind::Index, index, &index_raw);
 
         let footer = Footer { metaindex, index }.encode();
         self.append(&footer)?;
@@ -248,6 +312,7 @@ impl TableBuilder {
         debug_assert!(self.pending_handle.is_none());
         let raw = self.data_block.finish();
         let handle = self.write_raw_block(&raw, self.opts.compression)?;
+        self.warm_block(CacheKind::Data, handle, &raw);
         self.props.num_data_blocks += 1;
         self.props.data_size += handle.size + BLOCK_TRAILER_LEN as u64;
         self.pending_handle = Some(handle);

@@ -665,3 +665,49 @@ fn an_eight_mib_cache_keeps_a_large_filter() {
     );
     assert!(cache.get(&key).is_some());
 }
+
+/// A table whose builder warmed the cache is read without a miss: its
+/// index, filter and (when asked) data blocks are there before the first
+/// get, under the table's own number; without data blocks, each get
+/// misses only its data block.
+#[test]
+fn warmed_blocks_serve_the_first_reads() {
+    use crate::cache::CacheKind;
+    let fs = MemFs::new();
+    let entries = model(21, 300, false);
+    for (compression, data) in [(Compression::None, true), (Compression::Lz4, false)] {
+        let path = PathBuf::from(format!("/t/{compression:?}{data}.sst"));
+        let cache = Arc::new(new_block_cache(8 << 20));
+        fs.create_dir_all(Path::new("/t")).unwrap();
+        let file = fs.create(&path, FileOptions::default()).unwrap();
+        let opts = TableOptions {
+            compression,
+            block_size: 512,
+            ..TableOptions::default()
+        };
+        let mut b = TableBuilder::new(file, path.clone(), opts);
+        b.warm_cache(cache.clone(), FileNumber(7), data);
+        for (k, v) in &entries {
+            b.add(k, v).unwrap();
+        }
+        b.finish().unwrap();
+        let table = open(&fs, &path, cache.clone()).unwrap();
+        let mut gets = 0;
+        for (k, v) in entries.iter().step_by(7) {
+            let user = key::user_key(k);
+            let seek = ikey(user, MAX_SEQ, ValueKind::Value);
+            let got = table.get(user, &seek).unwrap().unwrap();
+            assert_eq!(got, expected_get(&entries, user, &seek).unwrap());
+            assert!(!got.1.is_empty() || v.is_empty() || got.0 != *k);
+            gets += 1;
+        }
+        let misses = |kind: CacheKind| cache.class_stats(kind as usize).misses;
+        assert_eq!(misses(CacheKind::Index), 0);
+        assert_eq!(misses(CacheKind::Filter), 0);
+        if data {
+            assert_eq!(misses(CacheKind::Data), 0);
+        } else {
+            assert!(misses(CacheKind::Data) > 0 && misses(CacheKind::Data) <= gets);
+        }
+    }
+}

@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::base::compression::{compress, compression_byte, COMPRESSION_NONE};
 use crate::base::key::MAX_SEQ;
 use crate::base::limits::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::base::{FileNumber, SeqNo};
+use crate::cache::{BlockCache, CacheKind, CachedBlock, Priority};
 use crate::error::{Error, Result};
 use crate::vfs::{FileOptions, Fs, WritableFile};
 
@@ -41,6 +43,8 @@ pub(crate) struct ValueFileBuilder {
     failed: bool,
     /// Where record index blocks are cut.
     index_block_bytes: usize,
+    /// Where the record index blocks go as they are written.
+    warm: Option<Arc<BlockCache>>,
 }
 
 impl ValueFileBuilder {
@@ -76,8 +80,16 @@ impl ValueFileBuilder {
             },
             failed: false,
             index_block_bytes: INDEX_BLOCK_TARGET_BYTES,
+            warm: None,
             opts,
         })
+    }
+
+    /// Puts the record index blocks this builder writes into `cache` with
+    /// high priority, as reads look them up: a get of a logical file that
+    /// GC just moved here then reads only its record.
+    pub(crate) fn warm_cache(&mut self, cache: Arc<BlockCache>) {
+        self.warm = Some(cache);
     }
 
     /// Cuts record index blocks at `bytes` (at most the usual target): a
@@ -278,7 +290,19 @@ impl ValueFileBuilder {
             encoder.add(e);
             if encoder.len() >= self.index_block_bytes || i + 1 == entries.len() {
                 let (contents, first, num_entries) = encoder.finish();
+                let cached: Option<Arc<[u8]>> =
+                    self.warm.as_ref().map(|_| contents.as_slice().into());
                 let handle = self.write_block(contents)?;
+                if let (Some(cache), Some(contents)) = (&self.warm, cached) {
+                    let charge = contents.len();
+                    let key = (CacheKind::RecordIndex, self.number, handle.offset);
+                    cache.insert(
+                        key,
+                        CachedBlock::ValueIndex(contents),
+                        charge,
+                        Priority::High,
+                    );
+                }
                 metas.push(IndexBlockMeta {
                     first,
                     handle,

@@ -832,3 +832,47 @@ fn version_1_files_still_open_and_find_every_record() {
         .collect();
     assert_eq!(got, in_file_order);
 }
+
+/// A value file whose builder warmed the cache finds moved records through
+/// its record index without reading a block of it.
+#[test]
+fn warmed_record_index_blocks_serve_the_first_lookups() {
+    use crate::cache::CacheKind;
+    let fs = MemFs::new();
+    fs.create_dir_all(Path::new("/db")).unwrap();
+    let path = path_of(Path::new("/db"), 60);
+    let cache = Arc::new(crate::cache::new_block_cache(1 << 20));
+    let mut b = ValueFileBuilder::create(
+        &fs,
+        path.clone(),
+        FileNumber(60),
+        options(Compression::None),
+    )
+    .unwrap();
+    b.warm_cache(cache.clone());
+    let ids: Vec<(u64, u64)> = (0..3000u64)
+        .filter(|o| o % 4 != 0)
+        .map(|o| (8, o))
+        .collect();
+    for &(l, o) in &ids {
+        let key = format!("k{o:05}").into_bytes();
+        b.add_moved(&moved(l, o, &key, o + 1, b"v", Compression::None))
+            .unwrap();
+    }
+    b.finish().unwrap();
+    let vf = ValueFile::open(
+        &fs,
+        path,
+        FileNumber(60),
+        FileOptions::default(),
+        Some(cache.clone()),
+    )
+    .unwrap();
+    assert!(vf.num_index_blocks() > 1);
+    for &(l, o) in &ids {
+        assert!(vf.locate(FileNumber(l), o).unwrap().is_some());
+    }
+    let stats = cache.class_stats(CacheKind::RecordIndex as usize);
+    assert_eq!(stats.misses, 0);
+    assert_eq!(stats.hits, ids.len() as u64);
+}
