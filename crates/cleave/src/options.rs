@@ -161,6 +161,9 @@ pub struct Options {
     /// Bytes of manifest after which it is rewritten as a snapshot.
     pub max_manifest_file_size: u64,
     /// The file system; tests pass an in-memory or fault-injecting one.
+    /// The default, `OsFs::new()`, reads batches of independent reads
+    /// through io_uring where the kernel allows it; `OsFs::with_pread()`
+    /// never uses it.
     pub fs: Arc<dyn Fs>,
 }
 
@@ -208,7 +211,7 @@ impl Default for Options {
             use_direct_io_for_flush_and_compaction: false,
             max_open_files: 1000,
             max_manifest_file_size: 64 << 20,
-            fs: Arc::new(OsFs),
+            fs: Arc::new(OsFs::new()),
         }
     }
 }

@@ -239,8 +239,8 @@ fn space_report_agrees_with_the_directory() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let opts = Options {
-        fs: Arc::new(OsFs),
-        ..options(Arc::new(OsFs))
+        fs: Arc::new(OsFs::new()),
+        ..options(Arc::new(OsFs::new()))
     };
     let db = Db::open(&dir, opts).unwrap();
     for round in 0..3 {
@@ -334,8 +334,8 @@ fn values_are_lazy_and_scans_read_ahead() {
 }
 
 /// A scan whose values are spread over many flushes' value files gets them
-/// through prefetch (batches of the next entries' records, read in
-/// parallel): every value right, in fewer reads than values; a damaged
+/// through prefetch (batches of the next entries' records, submitted
+/// together): every value right, in fewer reads than values; a damaged
 /// record in a prefetched span is still reported, for its key only.
 #[test]
 fn scans_prefetch_values_spread_over_many_value_files() {

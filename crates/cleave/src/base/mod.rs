@@ -7,7 +7,6 @@ pub(crate) mod filename;
 mod iterator;
 pub(crate) mod key;
 pub(crate) mod limits;
-pub(crate) mod parallel;
 
 pub(crate) use coding::Decoder;
 pub(crate) use iterator::InternalIterator;

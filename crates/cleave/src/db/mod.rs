@@ -303,7 +303,11 @@ impl Db {
     /// `cleave.total-sst-files-size`, `cleave.num-immutable-mem-table`,
     /// `cleave.cur-size-active-mem-table`, `cleave.background-errors`,
     /// `cleave.max-value-file-refs` (the most logical value files one live
-    /// sstable references: the fan-out correlated compaction bounds).
+    /// sstable references: the fan-out correlated compaction bounds),
+    /// `cleave.batch-reads` (how batches of independent reads, a scan's
+    /// value prefetch and GC's live runs, reach the disk: `io_uring`, or
+    /// `pread` one after another where io_uring is unavailable or turned
+    /// off).
     pub fn property(&self, name: &str) -> Option<String> {
         self.inner.property(name)
     }
@@ -417,7 +421,11 @@ impl DbInner {
             return (level < NUM_LEVELS).then(|| st.current.num_files(level).to_string());
         }
         match name {
-            "stats" => Some(self.stats().to_text()),
+            "stats" => Some(format!(
+                "{}batched reads: {}\n",
+                self.stats().to_text(),
+                self.fs.read_batch_mode().name()
+            )),
             "levelstats" => {
                 let s = self.stats();
                 let mut out = String::from("Level Files Size(MB)\n");
@@ -440,6 +448,7 @@ impl DbInner {
                     .max();
                 Some(max.unwrap_or(0).to_string())
             }
+            "batch-reads" => Some(self.fs.read_batch_mode().name().to_string()),
             "num-immutable-mem-table" => Some(self.state.lock().imm.len().to_string()),
             "cur-size-active-mem-table" => {
                 Some(self.state.lock().mem.approximate_memory_usage().to_string())

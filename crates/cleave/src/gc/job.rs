@@ -20,7 +20,7 @@ use roaring::RoaringBitmap;
 use super::picker::GcPlan;
 use super::rate_limiter::Direction;
 use super::stats::GcStats;
-use crate::base::{filename, parallel, FileNumber};
+use crate::base::{filename, FileNumber};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::manifest::Version;
@@ -32,26 +32,30 @@ use crate::value_file::{
 use crate::vfs::Fs;
 use crate::Compression;
 
-/// Runs of live records read at once. Live records of a collected file are
-/// scattered between dead ones, so runs are short; the device serves many
-/// in parallel in about the time of one.
-const READ_THREADS: usize = 8;
-
-/// Bytes of live records one batch of parallel reads holds at most (a
-/// larger run is a batch alone).
+/// Bytes of live records one batch of reads holds at most (a larger run is
+/// a batch alone).
 const BATCH_BYTES: u64 = 8 << 20;
 
-/// The records of `batch`, its runs read in parallel, in order.
-fn read_batch(file: &ValueFile, batch: &[Vec<IndexEntry>]) -> Result<Vec<ValueRecord>> {
-    let read: Vec<Mutex<Option<Result<Vec<ValueRecord>>>>> =
-        batch.iter().map(|_| Mutex::new(None)).collect();
-    parallel::for_each_index(batch.len(), READ_THREADS, &|i| {
-        *read[i].lock() = Some(file.read_run(&batch[i]));
-    });
+/// The records of `batch`, in order: its runs read with one
+/// [`Fs::read_batch`]. Live records of a collected file are scattered
+/// between dead ones, so runs are short; submitted together, the device
+/// serves many in about the time of one.
+fn read_batch(
+    fs: &dyn Fs,
+    file: &ValueFile,
+    batch: &[Vec<IndexEntry>],
+) -> Result<Vec<ValueRecord>> {
+    let mut requests = Vec::with_capacity(batch.len());
+    let mut runs = Vec::with_capacity(batch.len());
+    for run in batch {
+        if let Some(request) = file.run_request(run)? {
+            requests.push(request);
+            runs.push(run);
+        }
+    }
     let mut records = Vec::new();
-    for run in read {
-        // Every index was read: `None` cannot remain.
-        records.extend(run.into_inner().unwrap_or_else(|| Ok(Vec::new()))?);
+    for (run, buf) in runs.into_iter().zip(fs.read_batch(&requests)) {
+        records.extend(file.decode_run(run, &buf?)?);
     }
     Ok(records)
 }
@@ -181,7 +185,7 @@ pub(crate) fn run(
                 for batch in batches(&runs) {
                     let waited = (cx.pace)(Direction::Read, batch_bytes(batch));
                     *read_throttle.lock() += waited;
-                    let read = read_batch(&file, batch);
+                    let read = read_batch(cx.fs, &file, batch);
                     let failed = read.is_err();
                     // A closed channel means the writer failed: stop.
                     if tx.send(read).is_err() || failed {
@@ -193,7 +197,7 @@ pub(crate) fn run(
                 for batch in batches(&runs) {
                     stats.throttle_time += (cx.pace)(Direction::Read, batch_bytes(batch));
                     let start = Instant::now();
-                    let records = read_batch(&file, batch)?;
+                    let records = read_batch(cx.fs, &file, batch)?;
                     stats.value_read_time += start.elapsed();
                     write(records, &mut stats)?;
                 }

@@ -9,10 +9,10 @@
 //!
 //! A separated value is resolved only when `value()` is called. In a
 //! forward scan, a lookahead iterator over the same view learns the next
-//! entries' handles and their records are read in parallel (a key range's
-//! values lie in as many value files as flushes wrote it, so they are many
-//! small random reads); records adjacent to earlier ones come from the
-//! per-iterator readahead windows.
+//! entries' handles and their records are read in one batch, submitted
+//! together (a key range's values lie in as many value files as flushes
+//! wrote it, so they are many small random reads); records adjacent to
+//! earlier ones come from the per-iterator readahead windows.
 
 use std::any::Any;
 use std::cell::{Cell, OnceCell, RefCell};
@@ -78,8 +78,8 @@ pub struct DbIterator {
     /// Where a lookahead iterator comes from (none: no prefetch).
     lookahead_source: Option<InnerSource>,
     /// A second iterator that runs ahead of this one in a forward scan to
-    /// learn the next entries' handles, whose records are then read in
-    /// parallel.
+    /// learn the next entries' handles, whose records are then read in one
+    /// batch.
     lookahead: RefCell<Option<Box<DbIterator>>>,
     /// The last user key the last prefetch covered.
     prefetched_until: RefCell<Option<Vec<u8>>>,

@@ -70,7 +70,7 @@ impl ValueSource {
         }
     }
 
-    /// Reads ahead, in parallel, the records the handles `raw` of a scan's
+    /// Reads ahead, in one batch, the records the handles `raw` of a scan's
     /// next entries name. Best effort: what fails here is read (and its
     /// error reported) when the value is asked for.
     pub(crate) fn prefetch<'a>(

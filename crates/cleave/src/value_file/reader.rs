@@ -10,7 +10,7 @@ use crate::base::limits::MAX_VALUE_SIZE;
 use crate::base::{FileNumber, SeqNo};
 use crate::cache::{BlockCache, CacheKind, CachedBlock, Priority};
 use crate::error::{Error, Result};
-use crate::vfs::{FileOptions, Fs, RandomAccessFile};
+use crate::vfs::{FileOptions, Fs, RandomAccessFile, ReadRequest};
 
 use super::format::{
     check_block, decode_record, BlockHandle, Footer, FooterError, ValueFileProperties, FOOTER_LEN,
@@ -186,12 +186,23 @@ impl ValueFile {
     /// Raw bytes `[offset, offset + len)` of the records region, clipped
     /// to its end: a readahead window over several records.
     pub(crate) fn read_records_span(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let r = self.records_span_request(offset, len)?;
+        self.file.read_at(r.offset, r.len)
+    }
+
+    /// The read [`Self::read_records_span`] does, for a caller that reads
+    /// several at once.
+    pub(crate) fn records_span_request(&self, offset: u64, len: usize) -> Result<ReadRequest<'_>> {
         let end = offset
             .saturating_add(len as u64)
             .min(self.footer.records_end);
         let len = usize::try_from(end.saturating_sub(offset))
             .map_err(|_| self.corruption(offset, DecodeError("span overflows")))?;
-        self.file.read_at(offset, len)
+        Ok(ReadRequest {
+            file: self.file.as_ref(),
+            offset,
+            len,
+        })
     }
 
     /// The value of the record of `len` bytes at `offset`, taken from
@@ -344,12 +355,35 @@ impl ValueFile {
     /// The records of `run` (adjacent, as [`Self::live_runs`] gives), read
     /// with one `pread` and each checked.
     pub(crate) fn read_run(&self, run: &[IndexEntry]) -> Result<Vec<ValueRecord>> {
-        let (Some(first), Some(last)) = (run.first(), run.last()) else {
+        let Some(r) = self.run_request(run)? else {
             return Ok(Vec::new());
+        };
+        let buf = self.file.read_at(r.offset, r.len)?;
+        self.decode_run(run, &buf)
+    }
+
+    /// The one read that fetches `run` whole (`None` for an empty run), for
+    /// a caller that reads several runs at once; [`Self::decode_run`] then
+    /// takes its bytes.
+    pub(crate) fn run_request(&self, run: &[IndexEntry]) -> Result<Option<ReadRequest<'_>>> {
+        let (Some(first), Some(last)) = (run.first(), run.last()) else {
+            return Ok(None);
         };
         let len = usize::try_from(last.offset + u64::from(last.len) - first.offset)
             .map_err(|_| self.corruption(first.offset, DecodeError("run overflows")))?;
-        let buf = self.file.read_at(first.offset, len)?;
+        Ok(Some(ReadRequest {
+            file: self.file.as_ref(),
+            offset: first.offset,
+            len,
+        }))
+    }
+
+    /// The records of `run`, each checked, from `buf`: the bytes of
+    /// [`Self::run_request`]'s read.
+    pub(crate) fn decode_run(&self, run: &[IndexEntry], buf: &[u8]) -> Result<Vec<ValueRecord>> {
+        let Some(first) = run.first() else {
+            return Ok(Vec::new());
+        };
         run.iter()
             .map(|e| {
                 let at = (e.offset - first.offset) as usize;

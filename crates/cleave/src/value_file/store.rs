@@ -1,7 +1,8 @@
 //! How reads resolve value handles: open value files (bounded, like the
 //! table cache), values in the block cache keyed by `(logical_file,
 //! ordinal)`, per-iterator readahead over adjacent records, and prefetch:
-//! the records of the next entries of a scan, read in parallel.
+//! the records of the next entries of a scan, read in one batch
+//! ([`Fs::read_batch`]: submitted together through io_uring).
 //!
 //! The cache key never changes when GC moves a logical file, so a cached
 //! value stays valid; the caller names the physical file that hosts the
@@ -11,14 +12,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
-
-use crate::base::{filename, parallel, FileNumber, SeqNo};
+use crate::base::{filename, FileNumber, SeqNo};
 use crate::cache::{BlockCache, CacheKind, CachedBlock, Priority, ShardedCache};
 use crate::error::Result;
-use crate::vfs::{FileOptions, Fs};
+use crate::vfs::{FileOptions, Fs, ReadRequest};
 
 use super::{ValueFile, ValueHandle};
 
@@ -53,17 +51,6 @@ const PREFETCH_GAP_BYTES: u64 = 16 << 10;
 
 /// Largest prefetch read.
 const PREFETCH_MAX_SPAN_BYTES: u64 = 512 << 10;
-
-/// Prefetch reads in flight at once. A scan's next records lie in as many
-/// value files as flushes wrote its key range, so they are many small
-/// random reads: issued eight at a time, a batch costs about an eighth of
-/// their latencies one after another (BlobDB 7.8 reads them one by one).
-const PREFETCH_THREADS: usize = 8;
-
-/// Without direct reads, a first prefetch read faster than this came from
-/// the page cache: starting threads would cost more than the reads, so the
-/// rest of the batch is read in the calling thread too.
-const PREFETCH_INLINE_READ: Duration = Duration::from_micros(20);
 
 /// Bytes of records one prefetch batch reads at most, so a scan of very
 /// large values never holds many of them at once.
@@ -218,9 +205,13 @@ impl ValueStore {
 
     /// Reads ahead the records of `handles` (each with the physical file
     /// hosting it) into `readahead`: per file, records within
-    /// `PREFETCH_GAP_BYTES` of each other in one read, and the reads in
-    /// parallel. Best effort: a record that cannot be placed or read here
-    /// is read (and its error reported) when its value is asked for.
+    /// `PREFETCH_GAP_BYTES` of each other in one read, and the reads in one
+    /// batch. A scan's next records lie in as many value files as flushes
+    /// wrote its key range, so they are many small random reads: submitted
+    /// together, a batch costs about one of their latencies (BlobDB 7.8
+    /// reads them one by one). Best effort: a record that cannot be placed
+    /// or read here is read (and its error reported) when its value is
+    /// asked for.
     pub(crate) fn prefetch(
         &self,
         handles: &[(FileNumber, ValueHandle)],
@@ -273,31 +264,22 @@ impl ValueStore {
                 spans.push((physical, file.clone(), s, e));
             }
         }
-        let results: Vec<Mutex<Option<Vec<u8>>>> = spans.iter().map(|_| Mutex::new(None)).collect();
-        let read = |i: usize| {
-            if let Some((_, file, start, end)) = spans.get(i) {
-                let len = usize::try_from(end - start).unwrap_or(0);
-                *results[i].lock() = file.read_records_span(*start, len).ok();
-            }
-        };
-        // Direct reads always reach the device; otherwise the first read,
-        // timed, says whether the records are in the page cache, where
-        // threads would cost more than the reads.
-        let mut first = 0;
-        let mut threads = PREFETCH_THREADS;
-        if !self.direct_reads && !spans.is_empty() {
-            let started = Instant::now();
-            read(0);
-            first = 1;
-            if started.elapsed() < PREFETCH_INLINE_READ {
-                threads = 1;
+        let mut requests: Vec<ReadRequest<'_>> = Vec::with_capacity(spans.len());
+        let mut starts: Vec<(FileNumber, u64)> = Vec::with_capacity(spans.len());
+        for (physical, file, start, end) in &spans {
+            let Ok(len) = usize::try_from(end - start) else {
+                continue;
+            };
+            if let Ok(request) = file.records_span_request(*start, len) {
+                requests.push(request);
+                starts.push((*physical, *start));
             }
         }
-        parallel::for_each_index(spans.len() - first, threads, &|i| read(first + i));
+        let results = self.fs.read_batch(&requests);
         readahead.clear_spans();
         readahead.batch_records = batch_records;
-        for ((physical, _, start, _), buf) in spans.into_iter().zip(results) {
-            if let Some(buf) = buf.into_inner() {
+        for ((physical, start), result) in starts.into_iter().zip(results) {
+            if let Ok(buf) = result {
                 self.count_read(buf.len());
                 readahead.spans.push((physical, start, buf));
             }

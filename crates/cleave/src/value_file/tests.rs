@@ -693,7 +693,7 @@ fn limits_and_empty_files_are_refused() {
 #[test]
 fn direct_writes_on_a_real_file_system() {
     let dir = tempfile::tempdir().unwrap();
-    let fs = OsFs;
+    let fs = OsFs::new();
     let recs = mixed_records(10, 12);
     let path = path_of(dir.path(), 80);
     let opts = ValueFileOptions {

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{FileLock, FileOptions, Fs, RandomAccessFile, WritableFile};
+use super::{
+    FileLock, FileOptions, Fs, RandomAccessFile, ReadBatchMode, ReadRequest, WritableFile,
+};
 use crate::error::{Error, Result};
 
 /// The operations a fault can be injected into.
@@ -250,6 +252,50 @@ impl Fs for FaultFs {
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.inner.lock(path)
     }
+
+    /// Counts a `Read` per request and fails exactly the requests the rule
+    /// strikes; the rest go to the inner file system's batch, on its own
+    /// files, so a batch over [`OsFs`](super::OsFs) still uses io_uring.
+    /// A file this file system did not open goes through as it is.
+    fn read_batch(&self, reads: &[ReadRequest<'_>]) -> Vec<Result<Vec<u8>>> {
+        let mut answers: Vec<std::result::Result<ReadRequest<'_>, Error>> =
+            Vec::with_capacity(reads.len());
+        let mut forwarded = Vec::new();
+        for r in reads {
+            let request = match r.file.as_any().downcast_ref::<FaultRandomAccess>() {
+                None => *r,
+                Some(file) => {
+                    if let Some(strike) = self.control.strike(FaultOp::Read, &file.path) {
+                        let e = injected_error(FaultOp::Read, &file.path, strike.kind);
+                        answers.push(Err(e));
+                        continue;
+                    }
+                    ReadRequest {
+                        file: file.inner.as_ref(),
+                        ..*r
+                    }
+                }
+            };
+            forwarded.push(request);
+            answers.push(Ok(request));
+        }
+        let mut inner = self.inner.read_batch(&forwarded).into_iter();
+        answers
+            .into_iter()
+            .map(|answer| match answer {
+                Err(injected) => Err(injected),
+                // An inner file system that answers fewer reads than asked
+                // breaks its contract; its missing reads are done alone.
+                Ok(r) => inner
+                    .next()
+                    .unwrap_or_else(|| r.file.read_at(r.offset, r.len)),
+            })
+            .collect()
+    }
+
+    fn read_batch_mode(&self) -> ReadBatchMode {
+        self.inner.read_batch_mode()
+    }
 }
 
 struct FaultWritable {
@@ -299,6 +345,10 @@ impl RandomAccessFile for FaultRandomAccess {
 
     fn len(&self) -> u64 {
         self.inner.len()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
@@ -368,5 +418,85 @@ mod tests {
         assert!(f.sync().is_err());
         assert_eq!(f.len(), 12);
         assert_eq!(fs.injected(), 2);
+    }
+
+    /// A `Read` rule counts and strikes each request of a batch: the one it
+    /// fails fails alone, and the others are read.
+    #[test]
+    fn a_read_fault_fails_one_request_of_a_batch() {
+        let fs = FaultFs::new(Arc::new(MemFs::new()));
+        let dir = Path::new("/d");
+        fs.create_dir_all(dir).unwrap();
+        for name in ["000001.vf", "000002.sst"] {
+            let mut f = fs.create(&dir.join(name), FileOptions::default()).unwrap();
+            f.append(b"0123456789").unwrap();
+        }
+        let vf = fs
+            .open(&dir.join("000001.vf"), FileOptions::default())
+            .unwrap();
+        let sst = fs
+            .open(&dir.join("000002.sst"), FileOptions::default())
+            .unwrap();
+        fn request(file: &Arc<dyn RandomAccessFile>, offset: u64) -> ReadRequest<'_> {
+            ReadRequest {
+                file: file.as_ref(),
+                offset,
+                len: 2,
+            }
+        }
+        // The second read of a value file fails.
+        fs.fail(&[FaultOp::Read], Some(".vf"), 1, ErrorKind::Other, false);
+        let reads_before = fs.count(FaultOp::Read);
+        let results = fs.read_batch(&[
+            request(&vf, 0),
+            request(&sst, 2),
+            request(&vf, 4),
+            request(&vf, 6),
+        ]);
+        assert_eq!(fs.count(FaultOp::Read) - reads_before, 4);
+        assert_eq!(fs.injected(), 1);
+        let results: Vec<_> = results.into_iter().collect();
+        assert_eq!(results.len(), 4);
+        assert_eq!(results[0].as_ref().unwrap(), b"01");
+        assert_eq!(results[1].as_ref().unwrap(), b"23");
+        assert!(
+            matches!(&results[2], Err(Error::Io { path, op: "read", .. }) if path.ends_with("000001.vf")),
+            "{:?}",
+            results[2]
+        );
+        assert_eq!(results[3].as_ref().unwrap(), b"67");
+    }
+
+    /// Over the real file system, the requests the rule lets through still
+    /// go to its batch, through io_uring where it is available.
+    #[test]
+    fn a_batch_over_os_fs_reaches_its_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let os = crate::vfs::OsFs::new();
+        let fs = FaultFs::new(Arc::new(os));
+        assert_eq!(fs.read_batch_mode(), os.read_batch_mode());
+        let path = dir.path().join("000001.vf");
+        let mut f = fs.create(&path, FileOptions::default()).unwrap();
+        f.append(b"0123456789").unwrap();
+        f.sync().unwrap();
+        let file = fs.open(&path, FileOptions::default()).unwrap();
+        let requests: Vec<_> = (0..5)
+            .map(|i| ReadRequest {
+                file: file.as_ref(),
+                offset: 2 * i,
+                len: 2,
+            })
+            .collect();
+        fs.fail(&[FaultOp::Read], None, 3, ErrorKind::Other, false);
+        let results = fs.read_batch(&requests);
+        let got: Vec<_> = results.iter().map(|r| r.as_ref().ok().cloned()).collect();
+        let want = |s: &[u8]| Some(s.to_vec());
+        assert_eq!(
+            got,
+            vec![want(b"01"), want(b"23"), want(b"45"), None, want(b"89")]
+        );
+        if os.read_batch_mode() == ReadBatchMode::IoUring {
+            assert_eq!(crate::vfs::uring::thread_ring(), "open");
+        }
     }
 }

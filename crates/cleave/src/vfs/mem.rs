@@ -274,11 +274,16 @@ impl RandomAccessFile for MemRandomAccess {
     fn len(&self) -> u64 {
         self.file.lock().data.len() as u64
     }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vfs::{ReadBatchMode, ReadRequest};
 
     #[test]
     fn crash_keeps_only_synced_bytes_of_synced_entries() {
@@ -319,6 +324,46 @@ mod tests {
         assert!(!fs.crash_clone().exists(&d.join("CURRENT")).unwrap());
         fs.sync_dir(d).unwrap();
         assert!(fs.crash_clone().exists(&d.join("CURRENT")).unwrap());
+    }
+
+    /// Each request of a batch is read as `read_at` reads it; one past the
+    /// end fails alone.
+    #[test]
+    fn batch_reads_each_request_alone() {
+        let fs = MemFs::new();
+        let d = Path::new("/db");
+        fs.create_dir_all(d).unwrap();
+        for (name, data) in [("a", &b"hello world"[..]), ("b", b"xyz")] {
+            let mut f = fs.create(&d.join(name), FileOptions::default()).unwrap();
+            f.append(data).unwrap();
+        }
+        let a = fs.open(&d.join("a"), FileOptions::default()).unwrap();
+        let b = fs.open(&d.join("b"), FileOptions::default()).unwrap();
+        fn request(file: &Arc<dyn RandomAccessFile>, offset: u64, len: usize) -> ReadRequest<'_> {
+            ReadRequest {
+                file: file.as_ref(),
+                offset,
+                len,
+            }
+        }
+        let results = fs.read_batch(&[
+            request(&a, 6, 5),
+            request(&b, 2, 2),
+            request(&b, 0, 3),
+            request(&a, 11, 0),
+        ]);
+        assert_eq!(results.len(), 4);
+        let mut results = results.into_iter();
+        assert_eq!(results.next().unwrap().unwrap(), b"world");
+        let err = results.next().unwrap().unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { path, op: "read", .. } if path == &d.join("b")),
+            "{err}"
+        );
+        assert_eq!(results.next().unwrap().unwrap(), b"xyz");
+        assert_eq!(results.next().unwrap().unwrap(), b"");
+        assert!(fs.read_batch(&[]).is_empty());
+        assert_eq!(fs.read_batch_mode(), ReadBatchMode::Pread);
     }
 
     #[test]

@@ -1,11 +1,19 @@
 //! All file I/O goes through [`Fs`], so that tests can run on an in-memory
 //! file system that simulates crashes ([`MemFs`]) and on one that injects
 //! faults ([`FaultFs`]).
+//!
+//! Independent reads (a scan's value prefetch, GC's live runs) go to
+//! [`Fs::read_batch`] together: [`OsFs`] submits them at once through
+//! io_uring and waits for them together, from the calling thread, where
+//! the kernel allows it (module `uring`), and reads them one by one with
+//! `pread` where it does not.
 
 mod fault;
 mod mem;
 mod os;
+mod uring;
 
+use std::any::Any;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,6 +22,45 @@ use crate::error::Result;
 pub use fault::{FaultFs, FaultOp};
 pub use mem::MemFs;
 pub use os::OsFs;
+
+/// One read of a batch: exactly `len` bytes at `offset` of `file`, as
+/// [`RandomAccessFile::read_at`] reads them.
+#[derive(Clone, Copy)]
+pub struct ReadRequest<'a> {
+    pub file: &'a dyn RandomAccessFile,
+    pub offset: u64,
+    pub len: usize,
+}
+
+impl std::fmt::Debug for ReadRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadRequest")
+            .field("offset", &self.offset)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How an [`Fs`] serves [`Fs::read_batch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReadBatchMode {
+    /// Submitted together through io_uring and waited for together.
+    IoUring,
+    /// One read after another in the calling thread (`pread` on a real
+    /// file system).
+    Pread,
+}
+
+impl ReadBatchMode {
+    /// The name `Db::property("cleave.batch-reads")` reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadBatchMode::IoUring => "io_uring",
+            ReadBatchMode::Pread => "pread",
+        }
+    }
+}
 
 /// How a file is opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -40,6 +87,22 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     /// Takes an exclusive advisory lock on `path`, failing at once if any
     /// holder (in this process or another) has it.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+
+    /// Reads every request of `reads` (independent reads, of files this
+    /// file system opened), each as [`RandomAccessFile::read_at`] would:
+    /// one result per request, in order, and a failed read fails only its
+    /// own request. The default reads them one after another.
+    fn read_batch(&self, reads: &[ReadRequest<'_>]) -> Vec<Result<Vec<u8>>> {
+        reads
+            .iter()
+            .map(|r| r.file.read_at(r.offset, r.len))
+            .collect()
+    }
+
+    /// How [`Self::read_batch`] reads.
+    fn read_batch_mode(&self) -> ReadBatchMode {
+        ReadBatchMode::Pread
+    }
 }
 
 /// A file being written from start to end.
@@ -65,6 +128,9 @@ pub trait RandomAccessFile: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The file as `Any`, so that a file system's [`Fs::read_batch`] can
+    /// find its own files' descriptors among the requests.
+    fn as_any(&self) -> &dyn Any;
 }
 
 /// Holds a directory lock until dropped.

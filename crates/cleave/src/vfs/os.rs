@@ -1,14 +1,19 @@
 //! The real file system: `pread`, buffered or `O_DIRECT` appends,
-//! `fdatasync`, `flock`.
+//! `fdatasync`, `flock`; batches of reads through io_uring (module
+//! `uring`), or `pread` where the kernel does not allow it.
 
 use std::alloc::{self, Layout};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FileLock, FileOptions, Fs, RandomAccessFile, WritableFile};
+use super::uring;
+use super::{
+    FileLock, FileOptions, Fs, RandomAccessFile, ReadBatchMode, ReadRequest, WritableFile,
+};
 use crate::error::{Error, Result};
 
 /// Alignment required by `O_DIRECT` on the file systems we run on.
@@ -16,9 +21,66 @@ const DIRECT_ALIGN: usize = 4096;
 /// Appends are gathered into a buffer of this size before a write call.
 const WRITE_BUFFER: usize = 1 << 20;
 
+/// The environment variable that, set to `0`, makes [`OsFs::new`] read
+/// batches with `pread` even where io_uring is available: a way to rule
+/// io_uring out, or to compare the two, without rebuilding.
+const IO_URING_ENV: &str = "CLEAVE_IO_URING";
+
 /// The operating system's file system.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct OsFs;
+#[derive(Debug, Clone, Copy)]
+pub struct OsFs {
+    batch: ReadBatchMode,
+}
+
+impl OsFs {
+    /// Reads batches through io_uring where the kernel allows it (probed
+    /// once per process), unless the environment sets `CLEAVE_IO_URING=0`;
+    /// else with `pread`.
+    pub fn new() -> OsFs {
+        let off = std::env::var_os(IO_URING_ENV).is_some_and(|v| v == "0");
+        if !off && uring::available() {
+            OsFs {
+                batch: ReadBatchMode::IoUring,
+            }
+        } else {
+            OsFs::with_pread()
+        }
+    }
+
+    /// Never uses io_uring: batches are read with `pread`, one after
+    /// another.
+    pub fn with_pread() -> OsFs {
+        OsFs {
+            batch: ReadBatchMode::Pread,
+        }
+    }
+
+    /// Where a request of a batch stands before any I/O: answered already
+    /// (an error, nothing to read, or a file that is not ours, read here)
+    /// or waiting for its read.
+    fn start<'a>(&self, r: &ReadRequest<'a>) -> Slot<'a> {
+        let Some(file) = r.file.as_any().downcast_ref::<OsRandomAccess>() else {
+            return Slot::Done(r.file.read_at(r.offset, r.len));
+        };
+        match file.plan(r.offset, r.len) {
+            Err(e) => Slot::Done(Err(e)),
+            Ok(plan) if plan.is_complete() => Slot::Done(Ok(plan.finish())),
+            Ok(plan) => Slot::Pending(BatchRead {
+                file,
+                offset: r.offset,
+                len: r.len,
+                plan: Some(plan),
+                result: None,
+            }),
+        }
+    }
+}
+
+impl Default for OsFs {
+    fn default() -> Self {
+        OsFs::new()
+    }
+}
 
 impl Fs for OsFs {
     fn create(&self, path: &Path, opts: FileOptions) -> Result<Box<dyn WritableFile>> {
@@ -95,6 +157,38 @@ impl Fs for OsFs {
         f.sync_all().map_err(|e| Error::io(dir, "fsync_dir", e))
     }
 
+    /// Through this thread's io_uring ring when the mode is
+    /// [`ReadBatchMode::IoUring`]; what it leaves undone (no ring in this
+    /// thread, a ring that failed) and every read in the `pread` mode are
+    /// read here one after another. Sequential `pread`s, not threads:
+    /// starting threads per batch cost more CPU than the reads (8% of a
+    /// scan's), and the fallback only matters on kernels without io_uring,
+    /// which do not justify a pool of long-lived readers.
+    fn read_batch(&self, reads: &[ReadRequest<'_>]) -> Vec<Result<Vec<u8>>> {
+        let mut slots: Vec<Slot<'_>> = reads.iter().map(|r| self.start(r)).collect();
+        if self.batch == ReadBatchMode::IoUring {
+            let mut pending: Vec<&mut BatchRead<'_>> = slots
+                .iter_mut()
+                .filter_map(|s| match s {
+                    Slot::Pending(read) => Some(read),
+                    Slot::Done(_) => None,
+                })
+                .collect();
+            uring::read(&mut pending);
+        }
+        slots
+            .into_iter()
+            .map(|s| match s {
+                Slot::Done(result) => result,
+                Slot::Pending(read) => read.finish(),
+            })
+            .collect()
+    }
+
+    fn read_batch_mode(&self) -> ReadBatchMode {
+        self.batch
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         let file = OpenOptions::new()
             .read(true)
@@ -150,14 +244,15 @@ impl AlignedBuf {
         }
     }
 
-    fn as_slice(&self) -> &[u8] {
-        // SAFETY: the first `len` bytes are initialised and owned by self.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
     fn full(&self) -> &[u8] {
         // SAFETY: the allocation is `cap` bytes, zero-initialised at creation.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.cap) }
+    }
+
+    fn full_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the allocation is `cap` bytes, zero-initialised at
+        // creation, and `&mut self` excludes any other reference to it.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.cap) }
     }
 
     fn spare(&mut self) -> &mut [u8] {
@@ -332,10 +427,12 @@ impl OsRandomAccess {
             ),
         )
     }
-}
 
-impl RandomAccessFile for OsRandomAccess {
-    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+    /// The buffer a read of `len` bytes at `offset` fills, once the range
+    /// is known to lie inside the file. With `O_DIRECT` the buffer, the
+    /// file offset and the length must be aligned: the buffer spans the
+    /// whole aligned blocks around the range.
+    fn plan(&self, offset: u64, len: usize) -> Result<ReadPlan> {
         let end = offset
             .checked_add(len as u64)
             .ok_or_else(|| self.eof(offset, len))?;
@@ -343,37 +440,197 @@ impl RandomAccessFile for OsRandomAccess {
             return Err(self.eof(offset, len));
         }
         if !self.direct {
-            let mut out = vec![0u8; len];
-            self.file
-                .read_exact_at(&mut out, offset)
-                .map_err(|e| Error::io(&self.path, "read", e))?;
-            return Ok(out);
+            return Ok(ReadPlan {
+                buf: PlanBuf::Plain(vec![0u8; len]),
+                start: offset,
+                done: 0,
+                span: len,
+                want: len,
+                skip: 0,
+                len,
+            });
         }
         let align = DIRECT_ALIGN as u64;
         let start = offset / align * align;
         let stop = end.div_ceil(align) * align;
         let span = usize::try_from(stop - start).map_err(|_| self.eof(offset, len))?;
-        let mut buf = AlignedBuf::new(span.max(DIRECT_ALIGN));
-        let mut done = 0usize;
         let want = usize::try_from(end - start).map_err(|_| self.eof(offset, len))?;
-        while done < want {
-            let spare = &mut buf.spare()[..span - done];
-            let n = self
-                .file
-                .read_at(spare, start + done as u64)
-                .map_err(|e| Error::io(&self.path, "read", e))?;
-            if n == 0 {
-                return Err(self.eof(offset, len));
+        Ok(ReadPlan {
+            buf: PlanBuf::Aligned(AlignedBuf::new(span.max(DIRECT_ALIGN))),
+            start,
+            done: 0,
+            span,
+            want,
+            skip: (offset - start) as usize,
+            len,
+        })
+    }
+
+    /// Completes `plan` with `pread`s.
+    fn pread(&self, mut plan: ReadPlan) -> Result<Vec<u8>> {
+        while !plan.is_complete() {
+            let at = plan.position();
+            match self.file.read_at(plan.remaining(), at) {
+                // The file ends before the range it had at open.
+                Ok(0) => return Err(plan.eof(self)),
+                Ok(n) => plan.advance(n),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io(&self.path, "read", e)),
             }
-            buf.len += n;
-            done += n;
         }
-        let skip = (offset - start) as usize;
-        Ok(buf.as_slice()[skip..skip + len].to_vec())
+        Ok(plan.finish())
+    }
+}
+
+impl RandomAccessFile for OsRandomAccess {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        self.pread(self.plan(offset, len)?)
     }
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+enum PlanBuf {
+    Plain(Vec<u8>),
+    Aligned(AlignedBuf),
+}
+
+/// One read's buffer and how far it got: shared by `read_at` and the
+/// batches, so that both read `O_DIRECT` files alike, and both complete
+/// short reads.
+struct ReadPlan {
+    buf: PlanBuf,
+    /// File offset of the buffer's first byte.
+    start: u64,
+    /// Bytes read into the buffer so far.
+    done: usize,
+    /// Bytes the buffer takes (for `O_DIRECT`, whole aligned blocks).
+    span: usize,
+    /// Bytes that must be read: up to the end of the requested range (the
+    /// file may end inside the last aligned block).
+    want: usize,
+    /// The answer: `len` bytes from `skip` of the buffer.
+    skip: usize,
+    len: usize,
+}
+
+impl ReadPlan {
+    fn is_complete(&self) -> bool {
+        self.done >= self.want
+    }
+
+    /// The file offset of the next byte to read.
+    fn position(&self) -> u64 {
+        self.start + self.done as u64
+    }
+
+    /// The part of the buffer still to fill.
+    fn remaining(&mut self) -> &mut [u8] {
+        let range = self.done..self.span;
+        match &mut self.buf {
+            PlanBuf::Plain(v) => &mut v[range],
+            PlanBuf::Aligned(b) => &mut b.full_mut()[range],
+        }
+    }
+
+    /// Records that `n` more bytes were read into [`Self::remaining`].
+    fn advance(&mut self, n: usize) {
+        self.done = (self.done + n).min(self.span);
+    }
+
+    fn eof(&self, file: &OsRandomAccess) -> Error {
+        file.eof(self.start + self.skip as u64, self.len)
+    }
+
+    fn finish(self) -> Vec<u8> {
+        debug_assert!(self.is_complete() && self.skip + self.len <= self.span);
+        match self.buf {
+            PlanBuf::Plain(v) => v,
+            PlanBuf::Aligned(b) => b.full()[self.skip..self.skip + self.len].to_vec(),
+        }
+    }
+}
+
+/// A request of a batch before its read.
+enum Slot<'a> {
+    Done(Result<Vec<u8>>),
+    Pending(BatchRead<'a>),
+}
+
+/// A read of a batch that `uring::read` carries out, or leaves for
+/// [`BatchRead::finish`] to read with `pread`.
+pub(super) struct BatchRead<'a> {
+    file: &'a OsRandomAccess,
+    offset: u64,
+    len: usize,
+    /// `None` once read, or once leaked.
+    plan: Option<ReadPlan>,
+    result: Option<Result<Vec<u8>>>,
+}
+
+impl BatchRead<'_> {
+    pub(super) fn fd(&self) -> RawFd {
+        self.file.file.as_raw_fd()
+    }
+
+    /// The next read to submit: where its bytes go, how many at most, and
+    /// the file offset; `None` if nothing remains.
+    pub(super) fn next_read(&mut self, max_len: usize) -> Option<(*mut u8, usize, u64)> {
+        let plan = self.plan.as_mut().filter(|p| !p.is_complete())?;
+        let at = plan.position();
+        let rest = plan.remaining();
+        Some((rest.as_mut_ptr(), rest.len().min(max_len), at))
+    }
+
+    /// The kernel's answer to the last read submitted: bytes read, or a
+    /// negated `errno`. Returns whether bytes remain to read. A read the
+    /// kernel asks to retry (`EINTR`, `EAGAIN`) is left to `pread`.
+    pub(super) fn completed(&mut self, res: i32) -> bool {
+        let Some(plan) = self.plan.as_mut() else {
+            return false;
+        };
+        match usize::try_from(res) {
+            Ok(0) => self.result = Some(Err(plan.eof(self.file))),
+            Ok(n) => {
+                plan.advance(n);
+                if !plan.is_complete() {
+                    return true;
+                }
+                self.result = self.plan.take().map(|p| Ok(p.finish()));
+            }
+            Err(_) => {
+                let errno = res.saturating_neg();
+                if errno != libc::EINTR && errno != libc::EAGAIN {
+                    let e = std::io::Error::from_raw_os_error(errno);
+                    self.result = Some(Err(Error::io(&self.file.path, "read", e)));
+                }
+            }
+        }
+        false
+    }
+
+    /// Gives up the buffer without freeing it: the kernel may still write
+    /// into it. The read is then done again by [`Self::finish`].
+    pub(super) fn leak(&mut self) {
+        if let Some(plan) = self.plan.take() {
+            std::mem::forget(plan);
+        }
+    }
+
+    /// The read's result: the ring's, else read with `pread`, continuing
+    /// what the ring read, or from the start if its buffer was leaked.
+    fn finish(self) -> Result<Vec<u8>> {
+        match (self.result, self.plan) {
+            (Some(result), _) => result,
+            (None, Some(plan)) => self.file.pread(plan),
+            (None, None) => self.file.read_at(self.offset, self.len),
+        }
     }
 }
 
@@ -384,7 +641,7 @@ mod tests {
     fn round_trip(direct: bool) {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
-        let fs = OsFs;
+        let fs = OsFs::new();
         let mut w = fs.create(&p, FileOptions { direct }).unwrap();
         let data: Vec<u8> = (0..3 * WRITE_BUFFER + 777)
             .map(|i| (i % 251) as u8)
@@ -414,13 +671,138 @@ mod tests {
         round_trip(true);
     }
 
+    /// A directory on a disk: `O_DIRECT` needs one (tmpfs refuses it, and
+    /// `OsFs` then reads buffered).
+    fn disk_dir() -> tempfile::TempDir {
+        tempfile::tempdir_in("/var/tmp").unwrap_or_else(|_| tempfile::tempdir().unwrap())
+    }
+
+    fn write_file(fs: &OsFs, path: &Path, data: &[u8]) {
+        let mut w = fs.create(path, FileOptions::default()).unwrap();
+        w.append(data).unwrap();
+        w.sync().unwrap();
+    }
+
+    /// A batch over two files, larger than a ring, of unaligned offsets
+    /// and lengths, with empty reads, a whole file, a read past the end
+    /// and one whose end overflows: each answered as `read_at` answers it,
+    /// in order, the two bad ones failing alone.
+    fn batch_reads_as_read_at(fs: OsFs, direct: bool) {
+        let dir = disk_dir();
+        let (pa, pb) = (dir.path().join("a"), dir.path().join("b"));
+        let a: Vec<u8> = (0..300_001).map(|i| (i % 251) as u8).collect();
+        let b: Vec<u8> = (0..10_007).map(|i| (i % 241) as u8 ^ 0x55).collect();
+        write_file(&fs, &pa, &a);
+        write_file(&fs, &pb, &b);
+        let opts = FileOptions { direct };
+        let (fa, fb) = (fs.open(&pa, opts).unwrap(), fs.open(&pb, opts).unwrap());
+        let mut requests = Vec::new();
+        let mut expected: Vec<Option<&[u8]>> = Vec::new();
+        for i in 0..3 * uring_depth() {
+            let (file, data) = if i % 3 == 0 { (&fb, &b) } else { (&fa, &a) };
+            let len = i * 37 % 5000;
+            let offset = i * 1487 % (data.len() - len);
+            requests.push(request(file, offset as u64, len));
+            expected.push(Some(&data[offset..offset + len]));
+        }
+        // (index in the batch, request, its bytes; none: an error)
+        let edges: [(usize, ReadRequest<'_>, Option<&[u8]>); 5] = [
+            (7, request(&fa, 0, a.len()), Some(&a)),
+            (
+                47,
+                request(&fb, b.len() as u64 - 1, 1),
+                Some(&b[b.len() - 1..]),
+            ),
+            (87, request(&fb, b.len() as u64, 0), Some(&[])),
+            (127, request(&fb, b.len() as u64 - 3, 4), None),
+            (167, request(&fb, u64::MAX, 2), None),
+        ];
+        for (at, r, want) in edges {
+            requests.insert(at, r);
+            expected.insert(at, want);
+        }
+        let results = fs.read_batch(&requests);
+        assert_eq!(results.len(), requests.len());
+        for (i, (got, want)) in results.into_iter().zip(expected).enumerate() {
+            match want {
+                Some(want) => assert_eq!(got.unwrap(), want, "request {i}"),
+                None => {
+                    let err = got.unwrap_err();
+                    assert!(
+                        matches!(&err, Error::Io { path, op: "read", .. } if path == &pb),
+                        "{err}"
+                    );
+                }
+            }
+        }
+        assert!(fs.read_batch(&[]).is_empty());
+    }
+
+    fn request(file: &Arc<dyn RandomAccessFile>, offset: u64, len: usize) -> ReadRequest<'_> {
+        ReadRequest {
+            file: file.as_ref(),
+            offset,
+            len,
+        }
+    }
+
+    fn uring_depth() -> usize {
+        super::uring::RING_DEPTH as usize
+    }
+
+    #[test]
+    fn batch_through_io_uring_buffered() {
+        batch_reads_as_read_at(OsFs::new(), false);
+        if super::uring::available() {
+            assert_eq!(OsFs::new().read_batch_mode(), ReadBatchMode::IoUring);
+            assert_eq!(super::uring::thread_ring(), "open");
+        }
+    }
+
+    #[test]
+    fn batch_through_io_uring_direct() {
+        batch_reads_as_read_at(OsFs::new(), true);
+        if super::uring::available() {
+            assert_eq!(super::uring::thread_ring(), "open");
+        }
+    }
+
+    #[test]
+    fn batch_with_pread_buffered() {
+        let fs = OsFs::with_pread();
+        assert_eq!(fs.read_batch_mode(), ReadBatchMode::Pread);
+        batch_reads_as_read_at(fs, false);
+        assert_eq!(super::uring::thread_ring(), "unopened");
+    }
+
+    #[test]
+    fn batch_with_pread_direct() {
+        batch_reads_as_read_at(OsFs::with_pread(), true);
+        assert_eq!(super::uring::thread_ring(), "unopened");
+    }
+
+    /// A wait that fails with reads in flight leaks their buffers, breaks
+    /// the thread's ring, and the batch is still answered, with `pread`,
+    /// as is every later batch of the thread.
+    #[test]
+    fn a_failed_wait_falls_back_to_pread() {
+        if !super::uring::available() {
+            eprintln!("io_uring unavailable here: nothing to break");
+            return;
+        }
+        super::uring::fail_next_wait();
+        batch_reads_as_read_at(OsFs::new(), true);
+        assert_eq!(super::uring::thread_ring(), "broken");
+        batch_reads_as_read_at(OsFs::new(), false);
+    }
+
     #[test]
     fn second_lock_fails_until_released() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("LOCK");
-        let l = OsFs.lock(&p).unwrap();
-        assert!(matches!(OsFs.lock(&p), Err(Error::Locked { .. })));
+        let l = OsFs::new().lock(&p).unwrap();
+        assert!(matches!(OsFs::new().lock(&p), Err(Error::Locked { .. })));
         drop(l);
-        OsFs.lock(&p).unwrap();
+        OsFs::new().lock(&p).unwrap();
     }
 }
