@@ -38,6 +38,7 @@ fn every_benchmark_runs_on_every_engine_with_the_same_operations() {
         "ycsb_f",
         "ycsb_d",
         "ycsb_e",
+        "multireadrandom",
     ];
     let output = Command::new(env!("CARGO_BIN_EXE_cleave-bench"))
         .args([

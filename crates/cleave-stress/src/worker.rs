@@ -1,6 +1,6 @@
 //! The process that is killed: several threads doing random puts, deletes,
-//! batches, gets, scans and snapshot reads over a bounded key space, while
-//! another forces flushes, compactions and GC. Every write is recorded in
+//! batches, gets, multi_gets, scans and snapshot reads over a bounded key
+//! space, while another forces flushes, compactions and GC. Every write is
 //! the expected-state file before it is issued (pending) and after it is
 //! acknowledged, under a per-key lock, so the file always says which
 //! values a key may hold. Reads are checked as they go: a get under the
@@ -90,7 +90,8 @@ fn operate(sh: &Shared, mut rng: StdRng) -> Result<()> {
             0..=34 => put(sh, k, &mut rng)?,
             35..=44 => delete(sh, k)?,
             45..=54 => batch(sh, &mut rng)?,
-            55..=74 => get(sh, k)?,
+            55..=69 => get(sh, k)?,
+            70..=74 => multi_get(sh, &mut rng)?,
             75..=86 => scan(sh, k, &mut rng)?,
             _ => snapshot_read(sh, k, &mut rng)?,
         }
@@ -199,6 +200,33 @@ fn check_get(sh: &Shared, k: u32, slot: &Slot) -> Result<()> {
 fn get(sh: &Shared, k: u32) -> Result<()> {
     let slot = sh.slots[k as usize].lock();
     check_get(sh, k, &slot)
+}
+
+/// A multi_get of 2 to 16 distinct keys, locked as a batch locks them:
+/// nothing is in flight for any of them, so each answer must be its key's
+/// acknowledged value.
+fn multi_get(sh: &Shared, rng: &mut StdRng) -> Result<()> {
+    let keys = sh.slots.len() as u32;
+    let mut ks: Vec<u32> = (0..rng.gen_range(2..=16))
+        .map(|_| rng.gen_range(0..keys))
+        .collect();
+    ks.sort_unstable();
+    ks.dedup();
+    let guards: Vec<MutexGuard<'_, Slot>> =
+        ks.iter().map(|&k| sh.slots[k as usize].lock()).collect();
+    // Asked in an order other than the keys'.
+    let asked: Vec<Vec<u8>> = ks.iter().rev().map(|&k| key(k)).collect();
+    let got = sh.db.multi_get(&ReadOptions::new(), &asked);
+    for ((&k, slot), r) in ks.iter().rev().zip(guards.iter().rev()).zip(got) {
+        let value = r.with_context(|| format!("multi_get of key {k}"))?;
+        let id = id_of(sh, k, value.as_deref())?;
+        ensure!(
+            id == slot.acked,
+            "multi_get of key {k} returned value {id}, the last acknowledged is {}",
+            slot.acked
+        );
+    }
+    Ok(())
 }
 
 /// Up to 50 entries from `k` in either direction: ordered keys of this

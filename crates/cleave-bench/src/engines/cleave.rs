@@ -198,6 +198,11 @@ impl Engine for CleaveEngine {
         Ok(self.db.get(&ReadOptions::new(), key)?)
     }
 
+    fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let values = self.db.multi_get(&ReadOptions::new(), keys);
+        Ok(values.into_iter().collect::<cleave::Result<_>>()?)
+    }
+
     fn write_batch(&self, entries: &[(&[u8], &[u8])]) -> Result<()> {
         let mut batch = WriteBatch::new();
         for (key, value) in entries {

@@ -194,6 +194,11 @@ pub trait Engine: Send + Sync {
     fn name(&self) -> &'static str;
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// The values of `keys`, in order, in one call where the engine has
+    /// one (RocksDB's and cleave's `MultiGet`); the default gets each.
+    fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        keys.iter().map(|key| self.get(key)).collect()
+    }
     /// Writes all entries atomically.
     fn write_batch(&self, entries: &[(&[u8], &[u8])]) -> Result<()>;
     /// Seeks a fresh iterator to `start`, then reads up to `nexts` entries

@@ -372,6 +372,15 @@ impl Engine for RocksDbEngine {
         Ok(value.map(|value| value.to_vec()))
     }
 
+    fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        perf_counters_off_on_this_thread();
+        self.db
+            .multi_get_opt(keys, &self.read_options)
+            .into_iter()
+            .map(|value| value.context("RocksDB multi_get"))
+            .collect()
+    }
+
     fn write_batch(&self, entries: &[(&[u8], &[u8])]) -> Result<()> {
         perf_counters_off_on_this_thread();
         let mut batch = WriteBatch::default();

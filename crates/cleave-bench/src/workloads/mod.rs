@@ -38,6 +38,8 @@ pub enum Benchmark {
     /// Read-modify-write: a get, then a put of a new value.
     UpdateRandom,
     ReadRandom,
+    /// Gets of `--batch_size` random keys at a time, in one `MultiGet`.
+    MultiReadRandom,
     /// `--threads` readers and one extra writer; the readers are reported.
     ReadWhileWriting,
     SeekRandom,
@@ -77,13 +79,14 @@ impl OpKind {
 }
 
 impl Benchmark {
-    pub const ALL: [Benchmark; 20] = [
+    pub const ALL: [Benchmark; 21] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::FillUniqueRandom,
         Benchmark::Overwrite,
         Benchmark::UpdateRandom,
         Benchmark::ReadRandom,
+        Benchmark::MultiReadRandom,
         Benchmark::ReadWhileWriting,
         Benchmark::SeekRandom,
         Benchmark::ReadRandomWriteRandom,
@@ -118,6 +121,7 @@ impl Benchmark {
             Benchmark::Overwrite => "overwrite",
             Benchmark::UpdateRandom => "updaterandom",
             Benchmark::ReadRandom => "readrandom",
+            Benchmark::MultiReadRandom => "multireadrandom",
             Benchmark::ReadWhileWriting => "readwhilewriting",
             Benchmark::SeekRandom => "seekrandom",
             Benchmark::ReadRandomWriteRandom => "readrandomwriterandom",
@@ -156,7 +160,9 @@ impl Benchmark {
             | Benchmark::FillUniqueRandom
             | Benchmark::Overwrite
             | Benchmark::YcsbLoad => OpKind::Write,
-            Benchmark::ReadRandom | Benchmark::ReadWhileWriting => OpKind::Read,
+            Benchmark::ReadRandom | Benchmark::MultiReadRandom | Benchmark::ReadWhileWriting => {
+                OpKind::Read
+            }
             Benchmark::SeekRandom => OpKind::Seek,
             Benchmark::Compact => OpKind::Compact,
             Benchmark::UpdateRandom
@@ -189,6 +195,7 @@ impl Benchmark {
             Benchmark::SeekRandom => Some(params.seeks),
             Benchmark::UpdateRandom
             | Benchmark::ReadRandom
+            | Benchmark::MultiReadRandom
             | Benchmark::ReadWhileWriting
             | Benchmark::ReadRandomWriteRandom => Some(params.reads),
             Benchmark::Flush
@@ -601,6 +608,20 @@ mod tests {
         assert_eq!(read.message.as_deref(), Some("(500 of 500 found)\n"));
         assert_eq!(read.bytes, 500 * 116);
         assert_eq!(read.written_bytes, 0);
+    }
+
+    #[test]
+    fn multireadrandom_reads_batches_and_counts_each_key() {
+        let mut params = params(500, 1);
+        let mut harness = Harness::new(&params, 500);
+        harness.run(Benchmark::FillSeq, &params);
+        params.batch_size = 7;
+        let read = harness.run(Benchmark::MultiReadRandom, &params);
+        // 500 keys in batches of 7: the last batch holds the 3 left.
+        assert_eq!((read.found, read.attempted, read.ops), (500, 500, 500));
+        assert_eq!(read.latencies.len(), 500_u64.div_ceil(7));
+        assert_eq!(read.bytes, 500 * 116);
+        assert_eq!(read.message.as_deref(), Some("(500 of 500 found)\n"));
     }
 
     #[test]

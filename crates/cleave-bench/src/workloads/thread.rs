@@ -62,7 +62,7 @@ pub fn message(
 ) -> Option<String> {
     let sum = |field: fn(&ThreadStats) -> u64| all.iter().map(field).sum::<u64>();
     match benchmark {
-        Benchmark::ReadRandom | Benchmark::SeekRandom => {
+        Benchmark::ReadRandom | Benchmark::MultiReadRandom | Benchmark::SeekRandom => {
             Some(format!("({} of {} found)\n", first.found, first.attempted))
         }
         Benchmark::ReadWhileWriting => {
@@ -223,6 +223,7 @@ pub fn run(
         Benchmark::ReadRandom | Benchmark::ReadWhileWriting => {
             run.read_random(&budget, &mut plan)?
         }
+        Benchmark::MultiReadRandom => run.multi_read_random(&budget, &mut plan)?,
         Benchmark::SeekRandom => run.seek_random(&budget, &mut plan)?,
         Benchmark::ReadRandomWriteRandom => run.read_random_write_random(&budget, &mut plan)?,
         Benchmark::Ycsb(workload) => run.ycsb(workload, &budget, &mut plan)?,
@@ -287,6 +288,7 @@ impl ThreadRun<'_> {
         let read_keys = match benchmark {
             _ if self.role == Role::BackgroundWriter => None,
             Benchmark::ReadRandom
+            | Benchmark::MultiReadRandom
             | Benchmark::ReadWhileWriting
             | Benchmark::SeekRandom
             | Benchmark::ReadRandomWriteRandom => Some(chooser(params.read_keys)),
@@ -477,6 +479,32 @@ impl ThreadRun<'_> {
             let bytes = self.get(index)?.unwrap_or(0);
             self.stats.bytes += bytes;
             self.finished(1, bytes);
+        }
+        Ok(())
+    }
+
+    /// db_bench's multireadrandom: `--batch_size` keys per `MultiGet`, the
+    /// batch one latency sample of that many operations.
+    fn multi_read_random(&mut self, budget: &Budget<'_>, plan: &mut Plan) -> Result<()> {
+        while let Some(batch) = budget.next_batch(self.stats.ops, self.params.batch_size) {
+            let mut keys = Vec::with_capacity(batch as usize);
+            for _ in 0..batch {
+                let index = self.next_read_index(plan, self.params.num)?;
+                self.keys.encode_into(index, &mut self.key);
+                keys.push(self.key.clone());
+            }
+            let asked: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            let values = self.context.engine.multi_get(&asked)?;
+            let mut bytes = 0;
+            for (key, value) in keys.iter().zip(&values) {
+                if let Some(value) = value {
+                    self.stats.found += 1;
+                    bytes += (key.len() + value.len()) as u64;
+                }
+            }
+            self.stats.attempted += batch;
+            self.stats.bytes += bytes;
+            self.finished(batch, bytes);
         }
         Ok(())
     }

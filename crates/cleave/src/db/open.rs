@@ -25,12 +25,15 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::{new_block_cache, TableCache};
 use crate::value_file::ValueStore;
-use crate::vfs::Fs;
+use crate::vfs::{CountingFs, Fs};
 use crate::wal::{self, WalWriter};
 
 pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     opts.validate()?;
-    let fs = opts.fs.clone();
+    // Every read the engine issues is counted, so that gets can report
+    // what they read (Stats::get_disk_reads).
+    let reads = Arc::new(CountingFs::new(opts.fs.clone()));
+    let fs: Arc<dyn Fs> = reads.clone();
     if !fs.exists(dir)? {
         if !opts.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -93,6 +96,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         dir: dir.to_path_buf(),
         picker_opts: PickerOptions::from(&opts),
         fs,
+        reads,
         state: Mutex::new(State {
             mem: Arc::new(MemTable::new()),
             mem_wal: log_number,

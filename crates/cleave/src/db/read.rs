@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::purge::PurgeOnDrop;
+use super::stats::{add, GET_READS_BUCKETS};
 use super::DbInner;
 use crate::base::key::{self, InternalKey, ValueKind};
 use crate::base::SeqNo;
@@ -15,10 +16,20 @@ use crate::iter::{InternalIterator, ValueSource};
 use crate::manifest::version::Version;
 use crate::memtable::MemTable;
 use crate::options::ReadOptions;
+use crate::vfs::thread_reads;
 
 /// Bytes compaction reads from an input file at a time (RocksDB uses 2 MiB
 /// with direct I/O too): one call per window instead of one per block.
 const COMPACTION_READAHEAD_BYTES: usize = 2 << 20;
+
+/// What a point lookup found.
+enum Lookup {
+    /// The value, or none (deleted or never written).
+    Done(Option<Vec<u8>>),
+    /// A separated value: its handle as stored, and the entry's sequence
+    /// number, which the record must carry.
+    Separated { raw: Vec<u8>, seq: SeqNo },
+}
 
 /// What a read sees: memtables newest first, and a Version.
 pub(super) struct ReadView {
@@ -45,18 +56,75 @@ impl DbInner {
     }
 
     pub(super) fn get(&self, opts: &ReadOptions<'_>, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let reads_before = thread_reads();
         let view = self.capture(opts.snapshot.map(|s| s.sequence_number()));
-        let found = self.get_in(&view, user_key);
+        let found = match self.lookup(&view, user_key) {
+            Ok(Lookup::Done(v)) => Ok(v),
+            Ok(Lookup::Separated { raw, seq }) => self
+                .value_source(view.version.clone())
+                .resolve(ValueKind::ValueRef, &raw, user_key, seq, None)
+                .map(|v| Some(Arc::unwrap_or_clone(v))),
+            Err(e) => Err(e),
+        };
         // This view may have been the last to name a compacted file.
         drop(view);
         self.purger.purge();
+        let reads = thread_reads() - reads_before;
+        let c = &self.counters;
+        add(&c.gets, 1);
+        add(&c.get_disk_reads, reads);
+        let bucket = (reads as usize).min(GET_READS_BUCKETS - 1);
+        add(&c.gets_by_disk_reads[bucket], 1);
         found
     }
 
-    fn get_in(&self, view: &ReadView, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
+    /// The values of `keys`, one result each, in order, all as of one
+    /// view: each key is looked up in key order, and the separated values
+    /// found are read in one batch.
+    pub(super) fn multi_get(
+        &self,
+        opts: &ReadOptions<'_>,
+        keys: &[&[u8]],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let reads_before = thread_reads();
+        let view = self.capture(opts.snapshot.map(|s| s.sequence_number()));
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by_key(|&i| keys[i]);
+        let mut done: Vec<Option<Result<Option<Vec<u8>>>>> = keys.iter().map(|_| None).collect();
+        let mut separated: Vec<(usize, Vec<u8>, SeqNo)> = Vec::new();
+        for i in order {
+            match self.lookup(&view, keys[i]) {
+                Ok(Lookup::Done(v)) => done[i] = Some(Ok(v)),
+                Ok(Lookup::Separated { raw, seq }) => separated.push((i, raw, seq)),
+                Err(e) => done[i] = Some(Err(e)),
+            }
+        }
+        let entries: Vec<(&[u8], &[u8], SeqNo)> = separated
+            .iter()
+            .map(|(i, raw, seq)| (raw.as_slice(), keys[*i], *seq))
+            .collect();
+        let values = self
+            .value_source(view.version.clone())
+            .resolve_many(&entries);
+        for ((i, _, _), v) in separated.iter().zip(values) {
+            done[*i] = Some(v.map(|v| Some(Arc::unwrap_or_clone(v))));
+        }
+        drop(view);
+        self.purger.purge();
+        let c = &self.counters;
+        add(&c.multi_gets, 1);
+        add(&c.multi_get_keys, keys.len() as u64);
+        add(&c.multi_get_disk_reads, thread_reads() - reads_before);
+        // Every key was answered by its lookup or by the batch.
+        done.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
+    }
+
+    /// Where `user_key`'s newest entry visible in `view` leads: a value
+    /// or nothing, or a handle still to resolve.
+    fn lookup(&self, view: &ReadView, user_key: &[u8]) -> Result<Lookup> {
         for mem in &view.mems {
             if let Some((kind, value)) = mem.get(user_key, view.seq) {
-                return resolve(kind, value);
+                return resolve(kind, value).map(Lookup::Done);
             }
         }
         let seek = InternalKey::for_seek(user_key, view.seq);
@@ -71,14 +139,15 @@ impl DbInner {
                     )
                 })?;
                 if parsed.kind == ValueKind::ValueRef {
-                    let source = self.value_source(view.version.clone());
-                    let v = source.resolve(parsed.kind, &value, user_key, parsed.seq, None)?;
-                    return Ok(Some(Arc::unwrap_or_clone(v)));
+                    return Ok(Lookup::Separated {
+                        raw: value,
+                        seq: parsed.seq,
+                    });
                 }
-                return resolve(parsed.kind, value);
+                return resolve(parsed.kind, value).map(Lookup::Done);
             }
         }
-        Ok(None)
+        Ok(Lookup::Done(None))
     }
 
     /// Resolves separated values in the value files of `version`.

@@ -39,7 +39,18 @@ pub(crate) struct Counters {
     /// limiter; `GcStats` counts whole output files per job).
     pub gc_bytes_written: AtomicU64,
     pub compaction_shadowed: AtomicU64,
+    /// Gets, and how many read 0, 1, 2, and 3 or more times from the file
+    /// system.
+    pub gets: AtomicU64,
+    pub get_disk_reads: AtomicU64,
+    pub gets_by_disk_reads: [AtomicU64; GET_READS_BUCKETS],
+    pub multi_gets: AtomicU64,
+    pub multi_get_keys: AtomicU64,
+    pub multi_get_disk_reads: AtomicU64,
 }
+
+/// Buckets of `Stats::gets_by_disk_reads`: 0, 1, 2, 3 or more reads.
+pub const GET_READS_BUCKETS: usize = 4;
 
 pub(crate) fn add(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);
@@ -100,6 +111,21 @@ pub struct Stats {
     /// counts once), and their bytes.
     pub value_reads: u64,
     pub value_read_bytes: u64,
+    /// Reads of every file the engine issued through its `Fs` (a batch
+    /// counts each request), foreground and background, and their bytes.
+    pub disk_reads: u64,
+    pub disk_read_bytes: u64,
+    /// Gets, the reads they issued, and how many gets read 0, 1, 2, and 3
+    /// or more times (with index and filter blocks cached, a get of a
+    /// separated value reads once: its value).
+    pub gets: u64,
+    pub get_disk_reads: u64,
+    pub gets_by_disk_reads: [u64; GET_READS_BUCKETS],
+    /// `multi_get` calls, the keys they asked for and the reads they
+    /// issued.
+    pub multi_gets: u64,
+    pub multi_get_keys: u64,
+    pub multi_get_disk_reads: u64,
     /// Sstable bytes compactions read, and the value records they read to
     /// re-separate them (correlated compaction).
     pub compaction_bytes_read: u64,
@@ -173,6 +199,12 @@ impl Stats {
             budget_stall_micros: get(&c.budget_stall_micros),
             budget_slowdown_writes: get(&c.budget_slowdown_writes),
             budget_stopped_writes: get(&c.budget_stopped_writes),
+            gets: get(&c.gets),
+            get_disk_reads: get(&c.get_disk_reads),
+            gets_by_disk_reads: c.gets_by_disk_reads.each_ref().map(get),
+            multi_gets: get(&c.multi_gets),
+            multi_get_keys: get(&c.multi_get_keys),
+            multi_get_disk_reads: get(&c.multi_get_disk_reads),
             ..Stats::default()
         }
     }
@@ -207,6 +239,7 @@ impl Stats {
     /// The `cleave.stats` property: a human-readable table.
     pub fn to_text(&self) -> String {
         let mb = |b: u64| b as f64 / (1 << 20) as f64;
+        let ratio = |n: u64, d: u64| if d == 0 { 0.0 } else { n as f64 / d as f64 };
         let mut s = String::new();
         let _ = writeln!(s, "Level  Files    Size(MB)  Values(MB)  Target(MB)  Score");
         for (i, l) in self.levels.iter().enumerate().take(NUM_LEVELS) {
@@ -251,6 +284,22 @@ impl Stats {
             mb(self.drop_cache_capacity),
             self.value_reads,
             mb(self.value_read_bytes),
+        );
+        let b = &self.gets_by_disk_reads;
+        let _ = writeln!(
+            s,
+            "reads: {} from files ({:.1} MB); {} gets, {:.3} reads per get (0/1/2/3+ reads: {}/{}/{}/{}); {} multi_gets of {} keys, {:.3} reads per key",
+            self.disk_reads,
+            mb(self.disk_read_bytes),
+            self.gets,
+            ratio(self.get_disk_reads, self.gets),
+            b[0],
+            b[1],
+            b[2],
+            b[3],
+            self.multi_gets,
+            self.multi_get_keys,
+            ratio(self.multi_get_disk_reads, self.multi_get_keys),
         );
         let _ = writeln!(s, "{}", self.gc);
         let _ = writeln!(

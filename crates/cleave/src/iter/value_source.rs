@@ -7,7 +7,7 @@ use crate::base::key::{SeqNo, ValueKind};
 use crate::base::FileNumber;
 use crate::error::{Error, Result};
 use crate::manifest::version::Version;
-use crate::value_file::{Readahead, ValueHandle, ValueStore};
+use crate::value_file::{Readahead, ValueHandle, ValueStore, ValueWanted};
 
 /// The value files a reader may resolve handles in: those of the Version
 /// it holds (which keeps them from being deleted).
@@ -50,7 +50,54 @@ impl ValueSource {
         if kind != ValueKind::ValueRef {
             return Ok(Arc::new(raw.to_vec()));
         }
-        let handle = ValueHandle::decode(raw).map_err(|e| {
+        let handle = self.decode(raw, user_key, seq)?;
+        let physical = self.physical_file(&handle, user_key)?;
+        match readahead {
+            Some((ra, scanning)) => self
+                .store
+                .get_for_scan(physical, &handle, user_key, seq, ra, scanning),
+            None => self.store.get(physical, &handle, user_key, seq),
+        }
+    }
+
+    /// The values of separated entries, each `(raw handle, user key, seq)`,
+    /// one result each, in order; the reads of those not cached go to the
+    /// file system in one batch. A damaged handle fails alone.
+    pub(crate) fn resolve_many(
+        &self,
+        entries: &[(&[u8], &[u8], SeqNo)],
+    ) -> Vec<Result<Arc<Vec<u8>>>> {
+        let mut out: Vec<Option<Result<Arc<Vec<u8>>>>> = Vec::with_capacity(entries.len());
+        let mut wanted = Vec::new();
+        let mut slots = Vec::new();
+        for (i, &(raw, key, seq)) in entries.iter().enumerate() {
+            let placed = self
+                .decode(raw, key, seq)
+                .and_then(|handle| Ok((self.physical_file(&handle, key)?, handle)));
+            match placed {
+                Ok((physical, handle)) => {
+                    wanted.push(ValueWanted {
+                        physical,
+                        handle,
+                        key,
+                        seq,
+                    });
+                    slots.push(i);
+                    out.push(None);
+                }
+                Err(e) => out.push(Some(Err(e))),
+            }
+        }
+        for (i, r) in slots.into_iter().zip(self.store.get_many(&wanted)) {
+            out[i] = Some(r);
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(Error::InvalidArgument("value not read".into()))))
+            .collect()
+    }
+
+    fn decode(&self, raw: &[u8], user_key: &[u8], seq: SeqNo) -> Result<ValueHandle> {
+        ValueHandle::decode(raw).map_err(|e| {
             Error::corruption(
                 "<value handle>",
                 0,
@@ -60,14 +107,7 @@ impl ValueSource {
                     e.0
                 ),
             )
-        })?;
-        let physical = self.physical_file(&handle, user_key)?;
-        match readahead {
-            Some((ra, scanning)) => self
-                .store
-                .get_for_scan(physical, &handle, user_key, seq, ra, scanning),
-            None => self.store.get(physical, &handle, user_key, seq),
-        }
+        })
     }
 
     /// Reads ahead, in one batch, the records the handles `raw` of a scan's

@@ -28,7 +28,7 @@ pub(crate) use format::{Origin, ValueClass, ValueFileProperties};
 pub(crate) use handle::ValueHandle;
 pub(crate) use reader::{ValueFile, ValueRecord};
 pub(crate) use record_index::IndexEntry;
-pub(crate) use store::{Readahead, ValueStore};
+pub(crate) use store::{Readahead, ValueStore, ValueWanted};
 
 #[cfg(feature = "fuzzing")]
 pub(crate) use format::{decode_record, record_header};

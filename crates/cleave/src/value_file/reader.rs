@@ -159,9 +159,20 @@ impl ValueFile {
         key: &[u8],
         seq: SeqNo,
     ) -> Result<Vec<u8>> {
-        self.check_record_bounds(offset, len)?;
-        let buf = self.file.read_at(offset, len as usize)?;
+        let r = self.record_request(offset, len)?;
+        let buf = self.file.read_at(r.offset, r.len)?;
         self.value_of(offset, &buf, key, seq)
+    }
+
+    /// The read of the record of `len` bytes at `offset` (checked to lie
+    /// in the records region), for a caller that reads several at once.
+    pub(crate) fn record_request(&self, offset: u64, len: u32) -> Result<ReadRequest<'_>> {
+        self.check_record_bounds(offset, len)?;
+        Ok(ReadRequest {
+            file: self.file.as_ref(),
+            offset,
+            len: len as usize,
+        })
     }
 
     /// Where the record `handle` names lies in this file: the handle's own

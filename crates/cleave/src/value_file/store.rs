@@ -56,6 +56,15 @@ const PREFETCH_MAX_SPAN_BYTES: u64 = 512 << 10;
 /// large values never holds many of them at once.
 const PREFETCH_MAX_BATCH_BYTES: u64 = 4 << 20;
 
+/// One value [`ValueStore::get_many`] is asked for.
+pub(crate) struct ValueWanted<'a> {
+    /// The physical file hosting the handle's logical file now.
+    pub physical: FileNumber,
+    pub handle: ValueHandle,
+    pub key: &'a [u8],
+    pub seq: SeqNo,
+}
+
 /// An open file and the `(start, end)` of records to read from it.
 type FilePlaces = (Arc<ValueFile>, Vec<(u64, u64)>);
 
@@ -149,6 +158,61 @@ impl ValueStore {
         let value = Arc::new(file.read_placed(offset, len, key, seq)?);
         self.insert(handle, &value);
         Ok(value)
+    }
+
+    /// The values of `wanted` (each a handle, the physical file hosting its
+    /// logical file, and the key and sequence number its record must
+    /// hold), one result each, in order: from the cache, else read, all
+    /// the reads in one batch ([`Fs::read_batch`]). A value that cannot be
+    /// placed or read fails alone.
+    pub(crate) fn get_many(&self, wanted: &[ValueWanted<'_>]) -> Vec<Result<Arc<Vec<u8>>>> {
+        let mut out: Vec<Option<Result<Arc<Vec<u8>>>>> = Vec::with_capacity(wanted.len());
+        let mut to_read: Vec<(usize, Arc<ValueFile>, u64, u32)> = Vec::new();
+        for (i, w) in wanted.iter().enumerate() {
+            if let Some(v) = self.cached(&w.handle) {
+                out.push(Some(Ok(v)));
+                continue;
+            }
+            let placed = self.file(w.physical).and_then(|file| {
+                let (offset, len) = file.place(&w.handle)?;
+                Ok((file, offset, len))
+            });
+            match placed {
+                Ok((file, offset, len)) => {
+                    to_read.push((i, file, offset, len));
+                    out.push(None);
+                }
+                Err(e) => out.push(Some(Err(e))),
+            }
+        }
+        let mut requests = Vec::with_capacity(to_read.len());
+        let mut asked = Vec::with_capacity(to_read.len());
+        for (i, file, offset, len) in &to_read {
+            match file.record_request(*offset, *len) {
+                Ok(r) => {
+                    requests.push(r);
+                    asked.push((*i, file, *offset));
+                }
+                Err(e) => out[*i] = Some(Err(e)),
+            }
+        }
+        let bufs = self.fs.read_batch(&requests);
+        for ((i, file, offset), buf) in asked.into_iter().zip(bufs) {
+            let w = &wanted[i];
+            out[i] = Some(buf.and_then(|buf| {
+                self.count_read(buf.len());
+                let value = Arc::new(file.value_of(offset, &buf, w.key, w.seq)?);
+                self.insert(&w.handle, &value);
+                Ok(value)
+            }));
+        }
+        // Every slot was filled above: from the cache, a placing error, or
+        // the batch (which answers every request).
+        out.into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| Err(crate::Error::InvalidArgument("value not read".into())))
+            })
+            .collect()
     }
 
     /// As [`Self::get`], for an iterator: reads go through `readahead`,

@@ -8,6 +8,7 @@
 //! the kernel allows it (module `uring`), and reads them one by one with
 //! `pread` where it does not.
 
+mod counting;
 mod fault;
 mod mem;
 mod os;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
+pub(crate) use counting::{thread_reads, CountingFs};
 pub use fault::{FaultFs, FaultOp};
 pub use mem::MemFs;
 pub use os::OsFs;
