@@ -423,7 +423,7 @@ fn snapshots_repeat_and_views_only_move_forward() {
                 } else {
                     // An iterator, or one multi_get: each is one view by
                     // itself.
-                    let how = if checks % 2 == 0 { r % 3 } else { 3 };
+                    let how = if checks.is_multiple_of(2) { r % 3 } else { 3 };
                     rounds(&read_groups(&db, &ReadOptions::new(), how), &ctx)
                 };
                 for (t, (old, new)) in last.iter().zip(&now).enumerate() {

@@ -12,7 +12,7 @@ use cleave::vfs::{FaultFs, FaultOp, Fs, MemFs};
 use cleave::{Db, Error, Options, ReadOptions, Stats, WriteOptions};
 
 mod separated;
-use separated::{k, v};
+use separated::{k, record_len, v};
 
 const DIR: &str = "/db";
 const KEYS: usize = 2000;
@@ -106,6 +106,12 @@ fn a_get_of_a_moved_value_reads_once_once_its_blocks_are_cached() {
         after.gets_by_disk_reads[1] - before.gets_by_disk_reads[1],
         n
     );
+    // That one read is the record, nothing more.
+    let records: u64 = separated
+        .iter()
+        .map(|&i| record_len(&k(i), &v(i, model[&i])))
+        .sum();
+    assert_eq!(after.disk_read_bytes - before.disk_read_bytes, records);
     // Inline values read nothing at all.
     let before = db.stats();
     for i in model.keys().copied().filter(|i| i % 2 == 1) {
