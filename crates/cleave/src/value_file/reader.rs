@@ -403,7 +403,7 @@ impl ValueFile {
                 Ok(ValueRecord {
                     logical_file: FileNumber(e.logical_file),
                     ordinal: e.ordinal,
-                    key: r.key,
+                    key: r.key.to_vec(),
                     seq: r.seq,
                     value: r.value,
                     raw: raw.to_vec(),
@@ -521,20 +521,22 @@ impl ValueFile {
         Ok(())
     }
 
-    fn decode(&self, offset: u64, buf: &[u8]) -> Result<DecodedRecord> {
+    /// The record in `buf`, checked, its value decompressed; the key is
+    /// borrowed, as a read only compares it.
+    fn decode<'b>(&self, offset: u64, buf: &'b [u8]) -> Result<DecodedRecord<'b>> {
         let err = |e| self.corruption(offset, e);
         let r = decode_record(buf).map_err(err)?;
         let value = decompress(r.stored_value.to_vec(), r.codec, MAX_VALUE_SIZE).map_err(err)?;
         Ok(DecodedRecord {
-            key: r.key.to_vec(),
+            key: r.key,
             seq: r.seq,
             value,
         })
     }
 }
 
-struct DecodedRecord {
-    key: Vec<u8>,
+struct DecodedRecord<'b> {
+    key: &'b [u8],
     seq: SeqNo,
     value: Vec<u8>,
 }
