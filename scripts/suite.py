@@ -61,7 +61,11 @@ COMMON_FLAGS = [
     "--use_direct_io_for_flush_and_compaction=true", "--histogram=1",
     "--seed=42", "--min_blob_size=512",
 ]
-KV_PHASES = "filluniquerandom,overwrite,waitforcompaction,readrandom,seekrandom"
+KV_PHASES = ("filluniquerandom,overwrite,waitforcompaction,readrandom,multireadrandom,"
+             "seekrandom,readwhilewriting")
+# Keys per MultiGet of multireadrandom: RocksDB's MultiGet works through keys
+# 32 at a time (MultiGetContext::MAX_BATCH_SIZE).
+MULTIREAD_BATCH = 32
 YCSB_PHASES = "ycsb_load,ycsb_a,ycsb_b,ycsb_c,ycsb_f,ycsb_d,ycsb_e"
 YCSB_RECORD = 1000  # 10 fields x 100 B
 # suite -> (value distribution, mean value bytes, description for titles)
@@ -106,6 +110,7 @@ def suite_flags(args):
                   f"--key_distribution={args.overwrite_distribution}",
                   "--read_key_distribution=uniform",
                   "--zipf_theta=0.99", f"--reads={args.reads}",
+                  f"--multiread_batch_size={MULTIREAD_BATCH}",
                   f"--seeks={args.seeks}", "--seek_nexts=100"]
     if args.space_limit is not None:
         flags.append(f"--space_limit_ratio={args.space_limit:g}")

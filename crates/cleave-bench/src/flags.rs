@@ -318,9 +318,15 @@ pub struct Flags {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
-    /// Entries per write batch for the fill and overwrite benchmarks.
+    /// Entries per write batch for the fill and overwrite benchmarks, and
+    /// keys per `MultiGet` of multireadrandom (as in db_bench).
     #[arg(long, default_value_t = 1)]
     pub batch_size: u64,
+
+    /// cleave-bench's own: keys per `MultiGet` of multireadrandom, so that
+    /// one run can batch its reads but not its writes (0: --batch_size).
+    #[arg(long, default_value_t = 0)]
+    pub multiread_batch_size: u64,
 
     /// Values shrink to about this fraction of their size when compressed.
     #[arg(long, default_value_t = 0.5)]

@@ -38,7 +38,8 @@ pub enum Benchmark {
     /// Read-modify-write: a get, then a put of a new value.
     UpdateRandom,
     ReadRandom,
-    /// Gets of `--batch_size` random keys at a time, in one `MultiGet`.
+    /// Gets of `--multiread_batch_size` (or `--batch_size`) random keys at
+    /// a time, in one `MultiGet`.
     MultiReadRandom,
     /// `--threads` readers and one extra writer; the readers are reported.
     ReadWhileWriting,
@@ -226,6 +227,8 @@ pub struct WorkloadParams {
     pub key_size: usize,
     pub value_sizes: ValueSizes,
     pub batch_size: u64,
+    /// Keys per `MultiGet` of multireadrandom.
+    pub multiread_batch_size: u64,
     pub seek_nexts: u64,
     pub threads: usize,
     pub compression_ratio: f64,
@@ -256,6 +259,10 @@ impl WorkloadParams {
                 flags.value_size_max,
             )?,
             batch_size: flags.batch_size,
+            multiread_batch_size: match flags.multiread_batch_size {
+                0 => flags.batch_size,
+                keys => keys,
+            },
             seek_nexts: flags.seek_nexts,
             threads: flags.threads,
             compression_ratio: flags.compression_ratio,
@@ -541,6 +548,7 @@ mod tests {
             value_sizes: ValueSizes::new(ValueSizeDistribution::Fixed, 100, 0, 0)
                 .expect("fixed sizes"),
             batch_size: 1,
+            multiread_batch_size: 1,
             seek_nexts: 0,
             threads,
             compression_ratio: 0.5,
@@ -615,7 +623,7 @@ mod tests {
         let mut params = params(500, 1);
         let mut harness = Harness::new(&params, 500);
         harness.run(Benchmark::FillSeq, &params);
-        params.batch_size = 7;
+        params.multiread_batch_size = 7;
         let read = harness.run(Benchmark::MultiReadRandom, &params);
         // 500 keys in batches of 7: the last batch holds the 3 left.
         assert_eq!((read.found, read.attempted, read.ops), (500, 500, 500));

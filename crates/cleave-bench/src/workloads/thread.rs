@@ -483,10 +483,12 @@ impl ThreadRun<'_> {
         Ok(())
     }
 
-    /// db_bench's multireadrandom: `--batch_size` keys per `MultiGet`, the
+    /// db_bench's multireadrandom: `--batch_size` keys per `MultiGet`
+    /// (`--multiread_batch_size` if set), the
     /// batch one latency sample of that many operations.
     fn multi_read_random(&mut self, budget: &Budget<'_>, plan: &mut Plan) -> Result<()> {
-        while let Some(batch) = budget.next_batch(self.stats.ops, self.params.batch_size) {
+        let batch_size = self.params.multiread_batch_size;
+        while let Some(batch) = budget.next_batch(self.stats.ops, batch_size) {
             let mut keys = Vec::with_capacity(batch as usize);
             for _ in 0..batch {
                 let index = self.next_read_index(plan, self.params.num)?;
