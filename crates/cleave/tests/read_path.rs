@@ -119,6 +119,18 @@ fn a_get_of_a_moved_value_reads_once_once_its_blocks_are_cached() {
     }
     let after = db.stats();
     assert_eq!(after.get_disk_reads, before.get_disk_reads);
+    // The record indexes searched take a few bytes per record.
+    let size = db.property("cleave.record-index-size").unwrap();
+    let per_record: f64 = size
+        .rsplit(": ")
+        .next()
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(per_record > 1.0 && per_record < 4.0, "{size}");
 }
 
 /// Without warming, the first get of a moved value also reads its record

@@ -326,7 +326,9 @@ impl Db {
     /// `cleave.batch-reads` (how batches of independent reads, a scan's
     /// value prefetch and GC's live runs, reach the disk: `io_uring`, or
     /// `pread` one after another where io_uring is unavailable or turned
-    /// off).
+    /// off), `cleave.record-index-size` (bytes of the live value files'
+    /// record indexes, which the block cache holds when reads need them,
+    /// per record).
     pub fn property(&self, name: &str) -> Option<String> {
         self.inner.property(name)
     }
@@ -469,6 +471,19 @@ impl DbInner {
                 Some(max.unwrap_or(0).to_string())
             }
             "batch-reads" => Some(self.fs.read_batch_mode().name().to_string()),
+            "record-index-size" => {
+                let version = self.state.lock().current.clone();
+                let (mut bytes, mut records) = (0u64, 0u64);
+                for meta in version.value_files() {
+                    let file = self.values.file(meta.number).ok()?;
+                    bytes += file.properties().index_size;
+                    records += file.properties().num_records;
+                }
+                let per_record = bytes as f64 / records.max(1) as f64;
+                Some(format!(
+                    "{bytes} bytes for {records} records: {per_record:.2} bytes per record"
+                ))
+            }
             "num-immutable-mem-table" => Some(self.state.lock().imm.len().to_string()),
             "cur-size-active-mem-table" => {
                 Some(self.state.lock().mem.approximate_memory_usage().to_string())
