@@ -147,17 +147,27 @@ fn delete(sh: &Shared, k: u32) -> Result<()> {
     acknowledge(sh, k, &mut slot)
 }
 
-/// An atomic batch of puts and deletes of 2 to 8 distinct keys.
-fn batch(sh: &Shared, rng: &mut StdRng) -> Result<()> {
+/// Up to `most` distinct random keys (at least 2 drawn), ascending, each
+/// with its slot locked. Locked in key order, so that two callers never
+/// wait on each other in a cycle.
+fn lock_keys<'a>(
+    sh: &'a Shared,
+    rng: &mut StdRng,
+    most: usize,
+) -> (Vec<u32>, Vec<MutexGuard<'a, Slot>>) {
     let keys = sh.slots.len() as u32;
-    let mut ks: Vec<u32> = (0..rng.gen_range(2..=8))
+    let mut ks: Vec<u32> = (0..rng.gen_range(2..=most))
         .map(|_| rng.gen_range(0..keys))
         .collect();
-    // Locked in key order, so batches never wait on each other in a cycle.
     ks.sort_unstable();
     ks.dedup();
-    let mut guards: Vec<MutexGuard<'_, Slot>> =
-        ks.iter().map(|&k| sh.slots[k as usize].lock()).collect();
+    let guards = ks.iter().map(|&k| sh.slots[k as usize].lock()).collect();
+    (ks, guards)
+}
+
+/// An atomic batch of puts and deletes of 2 to 8 distinct keys.
+fn batch(sh: &Shared, rng: &mut StdRng) -> Result<()> {
+    let (ks, mut guards) = lock_keys(sh, rng, 8);
     let mut b = WriteBatch::new();
     for (&k, slot) in ks.iter().zip(guards.iter_mut()) {
         match begin(sh, k, slot, rng.gen_bool(0.8))? {
@@ -206,14 +216,7 @@ fn get(sh: &Shared, k: u32) -> Result<()> {
 /// nothing is in flight for any of them, so each answer must be its key's
 /// acknowledged value.
 fn multi_get(sh: &Shared, rng: &mut StdRng) -> Result<()> {
-    let keys = sh.slots.len() as u32;
-    let mut ks: Vec<u32> = (0..rng.gen_range(2..=16))
-        .map(|_| rng.gen_range(0..keys))
-        .collect();
-    ks.sort_unstable();
-    ks.dedup();
-    let guards: Vec<MutexGuard<'_, Slot>> =
-        ks.iter().map(|&k| sh.slots[k as usize].lock()).collect();
+    let (ks, guards) = lock_keys(sh, rng, 16);
     // Asked in an order other than the keys'.
     let asked: Vec<Vec<u8>> = ks.iter().rev().map(|&k| key(k)).collect();
     let got = sh.db.multi_get(&ReadOptions::new(), &asked);
