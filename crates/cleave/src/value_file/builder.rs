@@ -20,6 +20,7 @@ use super::format::{
 use super::reader::ValueRecord;
 use super::record_index::{
     encode_top_index, IndexBlockEncoder, IndexBlockMeta, IndexEntry, INDEX_BLOCK_TARGET_BYTES,
+    MAX_ID,
 };
 use super::{ValueFileOptions, ValueFileSummary, ValueHandle};
 
@@ -244,6 +245,16 @@ impl ValueFileBuilder {
             )));
         }
         let mut entries = std::mem::take(&mut self.entries);
+        if entries
+            .iter()
+            .any(|e| e.logical_file >= MAX_ID || e.ordinal >= MAX_ID)
+        {
+            self.failed = true;
+            return Err(Error::InvalidArgument(format!(
+                "value file {} names a logical file or ordinal of 2^62 or more",
+                self.path.display()
+            )));
+        }
         entries.sort_unstable_by_key(IndexEntry::id);
         if entries.windows(2).any(|w| w[0].id() == w[1].id()) {
             self.failed = true;

@@ -44,6 +44,12 @@ const HEAD_JUMP: u64 = 1;
 const HEAD_NEW_FILE: u64 = 2;
 const HEAD_SHIFT: u32 = 2;
 
+/// Logical file numbers and ordinals stay below this, so that any
+/// difference of two fits a head varint beside its two flags. (File
+/// numbers count up from 1 and ordinals are below 2^32, which the
+/// value-references bitmaps hold.)
+pub(crate) const MAX_ID: u64 = 1 << (64 - HEAD_SHIFT);
+
 /// One record index entry: where record `ordinal` of `logical_file` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct IndexEntry {
@@ -88,8 +94,13 @@ pub(crate) struct IndexBlockEncoder {
 }
 
 impl IndexBlockEncoder {
-    /// REQUIRES: `e.id()` is greater than that of the previous entry.
+    /// REQUIRES: `e.id()` is greater than that of the previous entry, and
+    /// both its parts are below `MAX_ID`.
     pub(crate) fn add(&mut self, e: &IndexEntry) {
+        assert!(
+            e.logical_file < MAX_ID && e.ordinal < MAX_ID,
+            "index entry id out of range"
+        );
         let out = &mut self.entries;
         match self.prev {
             Some(p) if !(self.count as usize).is_multiple_of(RESTART_INTERVAL) => {
@@ -333,6 +344,9 @@ pub(crate) fn decode_index_block(
 }
 
 fn check_entry(e: &IndexEntry, records_end: u64) -> Result<(), DecodeError> {
+    if e.logical_file >= MAX_ID || e.ordinal >= MAX_ID {
+        return Err(DecodeError("index entry id out of range"));
+    }
     let inside = e
         .offset
         .checked_add(u64::from(e.len))
@@ -584,6 +598,23 @@ mod tests {
         }
         let decoded = decode_v1_index_block(&v1, 1000).unwrap();
         assert_eq!(decoded, entries);
+        // Found by the value_record fuzz target: a version-1 block naming a
+        // logical file of 2^62 or more, whose difference from the one
+        // before no head varint holds. Refused, as version 2 refuses it.
+        let mut huge = vec![2];
+        for (logical_delta, ordinal) in [(125, 0), (MAX_ID, 11)] {
+            for v in [logical_delta, ordinal, 0, 20] {
+                put_varint64(&mut huge, v);
+            }
+        }
+        assert!(decode_v1_index_block(&huge, 1000).is_err());
+        let mut full = vec![];
+        for v in [MAX_ID, 0, 0, 20] {
+            put_varint64(&mut full, v);
+        }
+        put_fixed32(&mut full, 0);
+        put_fixed32(&mut full, 1);
+        assert!(decode_index_block(&full, 1000).is_err());
         let v2 = encode_entries(&decoded);
         assert_eq!(decode_index_block(&v2, 1000).unwrap(), entries);
         assert!(decode_v1_index_block(&v1, 999).is_err());
