@@ -227,6 +227,18 @@ pub struct Flags {
     #[arg(long, default_value_t = 256)]
     pub max_value_file_refs: u64,
 
+    /// cleave only: a last-level sstable whose values lie in more logical
+    /// value files than this is rewritten, its values in key order, once
+    /// writes have paused --range_merge_idle_ms (cleave's
+    /// range_merge_sorted_runs; Titan's max_sorted_runs). 0: off.
+    #[arg(long, default_value_t = 8)]
+    pub range_merge_sorted_runs: u64,
+
+    /// cleave only: milliseconds without a write before range merges start
+    /// (cleave's range_merge_idle).
+    #[arg(long, default_value_t = 1000)]
+    pub range_merge_idle_ms: u64,
+
     /// Concurrent benchmark threads. As in db_bench, every thread does the
     /// full --num / --reads / --writes count and the report is the total.
     #[arg(long, default_value_t = 1)]
@@ -714,6 +726,11 @@ mod tests {
         assert_eq!(flags.max_value_file_refs, 256);
         assert!(flags.validate().is_ok());
 
+        assert_eq!(flags.range_merge_sorted_runs, 8);
+        assert_eq!(flags.range_merge_idle_ms, 1000);
+        let flags = parse(&["--range_merge_sorted_runs=0", "--range_merge_idle_ms=5"]);
+        assert_eq!(flags.range_merge_sorted_runs, 0);
+        assert_eq!(flags.range_merge_idle_ms, 5);
         let flags = parse(&["--correlated_compaction=false", "--max_value_file_refs=8"]);
         assert!(!flags.correlated_compaction);
         assert_eq!(flags.max_value_file_refs, 8);

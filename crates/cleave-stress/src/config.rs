@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use cleave::{Compression, Options, WriteOptions};
 use rand::rngs::StdRng;
@@ -78,6 +79,10 @@ pub fn options(variant: u64) -> Options {
         enable_gc: true,
         gc_garbage_ratio: rng.gen_range(0.05..0.3),
         max_manifest_file_size: 64 << 10,
+        // Range merges often, and sometimes while writes go on, so that a
+        // kill lands inside one.
+        range_merge_sorted_runs: rng.gen_range(0..5),
+        range_merge_idle: Duration::from_millis(rng.gen_range(0..3) * 50),
         ..Options::default()
     }
 }

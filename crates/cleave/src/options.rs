@@ -2,6 +2,7 @@
 //! follow RocksDB where RocksDB has the same knob.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::vfs::{Fs, OsFs};
@@ -150,6 +151,21 @@ pub struct Options {
     /// `gc_garbage_ratio`, the rewrite copies only values GC would copy
     /// anyway.
     pub correlated_garbage_ratio: f64,
+    /// Range merge (Titan's `max_sorted_runs`): a last-level sstable whose
+    /// entries reference more logical value files than this is rewritten
+    /// once writes pause, its values read and written, in key order, into
+    /// one new value file, so that a scan of its keys reads their values
+    /// in a few large reads rather than one small read per value. 0
+    /// disables it. Under overwrites the values of neighbouring keys come
+    /// from every flush since they were last merged; each merge rewrites
+    /// the table's values once, and their old files lose those
+    /// references, so they die whole instead of being copied by GC.
+    pub range_merge_sorted_runs: usize,
+    /// How long no write may have arrived before range merges start, so
+    /// that they use the disk only while writes leave it idle. A write
+    /// does not stop a merge already running (one sstable's values, about
+    /// `target_file_size_base` compensated bytes).
+    pub range_merge_idle: Duration,
     /// `O_DIRECT` for sstable and value-file reads.
     pub use_direct_reads: bool,
     /// `O_DIRECT` for flush and compaction writes (sstables and value
@@ -207,6 +223,8 @@ impl Default for Options {
             correlated_compaction: true,
             max_value_file_refs: 256,
             correlated_garbage_ratio: 0.5,
+            range_merge_sorted_runs: 8,
+            range_merge_idle: Duration::from_secs(1),
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             max_open_files: 1000,

@@ -114,6 +114,7 @@ fn check_scan(db: &Db, ro: &ReadOptions<'_>, model: &Model, rng: &mut StdRng, ct
 struct Seen {
     gc_jobs: u64,
     values_reseparated: u64,
+    range_merges: u64,
 }
 
 fn run(seed: u64, ops: usize) -> Seen {
@@ -135,6 +136,7 @@ fn run(seed: u64, ops: usize) -> Seen {
         value_files += s.value_files_written;
         observed.gc_jobs += s.gc.jobs;
         observed.values_reseparated += s.compaction_values_reseparated;
+        observed.range_merges += s.range_merges;
     };
     let wo = WriteOptions::default();
     for op in 0..ops {
@@ -300,6 +302,7 @@ fn run(seed: u64, ops: usize) -> Seen {
     let s = db.stats();
     observed.gc_jobs += s.gc.jobs;
     observed.values_reseparated += s.compaction_values_reseparated;
+    observed.range_merges += s.range_merges;
     observed
 }
 
@@ -313,10 +316,12 @@ fn model_random_operations() {
         let seen = run(base + s, ops);
         total.gc_jobs += seen.gc_jobs;
         total.values_reseparated += seen.values_reseparated;
+        total.range_merges += seen.range_merges;
     }
     assert!(total.gc_jobs > 0, "no GC job ran");
     assert!(
         total.values_reseparated > 0,
         "no compaction re-separated a value"
     );
+    assert!(total.range_merges > 0, "no range merge ran");
 }

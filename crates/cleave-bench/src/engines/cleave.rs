@@ -1,6 +1,8 @@
 //! The cleave adapter: maps db_bench's flags to `cleave::Options` and the
 //! engine trait to the public API.
 
+use std::time::Duration;
+
 use anyhow::{anyhow, Context, Result};
 use cleave::{Compression, Db, GcStats, Options, ReadOptions, WriteBatch, WriteOptions};
 
@@ -93,11 +95,20 @@ impl CleaveEngine {
             } else {
                 "off (--correlated_compaction=false)".to_owned()
             };
+            let range_merge = if config.range_merge_sorted_runs > 0 {
+                format!(
+                    "range merges above {} value files per last-level sstable after {} ms \
+                     without writes",
+                    config.range_merge_sorted_runs, config.range_merge_idle_ms
+                )
+            } else {
+                "range merges off".to_owned()
+            };
             notes.push(format!(
                 "cleave: value separation on, min_value_size {min_value_size} ({} min_blob_size), \
                  value_file_size {value_file_size} ({} target_file_size_base), \
                  value compression {compression:?}, value cache {cache}, \
-                 correlated compaction {correlated}, GC {gc}",
+                 correlated compaction {correlated}, {range_merge}, GC {gc}",
                 taken(min_value_size, config.min_blob_size),
                 taken(value_file_size, config.target_file_size_base),
             ));
@@ -162,6 +173,11 @@ impl CleaveEngine {
             correlated_compaction: config.correlated_compaction,
             prepopulate_block_cache: config.prepopulate_block_cache,
             max_value_file_refs: option_value(config.max_value_file_refs, "max_value_file_refs")?,
+            range_merge_sorted_runs: option_value(
+                config.range_merge_sorted_runs,
+                "range_merge_sorted_runs",
+            )?,
+            range_merge_idle: Duration::from_millis(config.range_merge_idle_ms),
             use_direct_reads: config.use_direct_reads,
             use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,
             ..defaults

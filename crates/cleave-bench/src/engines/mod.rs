@@ -287,6 +287,10 @@ pub struct EngineConfig {
     pub prepopulate_block_cache: bool,
     /// cleave only: the most value files a compaction output may reference.
     pub max_value_file_refs: u64,
+    /// cleave only: range merges (`--range_merge_sorted_runs`, 0 off).
+    pub range_merge_sorted_runs: u64,
+    /// cleave only: `--range_merge_idle_ms`.
+    pub range_merge_idle_ms: u64,
 }
 
 /// BlobDB's separation threshold in the benchmarks we compare against
@@ -334,6 +338,8 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         correlated_compaction: true,
         prepopulate_block_cache: true,
         max_value_file_refs: 256,
+        range_merge_sorted_runs: 8,
+        range_merge_idle_ms: 1000,
     }
 }
 
@@ -374,6 +380,8 @@ impl EngineConfig {
             correlated_compaction: flags.correlated_compaction,
             prepopulate_block_cache: flags.prepopulate_block_cache,
             max_value_file_refs: flags.max_value_file_refs,
+            range_merge_sorted_runs: flags.range_merge_sorted_runs,
+            range_merge_idle_ms: flags.range_merge_idle_ms,
         }
     }
 
@@ -394,7 +402,8 @@ impl EngineConfig {
              gc_rate_limiter {} (cleave) | device_write_bandwidth {} (cleave) | \
              gc_coalesced_reads {} (cleave) | compensated_size {} (cleave) | \
              correlated_compaction {} (cleave) | max_value_file_refs {} (cleave) | \
-             prepopulate_block_cache {} (cleave)",
+             prepopulate_block_cache {} (cleave) | range_merge_sorted_runs {} (cleave) | \
+             range_merge_idle_ms {} (cleave)",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -423,6 +432,8 @@ impl EngineConfig {
             self.correlated_compaction,
             self.max_value_file_refs,
             self.prepopulate_block_cache,
+            self.range_merge_sorted_runs,
+            self.range_merge_idle_ms,
         )
     }
 }

@@ -171,6 +171,9 @@ pub(crate) struct CompactionPlan {
     /// tombstones that no snapshot needs can be dropped.
     pub bottommost: bool,
     pub max_output_file_size: u64,
+    /// A range merge ([`pick_range_merge`]): every separated value the
+    /// inputs reference is rewritten, in key order, into new value files.
+    pub range_merge: bool,
 }
 
 impl CompactionPlan {
@@ -387,6 +390,40 @@ pub(crate) fn pick_manual(
     plan_into(v, opts, level, output_level, inputs).filter(|p| !busy.conflicts(p))
 }
 
+/// A range merge, the least urgent work there is: the last-level file
+/// whose entries reference the most logical value files, if that is more
+/// than `max_sorted_runs` (at least 1), compacted into its own level with
+/// its values rewritten in key order. Only the last level: upper levels
+/// hold recent writes whose values sit together in their flushes' files
+/// and move down soon anyway. A merged file references one new logical
+/// file (or a few, when its values fill more than one value file), so the
+/// pick converges while no write arrives.
+pub(crate) fn pick_range_merge(
+    v: &Version,
+    opts: &PickerOptions,
+    max_sorted_runs: usize,
+    busy: &Busy,
+) -> Option<CompactionPlan> {
+    debug_assert!(max_sorted_runs >= 1);
+    let last = (1..NUM_LEVELS).rev().find(|&l| v.num_files(l) > 0)?;
+    let files = v.files(last);
+    let mut order: Vec<(usize, FileNumber, usize)> = files
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.value_refs.len() > max_sorted_runs && !busy.contains_file(f.number))
+        .map(|(i, f)| (f.value_refs.len(), f.number, i))
+        .collect();
+    // Most runs first; of equals, the oldest file.
+    order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    order.into_iter().find_map(|(_, _, i)| {
+        let (lo, hi) = clean_cut(files, i, i + 1);
+        let inputs = files.get(lo..hi)?.to_vec();
+        let mut plan = plan_into(v, opts, last, last, inputs)?;
+        plan.range_merge = true;
+        (!busy.conflicts(&plan)).then_some(plan)
+    })
+}
+
 /// Completes a plan: the output-level files overlapping the inputs (cut
 /// cleanly), trivial-move and bottommost flags.
 fn plan_into(
@@ -419,6 +456,7 @@ fn plan_into(
         trivial_move,
         bottommost: false,
         max_output_file_size: opts.target_file_size_base,
+        range_merge: false,
     };
     let (lo, hi) = plan.user_range();
     plan.bottommost = (output_level + 1..NUM_LEVELS)
@@ -547,6 +585,60 @@ mod tests {
             let t = level_targets(&version(spec), &opts(true));
             assert_eq!((t.base_level, t.bytes), (*base, *bytes), "{spec:?}");
         }
+    }
+
+    /// Range merges pick the last-level file referencing the most value
+    /// files above the limit, cut cleanly, into its own level; never an
+    /// upper level's file, nor one that is busy.
+    #[test]
+    fn range_merge_picks_the_widest_last_level_file() {
+        use crate::manifest::{HostedLogical, TableValueRefs, ValueFileMeta, VersionEdit};
+        let with_runs = |n: u64, lo: &str, hi: &str, runs: u64| {
+            let mut m = meta(n, lo, hi, n * 10, 10);
+            m.value_refs = (0..runs)
+                .map(|r| TableValueRefs {
+                    logical_file: FileNumber(100 + r),
+                    count: 1,
+                    bytes: 5,
+                })
+                .collect();
+            m
+        };
+        let mut e = VersionEdit::default();
+        for r in 0..10 {
+            e.add_value_file(ValueFileMeta {
+                number: FileNumber(100 + r),
+                size: 1 << 20,
+                hosted: vec![HostedLogical {
+                    logical_file: FileNumber(100 + r),
+                    records: 10,
+                    bytes: 1 << 19,
+                }],
+                ..Default::default()
+            });
+        }
+        e.add_file(5, with_runs(1, "a", "z", 10));
+        e.add_file(6, with_runs(2, "a", "c", 3));
+        // Newer first within the user key "f" both hold.
+        e.add_file(6, with_runs(4, "d", "f", 6));
+        e.add_file(6, with_runs(3, "f", "h", 2));
+        e.add_file(6, with_runs(5, "i", "k", 5));
+        let v = Version::default().apply(e).unwrap();
+        let o = opts(true);
+        let p = pick_range_merge(&v, &o, 4, &Busy::default()).unwrap();
+        assert!(p.range_merge && !p.trivial_move && p.bottommost);
+        assert_eq!((p.level, p.output_level), (6, 6));
+        // File 4 shares user key "f" with file 3: both go.
+        assert_eq!(nums(&p.inputs), vec![4, 3]);
+        assert!(p.output_level_inputs.is_empty());
+        // With those busy, the next widest; above every count, nothing.
+        let mut busy = Busy::default();
+        busy.add(&p);
+        let next = pick_range_merge(&v, &o, 4, &busy).unwrap();
+        assert_eq!(nums(&next.inputs), vec![5]);
+        assert!(pick_range_merge(&v, &o, 6, &Busy::default()).is_none());
+        // Normal picks never are range merges.
+        assert!(pick(&v, &o, &Busy::default()).is_none_or(|p| !p.range_merge));
     }
 
     /// A table that keeps its values in value files counts them: the level
@@ -732,6 +824,7 @@ mod tests {
             trivial_move: false,
             bottommost: false,
             max_output_file_size: 1,
+            range_merge: false,
         };
         let mut busy = Busy::default();
         busy.add(&running);

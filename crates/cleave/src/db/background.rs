@@ -4,7 +4,9 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
+use super::gc::Schedule;
 use super::{DbInner, State};
 use crate::base::limits::NUM_LEVELS;
 use crate::compaction::picker::{self, Busy, CompactionPlan};
@@ -52,6 +54,7 @@ pub(super) fn run(db: &DbInner) {
             continue;
         }
         let sched = db.schedule(&st);
+        let mut idle_wait = None;
         let jobs = st.compactions.len() + st.gc_jobs;
         let threads_busy = jobs + usize::from(st.flush_running);
         // A compaction may start whenever a compaction slot and a thread
@@ -69,6 +72,20 @@ pub(super) fn run(db: &DbInner) {
                 || (st.imm.is_empty()
                     && threads_busy < db.opts.max_background_jobs
                     && sched.gc_may_borrow));
+        // Range merges before GC once writes have paused, unless space is
+        // short: each empties value files of references, which then die
+        // whole, where GC would copy their live records part by part.
+        if compaction_slot && picker::pick(&st.current, &db.picker_opts, &st.busy()).is_none() {
+            match db.range_merge(&st, &sched) {
+                RangeMerge::Run(plan) => {
+                    let version = st.current.clone();
+                    st = run_registered(db, st, plan, version).0;
+                    continue 'outer;
+                }
+                RangeMerge::After(wait) => idle_wait = Some(wait),
+                RangeMerge::Nothing => {}
+            }
+        }
         // Compaction first unless the value files' pressure is the higher:
         // it is cheap with values separated (the tree is small), and it is
         // what exposes garbage, so a file whose records all die is deleted
@@ -89,8 +106,21 @@ pub(super) fn run(db: &DbInner) {
                 }
             }
         }
-        db.bg_cv.wait(&mut st);
+        match idle_wait {
+            Some(wait) => {
+                db.bg_cv.wait_for(&mut st, wait);
+            }
+            None => db.bg_cv.wait(&mut st),
+        }
     }
+}
+
+/// What range merging has to do now.
+enum RangeMerge {
+    Run(CompactionPlan),
+    /// A merge is due once writes have paused this much longer.
+    After(Duration),
+    Nothing,
 }
 
 /// Runs `plan` with the state lock released, registered as running.
@@ -134,6 +164,27 @@ impl DbInner {
         self.opts.max_background_jobs.saturating_sub(1).max(1)
     }
 
+    /// The range merge to run now, if one is due and writes have paused
+    /// for `range_merge_idle`.
+    fn range_merge(&self, st: &State, sched: &Schedule) -> RangeMerge {
+        let runs = self.opts.range_merge_sorted_runs;
+        if runs == 0 || sched.short || st.bg_error.is_some() {
+            return RangeMerge::Nothing;
+        }
+        let Some(plan) = picker::pick_range_merge(&st.current, &self.picker_opts, runs, &st.busy())
+        else {
+            return RangeMerge::Nothing;
+        };
+        match self
+            .opts
+            .range_merge_idle
+            .checked_sub(st.last_write.elapsed())
+        {
+            Some(wait) if !wait.is_zero() => RangeMerge::After(wait),
+            _ => RangeMerge::Run(plan),
+        }
+    }
+
     /// Compacts `[begin, end]` level by level down to the last level with
     /// data, waiting for conflicting background compactions.
     pub(super) fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
@@ -172,17 +223,20 @@ impl DbInner {
         Ok(())
     }
 
-    /// Waits until no flush or compaction is pending or running.
+    /// Waits until no flush, compaction, GC or range merge is pending or
+    /// running (a range merge waits for `range_merge_idle` without writes).
     pub(super) fn wait_for_background_idle(&self) -> Result<()> {
         let mut st = self.state.lock();
         loop {
             Self::check_bg_error(&st)?;
+            let sched = self.schedule(&st);
             let idle = st.imm.is_empty()
                 && !st.flush_running
                 && st.compactions.is_empty()
                 && st.gc_jobs == 0
                 && picker::pick(&st.current, &self.picker_opts, &st.busy()).is_none()
-                && self.pick_gc(&st, self.schedule(&st).gc_ratio).is_none();
+                && self.pick_gc(&st, sched.gc_ratio).is_none()
+                && matches!(self.range_merge(&st, &sched), RangeMerge::Nothing);
             if idle {
                 return Ok(());
             }

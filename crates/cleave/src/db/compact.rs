@@ -476,14 +476,18 @@ impl DbInner {
         let mut rules = DropRules::new(self.snapshots.sequence_numbers(), plan.bottommost);
         let output_level = plan.output_level;
         let below = |uk: &[u8]| version.key_may_exist_below(output_level, uk);
-        let files = correlated::select(
-            plan.inputs
-                .iter()
-                .chain(&plan.output_level_inputs)
-                .map(|f| &**f),
-            version,
-            &CorrelatedOptions::from(&self.opts),
-        );
+        let inputs = plan.inputs.iter().chain(&plan.output_level_inputs);
+        let files = if plan.range_merge {
+            inputs
+                .flat_map(|f| f.value_refs.iter().map(|r| r.logical_file))
+                .collect()
+        } else {
+            correlated::select(
+                inputs.map(|f| &**f),
+                version,
+                &CorrelatedOptions::from(&self.opts),
+            )
+        };
         let mut reseparate = (!files.is_empty()).then(|| Reseparate {
             files,
             source: ValueSource {
@@ -531,6 +535,9 @@ impl DbInner {
         );
         add(&self.counters.compaction_values_reseparated, records);
         add(&self.counters.compactions, 1);
+        if plan.range_merge {
+            add(&self.counters.range_merges, 1);
+        }
         let upper: u64 = plan.inputs.iter().map(|f| f.num_entries).sum();
         add(&self.counters.compaction_upper_entries, upper);
         add(&self.counters.compaction_shadowed, rules.stats().shadowed);

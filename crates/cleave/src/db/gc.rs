@@ -59,6 +59,9 @@ pub(super) struct Schedule {
     pub pressure: Pressure,
     /// What the space budget counts.
     pub usage: u64,
+    /// Space is short (`Budget::short`): no range merges, whose outputs
+    /// take space before the files they empty are deleted.
+    pub short: bool,
 }
 
 /// GC totals since open, and the last job.
@@ -148,6 +151,7 @@ impl DbInner {
             gc_may_borrow: short || Self::gc_behind(&pressure, gc_ratio),
             pressure,
             usage,
+            short,
         }
     }
 

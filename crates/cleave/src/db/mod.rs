@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -117,6 +118,9 @@ struct State {
     shutting_down: bool,
     /// WAL files not yet obsolete, oldest first.
     live_wals: Vec<FileNumber>,
+    /// When the last write reached the memtable (or the database opened):
+    /// range merges wait for `range_merge_idle` past it.
+    last_write: Instant,
 }
 
 pub(crate) struct DbInner {

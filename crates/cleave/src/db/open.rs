@@ -4,6 +4,7 @@ use std::collections::{HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -111,6 +112,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
             bg_error: None,
             shutting_down: false,
             live_wals: Vec::new(),
+            last_write: Instant::now(),
         }),
         bg_cv: Condvar::new(),
         versions: Mutex::new(versions),

@@ -23,6 +23,7 @@ pub(crate) struct Counters {
     pub compaction_value_bytes_written: AtomicU64,
     pub compaction_values_reseparated: AtomicU64,
     pub compactions: AtomicU64,
+    pub range_merges: AtomicU64,
     pub trivial_moves: AtomicU64,
     pub entries_dropped: AtomicU64,
     pub stall_micros: AtomicU64,
@@ -136,6 +137,9 @@ pub struct Stats {
     pub compaction_value_bytes_written: u64,
     pub compaction_values_reseparated: u64,
     pub compactions: u64,
+    /// The part of `compactions` that were range merges
+    /// (`Options::range_merge_sorted_runs`).
+    pub range_merges: u64,
     pub trivial_moves: u64,
     /// Entries compaction and flush dropped as shadowed or deleted.
     pub entries_dropped: u64,
@@ -191,6 +195,7 @@ impl Stats {
             compaction_value_bytes_written: get(&c.compaction_value_bytes_written),
             compaction_values_reseparated: get(&c.compaction_values_reseparated),
             compactions: get(&c.compactions),
+            range_merges: get(&c.range_merges),
             trivial_moves: get(&c.trivial_moves),
             entries_dropped: get(&c.entries_dropped),
             stall_micros: get(&c.stall_micros),
@@ -263,10 +268,11 @@ impl Stats {
         );
         let _ = writeln!(
             s,
-            "flush: {} ({:.1} MB written); compaction: {} + {} trivial moves ({:.1} MB read, {:.1} MB written, {:.1} MB of it {} re-separated values); dropped entries: {}",
+            "flush: {} ({:.1} MB written); compaction: {} ({} range merges) + {} trivial moves ({:.1} MB read, {:.1} MB written, {:.1} MB of it {} re-separated values); dropped entries: {}",
             self.flushes,
             mb(self.flush_bytes_written),
             self.compactions,
+            self.range_merges,
             self.trivial_moves,
             mb(self.compaction_bytes_read),
             mb(self.compaction_bytes_written),

@@ -182,6 +182,7 @@ impl DbInner {
             if disable_wal {
                 st.mem_has_unlogged = true;
             }
+            st.last_write = Instant::now();
             st.mem.clone()
         };
         let mut user_bytes = 0;

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use cleave::vfs::MemFs;
 use cleave::{Compression, Db, Options, ReadOptions};
@@ -75,6 +76,15 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         correlated_compaction: rng.gen_bool(0.7),
         max_value_file_refs: rng.gen_range(1..8),
         correlated_garbage_ratio: rng.gen_range(0.05..0.8),
+        // Range merges most of the time, at limits that make them frequent,
+        // half the time without waiting for writes to pause, so that they
+        // race with writes, flushes, compactions and GC.
+        range_merge_sorted_runs: if rng.gen_bool(0.3) {
+            0
+        } else {
+            rng.gen_range(1..6)
+        },
+        range_merge_idle: Duration::from_millis(if rng.gen_bool(0.5) { 0 } else { 20 }),
         ..Options::default()
     }
 }

@@ -1,0 +1,172 @@
+//! Range merges end to end: a key range whose values are scattered over
+//! many logical value files (many small flushes of interleaved keys,
+//! compacted into the last level without rewriting a value) is merged
+//! once writes pause. Afterwards every last-level sstable references one
+//! logical file, a full scan reads the values in far fewer reads, the
+//! files the merges emptied are gone, and every value reads back, also
+//! after a reopen, overwrites and GC. While writes keep arriving within
+//! `range_merge_idle`, nothing is merged.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cleave::vfs::MemFs;
+use cleave::{Db, Options, ReadOptions, WriteOptions};
+
+const DIR: &str = "/db";
+/// Flushes, each writing every `ROUNDS`-th key: one logical value file
+/// per flush, each spread over the whole key range.
+const ROUNDS: usize = 60;
+const KEYS: usize = 2400;
+const MIN_VALUE_SIZE: usize = 512;
+const SORTED_RUNS: usize = 4;
+
+fn k(i: usize) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// Every value separated; the bytes name the round that wrote them.
+fn v(i: usize, round: usize) -> Vec<u8> {
+    let mut out = format!("r{round}-i{i}-").into_bytes();
+    out.resize(MIN_VALUE_SIZE + 100 + i % 300, b'a' + (i % 26) as u8);
+    out
+}
+
+fn options(fs: &MemFs, sorted_runs: usize, idle: Duration) -> Options {
+    Options {
+        create_if_missing: true,
+        fs: Arc::new(fs.clone()),
+        write_buffer_size: 4 << 20,
+        level0_file_num_compaction_trigger: 1000,
+        level0_slowdown_writes_trigger: 1000,
+        level0_stop_writes_trigger: 1000,
+        target_file_size_base: 256 << 10,
+        min_value_size: MIN_VALUE_SIZE,
+        // Every value read reaches a file, so reads can be counted.
+        cache_values: false,
+        enable_gc: false,
+        // Compaction moves handles only: the fan-out stays the flushes'.
+        correlated_compaction: false,
+        range_merge_sorted_runs: sorted_runs,
+        range_merge_idle: idle,
+        ..Options::default()
+    }
+}
+
+fn max_refs(db: &Db) -> usize {
+    db.property("cleave.max-value-file-refs")
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Checks every key by a get and by a full scan; returns the value reads
+/// the scan took.
+fn check(db: &Db, round_of: impl Fn(usize) -> usize, ctx: &str) -> u64 {
+    for i in (0..KEYS).step_by(7) {
+        let got = db.get(&ReadOptions::new(), &k(i)).unwrap();
+        assert_eq!(got, Some(v(i, round_of(i))), "{ctx}: key {i}");
+    }
+    let before = db.stats().value_reads;
+    let mut it = db.iter(&ReadOptions::new());
+    it.seek_to_first().unwrap();
+    let mut i = 0;
+    while it.valid() {
+        assert_eq!(it.key(), k(i).as_slice(), "{ctx}: scan");
+        assert_eq!(it.value().unwrap(), v(i, round_of(i)), "{ctx}: scan {i}");
+        i += 1;
+        it.next().unwrap();
+    }
+    it.status().unwrap();
+    assert_eq!(i, KEYS, "{ctx}: scan length");
+    let reads = db.stats().value_reads - before;
+    let report = db.verify();
+    assert!(report.is_ok(), "{ctx}: {report}");
+    reads
+}
+
+/// Writes the scattered key range with range merges off and compacts it
+/// into the last level.
+fn build(fs: &MemFs) {
+    let db = Db::open(DIR, options(fs, 0, Duration::ZERO)).unwrap();
+    for round in 0..ROUNDS {
+        for i in (round..KEYS).step_by(ROUNDS) {
+            db.put(&WriteOptions::default(), &k(i), &v(i, 0)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    assert_eq!(db.stats().range_merges, 0);
+    db.close().unwrap();
+}
+
+#[test]
+fn range_merges_put_a_ranges_values_together() {
+    let fs = MemFs::new();
+    build(&fs);
+    let db = Db::open(DIR, options(&fs, 0, Duration::ZERO)).unwrap();
+    let fan_out_before = max_refs(&db);
+    let reads_before = check(&db, |_| 0, "scattered");
+    let files_before = db.space_report().unwrap().value_files;
+    db.close().unwrap();
+    assert!(fan_out_before > SORTED_RUNS, "fan-out {fan_out_before}");
+
+    let db = Db::open(DIR, options(&fs, SORTED_RUNS, Duration::ZERO)).unwrap();
+    db.wait_for_compactions().unwrap();
+    let stats = db.stats();
+    assert!(stats.range_merges > 0, "{stats:?}");
+    // Every separated value moved, once.
+    assert_eq!(stats.compaction_values_reseparated, KEYS as u64);
+    // Each output references the one file its merge wrote.
+    assert_eq!(max_refs(&db), 1);
+    let reads_after = check(&db, |_| 0, "merged");
+    eprintln!(
+        "fan-out {fan_out_before} → 1, scan value reads {reads_before} → {reads_after}, \
+         {} range merges",
+        stats.range_merges
+    );
+    assert!(
+        reads_after * 4 < reads_before,
+        "scan value reads: {reads_after} merged, {reads_before} scattered"
+    );
+    // The flushes' files lost every reference and are gone, without GC.
+    let report = db.space_report().unwrap();
+    assert_eq!(report.exposed_garbage_bytes, 0, "{report:?}");
+    assert!(report.value_files < files_before, "{report:?}");
+    db.close().unwrap();
+
+    // A reopen, overwrites of every third key and GC keep every value.
+    let db = Db::open(DIR, options(&fs, SORTED_RUNS, Duration::ZERO)).unwrap();
+    check(&db, |_| 0, "after reopen");
+    for i in (0..KEYS).step_by(3) {
+        db.put(&WriteOptions::default(), &k(i), &v(i, 1)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    let round_of = |i: usize| usize::from(i.is_multiple_of(3));
+    check(&db, round_of, "after overwrites");
+    db.gc_with_ratio(0.01).unwrap();
+    check(&db, round_of, "after GC");
+    db.close().unwrap();
+    let db = Db::open(DIR, options(&fs, SORTED_RUNS, Duration::ZERO)).unwrap();
+    check(&db, round_of, "after GC and reopen");
+}
+
+/// Until writes have paused for `range_merge_idle`, nothing is merged,
+/// however scattered the values are.
+#[test]
+fn range_merges_wait_for_writes_to_pause() {
+    let fs = MemFs::new();
+    build(&fs);
+    let db = Db::open(DIR, options(&fs, SORTED_RUNS, Duration::from_secs(3600))).unwrap();
+    // Background work happens and finishes: a flush, and the compaction
+    // of its file into the last level.
+    for i in 0..10 {
+        db.put(&WriteOptions::default(), &k(i), &v(i, 1)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.stats().range_merges, 0);
+    assert!(max_refs(&db) > SORTED_RUNS);
+    check(&db, |i| usize::from(i < 10), "unmerged");
+}
