@@ -119,6 +119,12 @@ pub struct Flags {
     #[arg(long, default_value_t = 100)]
     pub ycsb_max_scan_length: u64,
 
+    /// db_bench's: the writes of all threads together (fills, overwrite,
+    /// readwhilewriting's writer) go in at most this many bytes of keys and
+    /// values per second; 0: no limit.
+    #[arg(long, default_value_t = 0)]
+    pub benchmark_write_rate_limit: u64,
+
     /// Throttle writers whenever the database directory holds more than
     /// this many times the live logical bytes (0: no limit). The same for
     /// every engine: the papers' fair-comparison mode.

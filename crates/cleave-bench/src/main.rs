@@ -20,6 +20,7 @@ mod testing;
 mod value_sizes;
 mod values;
 mod workloads;
+mod write_rate;
 
 use std::fs;
 use std::io::{ErrorKind, IsTerminal, Write};
@@ -38,6 +39,7 @@ use report::{BenchmarkRecord, Costs};
 use space_limit::SpaceLimit;
 use value_sizes::ValueSizeDistribution;
 use workloads::{Benchmark, Records, RunOutcome, SeedSequence, Shared, WorkloadParams};
+use write_rate::WriteRate;
 
 /// Marks a directory as created by this driver, so wiping it can never
 /// delete a directory someone pointed --db at by mistake.
@@ -307,6 +309,8 @@ impl Driver {
                 Duration::from_secs(self.flags.space_limit_max_wait),
             )
         });
+        let write_rate = (self.flags.benchmark_write_rate_limit > 0)
+            .then(|| WriteRate::new(self.flags.benchmark_write_rate_limit));
         let progress = Progress::default();
         let watch = Watch {
             dir: &self.flags.db,
@@ -330,6 +334,7 @@ impl Driver {
                 engine,
                 live: run.live.as_ref(),
                 limit: limit.as_ref(),
+                write_rate: write_rate.as_ref(),
                 progress: &progress,
                 bar: bar.as_ref(),
                 records: &run.records,

@@ -151,15 +151,18 @@ pub struct Options {
     /// `gc_garbage_ratio`, the rewrite copies only values GC would copy
     /// anyway.
     pub correlated_garbage_ratio: f64,
-    /// Range merge (Titan's `max_sorted_runs`): a last-level sstable whose
-    /// entries reference more logical value files than this is rewritten
-    /// once writes pause, its values read and written, in key order, into
-    /// one new value file, so that a scan of its keys reads their values
-    /// in a few large reads rather than one small read per value. 0
-    /// disables it. Under overwrites the values of neighbouring keys come
-    /// from every flush since they were last merged; each merge rewrites
-    /// the table's values once, and their old files lose those
-    /// references, so they die whole instead of being copied by GC.
+    /// Range merge (Titan's `max_sorted_runs`): once writes pause, a
+    /// last-level sstable whose entries reference more logical value files
+    /// than this, none of which holds more than half of its value bytes, is
+    /// rewritten with its values read and written, in key order, into one
+    /// new value file, so that a scan of its keys reads their values in a
+    /// few large reads rather than one small read per value. Before that,
+    /// the files of upper levels move down to the last level where the
+    /// values they reference outweigh the sstable bytes the move rewrites.
+    /// 0 disables both. Under overwrites the values of neighbouring keys
+    /// come from every flush since they were last merged; a merge rewrites
+    /// at most twice the bytes that arrived since, and their old files lose
+    /// those references, so they die whole instead of being copied by GC.
     pub range_merge_sorted_runs: usize,
     /// How long no write may have arrived before range merges start, so
     /// that they use the disk only while writes leave it idle. A write

@@ -153,6 +153,46 @@ fn range_merges_put_a_ranges_values_together() {
     check(&db, round_of, "after GC and reopen");
 }
 
+/// Recent writes, still in upper levels, move down to the last level
+/// once writes pause, and are merged there with the rest: afterwards only
+/// the last level holds files and a scan reads few values apart.
+#[test]
+fn recent_writes_move_down_and_are_merged() {
+    let fs = MemFs::new();
+    build(&fs);
+    let db = Db::open(DIR, options(&fs, SORTED_RUNS, Duration::ZERO)).unwrap();
+    db.wait_for_compactions().unwrap();
+    // Overwrites of six keys in ten, in six flushes: upper levels, each
+    // flush's values spread over the whole key range, and once moved down,
+    // the last level's tables hold 40% of their bytes in their merged run,
+    // the rest in the flushes' six files.
+    for part in 0..6 {
+        for i in (part..KEYS).step_by(10) {
+            db.put(&WriteOptions::default(), &k(i), &v(i, 1)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    let round_of = |i: usize| usize::from(i % 10 < 6);
+    let reads = check(&db, round_of, "after overwrites");
+    let last = (0..7)
+        .rev()
+        .find(|l| {
+            db.property(&format!("cleave.num-files-at-level{l}"))
+                .unwrap()
+                != "0"
+        })
+        .unwrap();
+    for level in 0..last {
+        let files = db
+            .property(&format!("cleave.num-files-at-level{level}"))
+            .unwrap();
+        assert_eq!(files, "0", "level {level} still holds files");
+    }
+    assert_eq!(max_refs(&db), 1);
+    assert!(reads < 100, "{reads} value reads in a scan");
+}
+
 /// Until writes have paused for `range_merge_idle`, nothing is merged,
 /// however scattered the values are.
 #[test]

@@ -20,6 +20,7 @@ use crate::live::LiveSet;
 use crate::monitor::Progress;
 use crate::space_limit::SpaceLimit;
 use crate::value_sizes::ValueSizes;
+use crate::write_rate::WriteRate;
 use thread::{Role, ThreadStats};
 use ycsb::Workload;
 
@@ -306,6 +307,8 @@ pub struct Shared<'a> {
     /// database whose contents the harness does not know.
     pub live: Option<&'a LiveSet>,
     pub limit: Option<&'a SpaceLimit>,
+    /// `--benchmark_write_rate_limit`, shared by every writing thread.
+    pub write_rate: Option<&'a WriteRate>,
     pub progress: &'a Progress,
     pub bar: Option<&'a ProgressBar>,
     /// YCSB's records: which keys exist and which key an insert takes.
@@ -592,6 +595,7 @@ mod tests {
                 engine: &self.engine,
                 live: Some(&self.live),
                 limit: self.limit.as_ref(),
+                write_rate: None,
                 progress: &self.progress,
                 bar: None,
                 records: &self.records,

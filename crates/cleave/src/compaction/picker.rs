@@ -390,14 +390,33 @@ pub(crate) fn pick_manual(
     plan_into(v, opts, level, output_level, inputs).filter(|p| !busy.conflicts(p))
 }
 
+/// A range merge leaves a table alone while its largest run (the logical
+/// value file it references the most bytes of) holds more than this share
+/// of the value bytes it references: 1/2. So a merge rewrites at most
+/// twice the bytes that arrived scattered since the table's last merge
+/// (its other runs), and a trickle of writes, each flush a run of its own,
+/// never makes merges rewrite much per byte written.
+const MERGE_MAX_LARGEST_RUN_NUMERATOR: u64 = 1;
+const MERGE_MAX_LARGEST_RUN_DENOMINATOR: u64 = 2;
+
+/// Whether `f` is scattered enough for a range merge: more than
+/// `max_sorted_runs` runs, the largest holding at most half its bytes.
+fn scattered(f: &FileMeta, max_sorted_runs: usize) -> bool {
+    if f.value_refs.len() <= max_sorted_runs {
+        return false;
+    }
+    let total: u128 = f.value_refs.iter().map(|r| u128::from(r.bytes)).sum();
+    let largest = f.value_refs.iter().map(|r| r.bytes).max().unwrap_or(0);
+    u128::from(largest) * u128::from(MERGE_MAX_LARGEST_RUN_DENOMINATOR)
+        <= total * u128::from(MERGE_MAX_LARGEST_RUN_NUMERATOR)
+}
+
 /// A range merge, the least urgent work there is: the last-level file
 /// whose entries reference the most logical value files, if that is more
-/// than `max_sorted_runs` (at least 1), compacted into its own level with
-/// its values rewritten in key order. Only the last level: upper levels
-/// hold recent writes whose values sit together in their flushes' files
-/// and move down soon anyway. A merged file references one new logical
-/// file (or a few, when its values fill more than one value file), so the
-/// pick converges while no write arrives.
+/// than `max_sorted_runs` (at least 1) and no one of them holds more than
+/// half of its value bytes, compacted into its own level with its values
+/// rewritten in key order. A merged file references one new logical file,
+/// so the pick converges while no write arrives.
 pub(crate) fn pick_range_merge(
     v: &Version,
     opts: &PickerOptions,
@@ -410,7 +429,7 @@ pub(crate) fn pick_range_merge(
     let mut order: Vec<(usize, FileNumber, usize)> = files
         .iter()
         .enumerate()
-        .filter(|(_, f)| f.value_refs.len() > max_sorted_runs && !busy.contains_file(f.number))
+        .filter(|(_, f)| scattered(f, max_sorted_runs) && !busy.contains_file(f.number))
         .map(|(i, f)| (f.value_refs.len(), f.number, i))
         .collect();
     // Most runs first; of equals, the oldest file.
@@ -422,6 +441,47 @@ pub(crate) fn pick_range_merge(
         plan.range_merge = true;
         (!busy.conflicts(&plan)).then_some(plan)
     })
+}
+
+/// Before range merges, while writes pause: a compaction moving the files
+/// of a level above the last one level down (L0's, into the base level),
+/// so that recent writes reach the last level, where merges gather their
+/// values. Range merges leave upper levels alone, and a scan reads each
+/// of their values from its own flush's file. Only where the value bytes
+/// the moved files reference are at least the sstable bytes the
+/// compaction rewrites: with values separated the tree is small, and a
+/// trickle of writes does not rewrite the last level's tables for a few
+/// values. Deepest level first, so a key range empties downwards.
+pub(crate) fn pick_push_down(
+    v: &Version,
+    opts: &PickerOptions,
+    busy: &Busy,
+) -> Option<CompactionPlan> {
+    let last = (1..NUM_LEVELS)
+        .rev()
+        .find(|&l| v.num_files(l) > 0)
+        .unwrap_or(0);
+    let worth = |p: &CompactionPlan| {
+        let values: u64 = p.inputs.iter().map(|f| f.value_bytes()).sum();
+        let rewritten: u64 = p.all_inputs().map(|f| f.size).sum();
+        values >= rewritten && !busy.conflicts(p)
+    };
+    for level in (1..last).rev() {
+        let files = v.files(level);
+        let found = (0..files.len()).find_map(|i| {
+            let (lo, hi) = clean_cut(files, i, i + 1);
+            plan_into(v, opts, level, level + 1, files.get(lo..hi)?.to_vec()).filter(worth)
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    let l0 = v.files(0);
+    if l0.is_empty() {
+        return None;
+    }
+    let all = l0_closure(l0, vec![true; l0.len()]);
+    plan_into(v, opts, 0, level_targets(v, opts).base_level, all).filter(worth)
 }
 
 /// Completes a plan: the output-level files overlapping the inputs (cut
@@ -639,6 +699,64 @@ mod tests {
         assert!(pick_range_merge(&v, &o, 6, &Busy::default()).is_none());
         // Normal picks never are range merges.
         assert!(pick(&v, &o, &Busy::default()).is_none_or(|p| !p.range_merge));
+
+        // A table whose largest run holds more than half of its value
+        // bytes is left alone, however many runs it has.
+        let mut dominated = with_runs(9, "x", "z", 10);
+        dominated.value_refs[0].bytes = 46;
+        assert!(!scattered(&dominated, 4));
+        dominated.value_refs[0].bytes = 45;
+        assert!(scattered(&dominated, 4));
+    }
+
+    /// Push-downs move upper levels' files down, deepest level first, L0
+    /// into the base level, only where the moved files' value bytes are
+    /// at least the sstable bytes rewritten.
+    #[test]
+    fn push_down_moves_value_heavy_files_down() {
+        use crate::manifest::{HostedLogical, TableValueRefs, ValueFileMeta, VersionEdit};
+        let with_values = |n: u64, lo: &str, hi: &str, size: u64, values: u64| {
+            let mut m = meta(n, lo, hi, n * 10, size);
+            m.value_refs = vec![TableValueRefs {
+                logical_file: FileNumber(100),
+                count: 1,
+                bytes: values,
+            }];
+            m
+        };
+        let mut e = VersionEdit::default();
+        e.add_value_file(ValueFileMeta {
+            number: FileNumber(100),
+            size: 1 << 30,
+            hosted: vec![HostedLogical {
+                logical_file: FileNumber(100),
+                records: 10,
+                bytes: 1 << 29,
+            }],
+            ..Default::default()
+        });
+        e.add_file(6, with_values(1, "a", "m", 10, 9_000));
+        e.add_file(6, with_values(2, "n", "z", 10, 9_000));
+        // L5: one file with few values for the bytes it would rewrite, one
+        // worth moving; L0: a file above them.
+        e.add_file(5, with_values(3, "b", "c", 10, 15));
+        e.add_file(5, with_values(4, "o", "p", 10, 500));
+        e.add_file(0, with_values(5, "c", "q", 10, 500));
+        let v = Version::default().apply(e).unwrap();
+        let o = opts(true);
+        let p = pick_push_down(&v, &o, &Busy::default()).unwrap();
+        assert!(!p.range_merge);
+        assert_eq!((p.level, p.output_level), (5, 6));
+        assert_eq!(nums(&p.inputs), vec![4]);
+        assert_eq!(nums(&p.output_level_inputs), vec![2]);
+        // With L5's worthwhile file busy, L0 goes into the base level.
+        let mut busy = Busy::default();
+        busy.add(&p);
+        let p0 = pick_push_down(&v, &o, &busy).unwrap();
+        assert_eq!(p0.level, 0);
+        assert_eq!(p0.output_level, level_targets(&v, &o).base_level);
+        // Nothing above the last level: nothing to push.
+        assert!(pick_push_down(&version("L6 1 a m 10"), &o, &Busy::default()).is_none());
     }
 
     /// A table that keeps its values in value files counts them: the level

@@ -18,6 +18,8 @@ use crate::manifest::version::Version;
 pub(super) struct RunningCompaction {
     id: u64,
     busy: Busy,
+    /// A range merge or a push-down before one, which GC waits for.
+    tidy: bool,
 }
 
 impl State {
@@ -72,19 +74,26 @@ pub(super) fn run(db: &DbInner) {
                 || (st.imm.is_empty()
                     && threads_busy < db.opts.max_background_jobs
                     && sched.gc_may_borrow));
-        // Range merges before GC once writes have paused, unless space is
-        // short: each empties value files of references, which then die
-        // whole, where GC would copy their live records part by part.
-        if compaction_slot && picker::pick(&st.current, &db.picker_opts, &st.busy()).is_none() {
-            match db.range_merge(&st, &sched) {
-                RangeMerge::Run(plan) => {
-                    let version = st.current.clone();
-                    st = run_registered(db, st, plan, version).0;
-                    continue 'outer;
-                }
-                RangeMerge::After(wait) => idle_wait = Some(wait),
-                RangeMerge::Nothing => {}
+        // Range merges (and the push-downs before them) go before GC once
+        // writes have paused, unless space is short: each empties value
+        // files of references, which then die whole, where GC would copy
+        // their live records part by part, only for the merges to copy
+        // them again. So GC also waits while they are due or running.
+        let merge = if picker::pick(&st.current, &db.picker_opts, &st.busy()).is_none() {
+            db.range_merge(&st, &sched)
+        } else {
+            RangeMerge::Nothing
+        };
+        let tidying = matches!(merge, RangeMerge::Run(_)) || st.compactions.iter().any(|c| c.tidy);
+        let gc_slot = gc_slot && !tidying;
+        match merge {
+            RangeMerge::Run(plan) if compaction_slot => {
+                let version = st.current.clone();
+                st = run_registered(db, st, plan, version, true).0;
+                continue 'outer;
             }
+            RangeMerge::After(wait) => idle_wait = Some(wait),
+            _ => {}
         }
         // Compaction first unless the value files' pressure is the higher:
         // it is cheap with values separated (the tree is small), and it is
@@ -101,7 +110,7 @@ pub(super) fn run(db: &DbInner) {
                 if let Some(plan) = picker::pick(&st.current, &db.picker_opts, &st.busy()) {
                     let version = st.current.clone();
                     // A failure has poisoned the database; see run_registered.
-                    st = run_registered(db, st, plan, version).0;
+                    st = run_registered(db, st, plan, version, false).0;
                     continue 'outer;
                 }
             }
@@ -135,11 +144,12 @@ fn run_registered<'a>(
     mut st: parking_lot::MutexGuard<'a, State>,
     plan: CompactionPlan,
     version: Arc<Version>,
+    tidy: bool,
 ) -> (parking_lot::MutexGuard<'a, State>, Result<()>) {
     let id = db.next_job_id.fetch_add(1, Ordering::Relaxed);
     let mut busy = Busy::default();
     busy.add(&plan);
-    st.compactions.push(RunningCompaction { id, busy });
+    st.compactions.push(RunningCompaction { id, busy, tidy });
     drop(st);
     let r = db.run_compaction(&plan, &version);
     if let Err(e) = &r {
@@ -164,14 +174,17 @@ impl DbInner {
         self.opts.max_background_jobs.saturating_sub(1).max(1)
     }
 
-    /// The range merge to run now, if one is due and writes have paused
-    /// for `range_merge_idle`.
+    /// The range merge to run now (or first the compaction moving recent
+    /// writes down to the last level, `picker::pick_push_down`), if one is
+    /// due and writes have paused for `range_merge_idle`.
     fn range_merge(&self, st: &State, sched: &Schedule) -> RangeMerge {
         let runs = self.opts.range_merge_sorted_runs;
         if runs == 0 || sched.short || st.bg_error.is_some() {
             return RangeMerge::Nothing;
         }
-        let Some(plan) = picker::pick_range_merge(&st.current, &self.picker_opts, runs, &st.busy())
+        let busy = st.busy();
+        let Some(plan) = picker::pick_push_down(&st.current, &self.picker_opts, &busy)
+            .or_else(|| picker::pick_range_merge(&st.current, &self.picker_opts, runs, &busy))
         else {
             return RangeMerge::Nothing;
         };
@@ -209,7 +222,7 @@ impl DbInner {
                         let version = st.current.clone();
                         // This job's own error, with its kind (a full disk,
                         // say), rather than the poison it caused.
-                        let (st, r) = run_registered(self, st, plan, version);
+                        let (st, r) = run_registered(self, st, plan, version, false);
                         r?;
                         Self::check_bg_error(&st)?;
                     }
