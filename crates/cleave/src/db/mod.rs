@@ -267,7 +267,10 @@ impl Db {
     }
 
     /// Waits until no flush, compaction or (with `enable_gc`) GC job is
-    /// pending or running.
+    /// pending or running, range merges and the push-downs before them
+    /// included (`Options::range_merge_sorted_runs`): those start only once
+    /// no write has arrived for `range_merge_idle`, so this waits at least
+    /// that long after the last write when one is due.
     pub fn wait_for_compactions(&self) -> Result<()> {
         self.inner.wait_for_background_idle()
     }
