@@ -8,10 +8,14 @@
 //! Either way every value reads back, `verify` finds nothing wrong, also
 //! after a reopen and after GC.
 
+#[path = "common/scattered.rs"]
+mod scattered;
+
 use std::sync::Arc;
 
 use cleave::vfs::MemFs;
 use cleave::{Db, Options, ReadOptions, Stats, WriteOptions};
+use scattered::{check, k, max_refs, v, MIN_VALUE_SIZE};
 
 const DIR: &str = "/db";
 /// Flushes, each writing every `ROUNDS`-th key: one logical value file
@@ -19,18 +23,6 @@ const DIR: &str = "/db";
 const ROUNDS: usize = 150;
 const KEYS: usize = 3000;
 const MAX_REFS: usize = 16;
-const MIN_VALUE_SIZE: usize = 512;
-
-fn k(i: usize) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
-/// Every value separated; the bytes name the round that wrote them.
-fn v(i: usize, round: usize) -> Vec<u8> {
-    let mut out = format!("r{round}-i{i}-").into_bytes();
-    out.resize(MIN_VALUE_SIZE + 100 + i % 300, b'a' + (i % 26) as u8);
-    out
-}
 
 fn options(fs: &MemFs, correlated: bool) -> Options {
     Options {
@@ -57,38 +49,6 @@ fn options(fs: &MemFs, correlated: bool) -> Options {
     }
 }
 
-fn max_refs(db: &Db) -> usize {
-    db.property("cleave.max-value-file-refs")
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
-/// Checks every key by a get and by a full scan; returns the value reads
-/// the scan took.
-fn check(db: &Db, round_of: impl Fn(usize) -> usize, ctx: &str) -> u64 {
-    for i in (0..KEYS).step_by(7) {
-        let got = db.get(&ReadOptions::new(), &k(i)).unwrap();
-        assert_eq!(got, Some(v(i, round_of(i))), "{ctx}: key {i}");
-    }
-    let before = db.stats().value_reads;
-    let mut it = db.iter(&ReadOptions::new());
-    it.seek_to_first().unwrap();
-    let mut i = 0;
-    while it.valid() {
-        assert_eq!(it.key(), k(i).as_slice(), "{ctx}: scan");
-        assert_eq!(it.value().unwrap(), v(i, round_of(i)), "{ctx}: scan {i}");
-        i += 1;
-        it.next().unwrap();
-    }
-    it.status().unwrap();
-    assert_eq!(i, KEYS, "{ctx}: scan length");
-    let reads = db.stats().value_reads - before;
-    let report = db.verify();
-    assert!(report.is_ok(), "{ctx}: {report}");
-    reads
-}
-
 /// Writes the scattered key range and compacts it into one level.
 fn build(fs: &MemFs, correlated: bool) -> Db {
     let db = Db::open(DIR, options(fs, correlated)).unwrap();
@@ -112,7 +72,7 @@ fn compact_scattered(correlated: bool) -> Outcome {
     let fs = MemFs::new();
     let db = build(&fs, correlated);
     let fan_out = max_refs(&db);
-    let scan_reads = check(&db, |_| 0, "after compaction");
+    let scan_reads = check(&db, KEYS, |_| 0, "after compaction");
     let stats = db.stats();
     eprintln!(
         "correlated {correlated}: fan-out {fan_out}, {scan_reads} value reads in a scan, \
@@ -175,22 +135,22 @@ fn reseparated_values_survive_reopen_overwrites_and_gc() {
     db.close().unwrap();
 
     let db = Db::open(DIR, options(&fs, true)).unwrap();
-    check(&db, |_| 0, "after reopen");
+    check(&db, KEYS, |_| 0, "after reopen");
     // Overwrite every third key: the files compaction wrote gather garbage.
     for i in (0..KEYS).step_by(3) {
         db.put(&WriteOptions::default(), &k(i), &v(i, 1)).unwrap();
     }
     db.compact_range(None, None).unwrap();
     let round_of = |i: usize| usize::from(i.is_multiple_of(3));
-    check(&db, round_of, "after overwrites");
+    check(&db, KEYS, round_of, "after overwrites");
     assert!(max_refs(&db) <= MAX_REFS);
     let gc = db.gc_with_ratio(0.01).unwrap();
     assert!(gc.jobs > 0, "{gc:?}");
-    check(&db, round_of, "after GC");
+    check(&db, KEYS, round_of, "after GC");
     db.close().unwrap();
 
     let db = Db::open(DIR, options(&fs, true)).unwrap();
-    check(&db, round_of, "after GC and reopen");
+    check(&db, KEYS, round_of, "after GC and reopen");
     let r = db.space_report().unwrap();
     assert!(r.other_bytes < 64, "leftover files: {r:?}");
 }

@@ -208,6 +208,38 @@ fn check_images(images: [MemFs; 3], oracle: &Oracle, ctx: &str) {
     }
 }
 
+/// The end of step `n` of a crash test, whose job returned `result` on
+/// the database `db` kept open meanwhile: an error is one the injected
+/// faults explain, and the three crash images of `mem` (taken before `db`
+/// closes) each hold exactly the oracle. Returns whether a fault was
+/// injected; if not, the job ran whole and the test has its last step.
+fn step_recovers(
+    name: &str,
+    n: u64,
+    fs: &FaultFs,
+    mem: &MemFs,
+    result: cleave::Result<()>,
+    db: impl Sized,
+    oracle: &Oracle,
+) -> bool {
+    let injected = fs.injected() > 0;
+    if let Err(e) = &result {
+        assert!(
+            injected && matches!(e, cleave::Error::Io { .. } | cleave::Error::Poisoned(_)),
+            "{name} step {n}: {e:?}"
+        );
+    }
+    let power_loss = mem.crash_clone();
+    let torn = mem.crash_clone_keeping(|n| n / 2);
+    drop(db);
+    check_images(
+        [power_loss, torn, mem.clone()],
+        oracle,
+        &format!("{name} step {n}"),
+    );
+    injected
+}
+
 /// Fails every file operation from the `n`-th on (a device going away; a
 /// failing append lands half its bytes) while `job` runs, for each `n`
 /// until the job completes untouched, and crashes: by a power loss, by a
@@ -228,23 +260,8 @@ fn crash_at_every_step(
         let oracle = prepare(&db);
         fs.fail_torn(&FaultOp::ALL, None, n, ErrorKind::Other, true);
         let result = job(&db);
-        let injected = fs.injected() > 0;
-        assert!(injected || result.is_ok(), "{name} step {n}: {result:?}");
-        if let Err(e) = &result {
-            assert!(
-                matches!(e, cleave::Error::Io { .. } | cleave::Error::Poisoned(_)),
-                "{name} step {n}: {e:?}"
-            );
-        }
-        let power_loss = mem.crash_clone();
-        let torn = mem.crash_clone_keeping(|n| n / 2);
-        drop(db);
+        let injected = step_recovers(name, n, &fs, &mem, result, db, &oracle);
         total += fs.injected();
-        check_images(
-            [power_loss, torn, mem],
-            &oracle,
-            &format!("{name} step {n}"),
-        );
         if !injected {
             assert!(n >= 5, "{name}: only {n} I/O steps");
             break;
@@ -329,35 +346,23 @@ fn crash_at_every_io_step_of_a_range_merge() {
         let mem = base.crash_clone();
         let fs = FaultFs::new(Arc::new(mem.clone()));
         fs.fail_torn(&FaultOp::ALL, None, n, ErrorKind::Other, true);
-        let result = Db::open(DIR, merging(fs.clone())).and_then(|db| {
+        let (db, result) = match Db::open(DIR, merging(fs.clone())).and_then(|db| {
             db.wait_for_compactions()?;
             Ok(db)
-        });
-        let injected = fs.injected() > 0;
-        match &result {
-            Ok(db) if !injected => {
-                assert!(db.stats().range_merges > 0, "{name}: no range merge ran");
-                assert_eq!(
-                    db.property("cleave.num-files-at-level0").unwrap(),
-                    "0",
-                    "{name}: the L0 file was not moved down"
-                );
-            }
-            Ok(_) => {}
-            Err(e) => assert!(
-                injected && matches!(e, cleave::Error::Io { .. } | cleave::Error::Poisoned(_)),
-                "{name} step {n}: {e:?}"
-            ),
+        }) {
+            Ok(db) => (Some(db), Ok(())),
+            Err(e) => (None, Err(e)),
+        };
+        if let Some(db) = db.as_ref().filter(|_| fs.injected() == 0) {
+            assert!(db.stats().range_merges > 0, "{name}: no range merge ran");
+            assert_eq!(
+                db.property("cleave.num-files-at-level0").unwrap(),
+                "0",
+                "{name}: the L0 file was not moved down"
+            );
         }
-        let power_loss = mem.crash_clone();
-        let torn = mem.crash_clone_keeping(|n| n / 2);
-        drop(result);
+        let injected = step_recovers(name, n, &fs, &mem, result, db, &oracle);
         total += fs.injected();
-        check_images(
-            [power_loss, torn, mem],
-            &oracle,
-            &format!("{name} step {n}"),
-        );
         if !injected {
             assert!(n >= 5, "{name}: only {n} I/O steps");
             break;

@@ -7,30 +7,22 @@
 //! after a reopen, overwrites and GC. While writes keep arriving within
 //! `range_merge_idle`, nothing is merged.
 
+#[path = "common/scattered.rs"]
+mod scattered;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use cleave::vfs::MemFs;
-use cleave::{Db, Options, ReadOptions, WriteOptions};
+use cleave::{Db, Options, WriteOptions};
+use scattered::{check, k, max_refs, v, MIN_VALUE_SIZE};
 
 const DIR: &str = "/db";
 /// Flushes, each writing every `ROUNDS`-th key: one logical value file
 /// per flush, each spread over the whole key range.
 const ROUNDS: usize = 60;
 const KEYS: usize = 2400;
-const MIN_VALUE_SIZE: usize = 512;
 const SORTED_RUNS: usize = 4;
-
-fn k(i: usize) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
-/// Every value separated; the bytes name the round that wrote them.
-fn v(i: usize, round: usize) -> Vec<u8> {
-    let mut out = format!("r{round}-i{i}-").into_bytes();
-    out.resize(MIN_VALUE_SIZE + 100 + i % 300, b'a' + (i % 26) as u8);
-    out
-}
 
 fn options(fs: &MemFs, sorted_runs: usize, idle: Duration) -> Options {
     Options {
@@ -51,38 +43,6 @@ fn options(fs: &MemFs, sorted_runs: usize, idle: Duration) -> Options {
         range_merge_idle: idle,
         ..Options::default()
     }
-}
-
-fn max_refs(db: &Db) -> usize {
-    db.property("cleave.max-value-file-refs")
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
-/// Checks every key by a get and by a full scan; returns the value reads
-/// the scan took.
-fn check(db: &Db, round_of: impl Fn(usize) -> usize, ctx: &str) -> u64 {
-    for i in (0..KEYS).step_by(7) {
-        let got = db.get(&ReadOptions::new(), &k(i)).unwrap();
-        assert_eq!(got, Some(v(i, round_of(i))), "{ctx}: key {i}");
-    }
-    let before = db.stats().value_reads;
-    let mut it = db.iter(&ReadOptions::new());
-    it.seek_to_first().unwrap();
-    let mut i = 0;
-    while it.valid() {
-        assert_eq!(it.key(), k(i).as_slice(), "{ctx}: scan");
-        assert_eq!(it.value().unwrap(), v(i, round_of(i)), "{ctx}: scan {i}");
-        i += 1;
-        it.next().unwrap();
-    }
-    it.status().unwrap();
-    assert_eq!(i, KEYS, "{ctx}: scan length");
-    let reads = db.stats().value_reads - before;
-    let report = db.verify();
-    assert!(report.is_ok(), "{ctx}: {report}");
-    reads
 }
 
 /// Writes the scattered key range with range merges off and compacts it
@@ -107,7 +67,7 @@ fn range_merges_put_a_ranges_values_together() {
     build(&fs);
     let db = Db::open(DIR, options(&fs, 0, Duration::ZERO)).unwrap();
     let fan_out_before = max_refs(&db);
-    let reads_before = check(&db, |_| 0, "scattered");
+    let reads_before = check(&db, KEYS, |_| 0, "scattered");
     let files_before = db.space_report().unwrap().value_files;
     db.close().unwrap();
     assert!(fan_out_before > SORTED_RUNS, "fan-out {fan_out_before}");
@@ -120,7 +80,7 @@ fn range_merges_put_a_ranges_values_together() {
     assert_eq!(stats.compaction_values_reseparated, KEYS as u64);
     // Each output references the one file its merge wrote.
     assert_eq!(max_refs(&db), 1);
-    let reads_after = check(&db, |_| 0, "merged");
+    let reads_after = check(&db, KEYS, |_| 0, "merged");
     eprintln!(
         "fan-out {fan_out_before} → 1, scan value reads {reads_before} → {reads_after}, \
          {} range merges",
@@ -138,19 +98,19 @@ fn range_merges_put_a_ranges_values_together() {
 
     // A reopen, overwrites of every third key and GC keep every value.
     let db = Db::open(DIR, options(&fs, SORTED_RUNS, Duration::ZERO)).unwrap();
-    check(&db, |_| 0, "after reopen");
+    check(&db, KEYS, |_| 0, "after reopen");
     for i in (0..KEYS).step_by(3) {
         db.put(&WriteOptions::default(), &k(i), &v(i, 1)).unwrap();
     }
     db.compact_range(None, None).unwrap();
     db.wait_for_compactions().unwrap();
     let round_of = |i: usize| usize::from(i.is_multiple_of(3));
-    check(&db, round_of, "after overwrites");
+    check(&db, KEYS, round_of, "after overwrites");
     db.gc_with_ratio(0.01).unwrap();
-    check(&db, round_of, "after GC");
+    check(&db, KEYS, round_of, "after GC");
     db.close().unwrap();
     let db = Db::open(DIR, options(&fs, SORTED_RUNS, Duration::ZERO)).unwrap();
-    check(&db, round_of, "after GC and reopen");
+    check(&db, KEYS, round_of, "after GC and reopen");
 }
 
 /// Recent writes, still in upper levels, move down to the last level
@@ -174,7 +134,7 @@ fn recent_writes_move_down_and_are_merged() {
     }
     db.wait_for_compactions().unwrap();
     let round_of = |i: usize| usize::from(i % 10 < 6);
-    let reads = check(&db, round_of, "after overwrites");
+    let reads = check(&db, KEYS, round_of, "after overwrites");
     let last = (0..7)
         .rev()
         .find(|l| {
@@ -208,5 +168,5 @@ fn range_merges_wait_for_writes_to_pause() {
     db.compact_range(None, None).unwrap();
     assert_eq!(db.stats().range_merges, 0);
     assert!(max_refs(&db) > SORTED_RUNS);
-    check(&db, |i| usize::from(i < 10), "unmerged");
+    check(&db, KEYS, |i| usize::from(i < 10), "unmerged");
 }
