@@ -390,6 +390,11 @@ pub(crate) fn pick_manual(
     plan_into(v, opts, level, output_level, inputs).filter(|p| !busy.conflicts(p))
 }
 
+/// The deepest level below L0 holding files.
+fn last_level(v: &Version) -> Option<usize> {
+    (1..NUM_LEVELS).rev().find(|&l| v.num_files(l) > 0)
+}
+
 /// A range merge leaves a table alone while its largest run (the logical
 /// value file it references the most bytes of) holds more than this share
 /// of the value bytes it references: 1/2. So a merge rewrites at most
@@ -424,7 +429,7 @@ pub(crate) fn pick_range_merge(
     busy: &Busy,
 ) -> Option<CompactionPlan> {
     debug_assert!(max_sorted_runs >= 1);
-    let last = (1..NUM_LEVELS).rev().find(|&l| v.num_files(l) > 0)?;
+    let last = last_level(v)?;
     let files = v.files(last);
     let mut order: Vec<(usize, FileNumber, usize)> = files
         .iter()
@@ -457,10 +462,7 @@ pub(crate) fn pick_push_down(
     opts: &PickerOptions,
     busy: &Busy,
 ) -> Option<CompactionPlan> {
-    let last = (1..NUM_LEVELS)
-        .rev()
-        .find(|&l| v.num_files(l) > 0)
-        .unwrap_or(0);
+    let last = last_level(v).unwrap_or(0);
     let worth = |p: &CompactionPlan| {
         let values: u64 = p.inputs.iter().map(|f| f.value_bytes()).sum();
         let rewritten: u64 = p.all_inputs().map(|f| f.size).sum();

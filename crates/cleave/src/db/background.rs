@@ -79,7 +79,10 @@ pub(super) fn run(db: &DbInner) {
         // files of references, which then die whole, where GC would copy
         // their live records part by part, only for the merges to copy
         // them again. So GC also waits while they are due or running.
-        let merge = if picker::pick(&st.current, &db.picker_opts, &st.busy()).is_none() {
+        // The state cannot change while the lock is held: one pick serves
+        // both this check and the compaction turn below.
+        let mut compaction = picker::pick(&st.current, &db.picker_opts, &st.busy());
+        let merge = if compaction.is_none() {
             db.range_merge(&st, &sched)
         } else {
             RangeMerge::Nothing
@@ -107,7 +110,7 @@ pub(super) fn run(db: &DbInner) {
                     continue 'outer;
                 }
             } else if !gc_turn && compaction_slot {
-                if let Some(plan) = picker::pick(&st.current, &db.picker_opts, &st.busy()) {
+                if let Some(plan) = compaction.take() {
                     let version = st.current.clone();
                     // A failure has poisoned the database; see run_registered.
                     st = run_registered(db, st, plan, version, false).0;
