@@ -214,7 +214,7 @@ def cleave_only(r, text):
 def make_table(records, title):
     cols = ["benchmark", "engine", "ops/s", "MB/s", "ops/s vs cleave (engine / cleave)",
             "P50 µs", "P99 µs", "P99.9 µs", "write amp", "space amp", "S_index", "disk GiB",
-            "live GiB", "throttled s", "peak RSS MiB", "CPU s", "time s"]
+            "live GiB", "throttled s", "peak RSS MiB", "CPU s", "device reads/op", "time s"]
     lines = [f"## {title}", "", "MB/s is 2^20 bytes/s, as db_bench's. Ratios > 1 mean "
              "faster than cleave. S_index (cleave only) is the space amplification of "
              "cleave's key tree: all levels' bytes, values they reference included, over "
@@ -233,7 +233,7 @@ def make_table(records, title):
                 fmt(g("disk_bytes"), ".2f", GIB),
                 fmt(g("live_bytes"), ".2f", GIB), fmt(g("throttled_s"), ".1f"),
                 fmt(g("peak_rss_bytes"), ",.0f", MIB), fmt(g("cpu_s"), ".1f"),
-                fmt(g("elapsed_s"), ".1f")]) + " |")
+                fmt(g("device_reads_per_op"), ".2f"), fmt(g("elapsed_s"), ".1f")]) + " |")
         summaries.append(summary_line(label, group, base))
     return "\n".join(lines + space_section(records) + gc_section(records)
                      + ["", "Summary:", ""] + summaries) + "\n"

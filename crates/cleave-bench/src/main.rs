@@ -324,7 +324,7 @@ impl Driver {
         let peak_is_per_benchmark = process::reset_peak_rss();
         let counters_before = engine.counters();
         let gc_before = engine.gc_breakdown();
-        let before = ProcessSnapshot::take();
+        let before = ProcessSnapshot::take(&self.flags.db);
         let (outcome, series) = if benchmark.is_maintenance() {
             run_watched(&watch, || workloads::run_maintenance(engine, benchmark))
         } else {
@@ -350,7 +350,7 @@ impl Driver {
             result
         };
         let outcome = outcome?;
-        let after = ProcessSnapshot::take();
+        let after = ProcessSnapshot::take(&self.flags.db);
         // After the snapshot, so that its I/O is not the benchmark's. A
         // failed report loses the breakdown, not the run, as a failed
         // directory walk loses `disk_bytes`.
@@ -363,6 +363,10 @@ impl Driver {
                 .device_write_bytes
                 .zip(before.device_write_bytes)
                 .map(|(end, start)| end.saturating_sub(start)),
+            device_reads: after
+                .device_reads
+                .zip(before.device_reads)
+                .map(|(end, start)| end.since(start)),
             disk_bytes: process::dir_size_bytes(&self.flags.db).ok(),
             live_bytes: run.live.as_ref().map(LiveSet::bytes),
             live_keys: run.live.as_ref().map(LiveSet::keys),

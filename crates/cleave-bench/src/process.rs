@@ -1,6 +1,6 @@
-//! What the process costs: device writes, peak memory, CPU time, and the
-//! database's size on disk. Linux only (`/proc`); elsewhere the values are
-//! `None` and print as "n/a".
+//! What the process costs: device writes and reads, peak memory, CPU time,
+//! and the database's size on disk. Linux only (`/proc`, `/sys`); elsewhere
+//! the values are `None` and print as "n/a".
 
 use std::fs;
 use std::io::ErrorKind;
@@ -17,17 +17,65 @@ pub struct ProcessSnapshot {
     pub device_write_bytes: Option<u64>,
     /// User plus system CPU time of all threads, engine threads included.
     pub cpu_seconds: Option<f64>,
+    /// Reads the block device holding the database has completed.
+    pub device_reads: Option<DeviceReads>,
 }
 
 impl ProcessSnapshot {
-    pub fn take() -> Self {
+    /// The counters now; device reads are those of the device holding
+    /// `db` (or its nearest existing ancestor, before the database exists).
+    pub fn take(db: &Path) -> Self {
         Self {
             device_write_bytes: fs::read_to_string("/proc/self/io")
                 .ok()
                 .and_then(|text| parse_proc_field(&text, "write_bytes")),
             cpu_seconds: cpu_seconds(),
+            device_reads: device_reads(db),
         }
     }
+}
+
+/// Read requests a block device completed and the bytes they read, from
+/// `/sys/dev/block/MAJOR:MINOR/stat`. They count every reader of the
+/// device, which is fair to each engine as long as nothing else runs
+/// during a benchmark; unlike `/proc/self/io`'s `read_bytes`, they count
+/// requests too, and the reads io_uring completes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceReads {
+    pub requests: u64,
+    pub bytes: u64,
+}
+
+impl DeviceReads {
+    pub fn since(self, start: DeviceReads) -> DeviceReads {
+        DeviceReads {
+            requests: self.requests.saturating_sub(start.requests),
+            bytes: self.bytes.saturating_sub(start.bytes),
+        }
+    }
+}
+
+/// Bytes per sector in the block layer's statistics, whatever the device's.
+const STAT_SECTOR_BYTES: u64 = 512;
+
+fn device_reads(db: &Path) -> Option<DeviceReads> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = db.ancestors().find_map(|p| fs::metadata(p).ok())?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let stat = fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/stat")).ok()?;
+    parse_block_stat(&stat)
+}
+
+/// Fields 1 and 3 of a block device's `stat` file: reads completed and
+/// sectors read.
+fn parse_block_stat(stat: &str) -> Option<DeviceReads> {
+    let mut fields = stat.split_whitespace().map(str::parse::<u64>);
+    let requests = fields.next()?.ok()?;
+    let sectors = fields.nth(1)?.ok()?;
+    Some(DeviceReads {
+        requests,
+        bytes: sectors * STAT_SECTOR_BYTES,
+    })
 }
 
 /// The first number after `field:` in a `/proc` key-value file.
@@ -124,6 +172,31 @@ mod tests {
     }
 
     #[test]
+    fn parses_block_device_stat() {
+        let stat = "  118462     2913  7429530    51324   491850   227318 41530808   855400        0   407372   936536\n";
+        assert_eq!(
+            parse_block_stat(stat),
+            Some(DeviceReads {
+                requests: 118_462,
+                bytes: 7_429_530 * 512
+            })
+        );
+        assert_eq!(parse_block_stat("12"), None);
+        assert_eq!(parse_block_stat("x 1 2"), None);
+        let later = DeviceReads {
+            requests: 118_500,
+            bytes: 7_429_530 * 512 + 8192,
+        };
+        assert_eq!(
+            later.since(parse_block_stat(stat).unwrap()),
+            DeviceReads {
+                requests: 38,
+                bytes: 8192
+            }
+        );
+    }
+
+    #[test]
     fn dir_size_sums_nested_files() {
         let dir = tempfile::tempdir().expect("tempdir");
         fs::write(dir.path().join("a"), [0u8; 100]).expect("write");
@@ -138,7 +211,8 @@ mod tests {
 
     #[test]
     fn process_counters_are_readable_on_linux() {
-        let snapshot = ProcessSnapshot::take();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let snapshot = ProcessSnapshot::take(&dir.path().join("db"));
         if cfg!(target_os = "linux") {
             assert!(snapshot.cpu_seconds.is_some());
             assert!(peak_rss_bytes().is_some_and(|bytes| bytes > 0));

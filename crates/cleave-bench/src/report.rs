@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::engines::{EngineCounters, GcBreakdown, SpaceBreakdown};
 use crate::monitor::SeriesPoint;
+use crate::process::DeviceReads;
 use crate::workloads::{OpKind, RunOutcome};
 
 /// db_bench's "MB" is 2^20 bytes.
@@ -146,6 +147,12 @@ pub struct BenchmarkRecord {
     pub device_write_bytes: Option<u64>,
     /// `device_write_bytes / user_bytes`.
     pub write_amp: Option<f64>,
+    /// Read requests the database's device completed during the benchmark
+    /// (every reader's: `process::DeviceReads`), and their bytes.
+    pub device_reads: Option<u64>,
+    pub device_read_bytes: Option<u64>,
+    /// `device_reads` per operation done.
+    pub device_reads_per_op: Option<f64>,
     /// Sum of file sizes in the database directory after the benchmark.
     pub disk_bytes: Option<u64>,
     /// Key plus value bytes of the keys that exist, as the harness wrote
@@ -197,6 +204,7 @@ pub struct BenchmarkRecord {
 #[derive(Clone, Debug, Default)]
 pub struct Costs {
     pub device_write_bytes: Option<u64>,
+    pub device_reads: Option<DeviceReads>,
     pub disk_bytes: Option<u64>,
     pub live_bytes: Option<u64>,
     pub live_keys: Option<u64>,
@@ -247,6 +255,12 @@ impl BenchmarkRecord {
             user_bytes,
             device_write_bytes: costs.device_write_bytes,
             write_amp,
+            device_reads: costs.device_reads.map(|r| r.requests),
+            device_read_bytes: costs.device_reads.map(|r| r.bytes),
+            device_reads_per_op: costs
+                .device_reads
+                .filter(|_| outcome.ops > 0)
+                .map(|r| r.requests as f64 / outcome.ops as f64),
             disk_bytes: costs.disk_bytes,
             live_bytes: costs.live_bytes,
             live_keys: costs.live_keys,
@@ -293,6 +307,20 @@ impl BenchmarkRecord {
             self.cpu_s
                 .map_or_else(|| "n/a".to_owned(), |s| format!("{s:.2} s")),
         );
+        if let (Some(reads), Some(bytes)) = (self.device_reads, self.device_read_bytes) {
+            let per_op = self
+                .device_reads_per_op
+                .map_or_else(|| "n/a".to_owned(), |r| format!("{r:.3}"));
+            let each = if reads > 0 {
+                format!("{:.1} KiB", bytes as f64 / reads as f64 / 1024.0)
+            } else {
+                "n/a".to_owned()
+            };
+            text.push_str(&format!(
+                "  device reads: {reads} ({per_op} per op, {each} each, {} in all)\n",
+                mebibytes(Some(bytes))
+            ));
+        }
         if let Some(throttled) = self.throttled_s {
             text.push_str(&format!(
                 "  space limit: writers throttled {throttled:.3} s{}\n",
@@ -477,6 +505,10 @@ mod tests {
         run.latencies.record(2_000).expect("record");
         let costs = Costs {
             device_write_bytes: Some(232_000),
+            device_reads: Some(DeviceReads {
+                requests: 250,
+                bytes: 250 * 8192,
+            }),
             disk_bytes: Some(50_000),
             live_bytes: Some(40_000),
             live_keys: Some(100),
@@ -515,6 +547,9 @@ mod tests {
             "user_bytes",
             "device_write_bytes",
             "write_amp",
+            "device_reads",
+            "device_read_bytes",
+            "device_reads_per_op",
             "disk_bytes",
             "live_bytes",
             "space_amp",
@@ -529,6 +564,10 @@ mod tests {
         assert!(record.cost_lines().contains("write-amp 2.00"));
         assert!(record.cost_lines().contains("space-amp 1.25"));
         assert!(record.cost_lines().contains("throttled 0.250 s"));
+        assert_eq!(record.device_reads_per_op, Some(0.25));
+        assert!(record
+            .cost_lines()
+            .contains("device reads: 250 (0.250 per op, 8.0 KiB each"));
         assert_eq!(json["series"][0]["ops_per_sec"], 10.0);
         // No user bytes (a read benchmark): no write amplification.
         let read = BenchmarkRecord::new("memory", 1, &run, 0, Costs::default());

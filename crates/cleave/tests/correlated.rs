@@ -11,11 +11,9 @@
 #[path = "common/scattered.rs"]
 mod scattered;
 
-use std::sync::Arc;
-
 use cleave::vfs::MemFs;
 use cleave::{Db, Options, ReadOptions, Stats, WriteOptions};
-use scattered::{check, k, max_refs, v, MIN_VALUE_SIZE};
+use scattered::{check, k, max_refs, scatter, v};
 
 const DIR: &str = "/db";
 /// Flushes, each writing every `ROUNDS`-th key: one logical value file
@@ -29,35 +27,18 @@ fn options(fs: &MemFs, correlated: bool) -> Options {
         // No background job but those the writes cause: a range merge
         // starting once the test pauses would change what it measures.
         range_merge_sorted_runs: 0,
-        create_if_missing: true,
-        fs: Arc::new(fs.clone()),
-        write_buffer_size: 4 << 20,
-        // No compaction until the test asks: the flushes pile up in L0.
-        level0_file_num_compaction_trigger: 1000,
-        level0_slowdown_writes_trigger: 1000,
-        level0_stop_writes_trigger: 1000,
-        target_file_size_base: 256 << 10,
-        min_value_size: MIN_VALUE_SIZE,
         // Small, so that the re-separated values fill several files.
         value_file_size: 64 << 10,
-        // Every value read reaches a file, so reads can be counted.
-        cache_values: false,
-        enable_gc: false,
         correlated_compaction: correlated,
         max_value_file_refs: MAX_REFS,
-        ..Options::default()
+        ..scattered::options(fs)
     }
 }
 
 /// Writes the scattered key range and compacts it into one level.
 fn build(fs: &MemFs, correlated: bool) -> Db {
     let db = Db::open(DIR, options(fs, correlated)).unwrap();
-    for round in 0..ROUNDS {
-        for i in (round..KEYS).step_by(ROUNDS) {
-            db.put(&WriteOptions::default(), &k(i), &v(i, 0)).unwrap();
-        }
-        db.flush().unwrap();
-    }
+    scatter(&db, ROUNDS, KEYS);
     db.compact_range(None, None).unwrap();
     db
 }

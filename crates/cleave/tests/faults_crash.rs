@@ -211,8 +211,8 @@ fn check_images(images: [MemFs; 3], oracle: &Oracle, ctx: &str) {
 /// The end of step `n` of a crash test, whose job returned `result` on
 /// the database `db` kept open meanwhile: an error is one the injected
 /// faults explain, and the three crash images of `mem` (taken before `db`
-/// closes) each hold exactly the oracle. Returns whether a fault was
-/// injected; if not, the job ran whole and the test has its last step.
+/// closes) each hold exactly the oracle. Returns the faults injected; if
+/// none, the job ran whole and the test has its last step.
 fn step_recovers(
     name: &str,
     n: u64,
@@ -221,11 +221,11 @@ fn step_recovers(
     result: cleave::Result<()>,
     db: impl Sized,
     oracle: &Oracle,
-) -> bool {
-    let injected = fs.injected() > 0;
+) -> u64 {
+    let injected = fs.injected();
     if let Err(e) = &result {
         assert!(
-            injected && matches!(e, cleave::Error::Io { .. } | cleave::Error::Poisoned(_)),
+            injected > 0 && matches!(e, cleave::Error::Io { .. } | cleave::Error::Poisoned(_)),
             "{name} step {n}: {e:?}"
         );
     }
@@ -240,6 +240,22 @@ fn step_recovers(
     injected
 }
 
+/// Runs `step` for n = 0, 1, … until a step injects no fault (its job ran
+/// whole); `step` returns the faults it injected. Returns their sum.
+fn every_step(name: &str, mut step: impl FnMut(u64) -> u64) -> u64 {
+    let mut total = 0;
+    for n in 0.. {
+        let injected = step(n);
+        if injected == 0 {
+            assert!(n >= 5, "{name}: only {n} I/O steps");
+            break;
+        }
+        total += injected;
+    }
+    eprintln!("faults injected by {name}: {total}");
+    total
+}
+
 /// Fails every file operation from the `n`-th on (a device going away; a
 /// failing append lands half its bytes) while `job` runs, for each `n`
 /// until the job completes untouched, and crashes: by a power loss, by a
@@ -252,23 +268,15 @@ fn crash_at_every_step(
     prepare: impl Fn(&Db) -> Oracle,
     job: impl Fn(&Db) -> cleave::Result<()>,
 ) -> u64 {
-    let mut total = 0;
-    for n in 0.. {
+    every_step(name, |n| {
         let mem = MemFs::new();
         let fs = FaultFs::new(Arc::new(mem.clone()));
         let db = Db::open(DIR, opts(Arc::new(fs.clone()))).unwrap();
         let oracle = prepare(&db);
         fs.fail_torn(&FaultOp::ALL, None, n, ErrorKind::Other, true);
         let result = job(&db);
-        let injected = step_recovers(name, n, &fs, &mem, result, db, &oracle);
-        total += fs.injected();
-        if !injected {
-            assert!(n >= 5, "{name}: only {n} I/O steps");
-            break;
-        }
-    }
-    eprintln!("faults injected by {name}: {total}");
-    total
+        step_recovers(name, n, &fs, &mem, result, db, &oracle)
+    })
 }
 
 #[test]
@@ -341,8 +349,7 @@ fn crash_at_every_io_step_of_a_range_merge() {
         max_background_jobs: 1,
         ..uncached_options(Arc::new(fs))
     };
-    let mut total = 0;
-    for n in 0.. {
+    every_step(name, |n| {
         let mem = base.crash_clone();
         let fs = FaultFs::new(Arc::new(mem.clone()));
         fs.fail_torn(&FaultOp::ALL, None, n, ErrorKind::Other, true);
@@ -361,14 +368,8 @@ fn crash_at_every_io_step_of_a_range_merge() {
                 "{name}: the L0 file was not moved down"
             );
         }
-        let injected = step_recovers(name, n, &fs, &mem, result, db, &oracle);
-        total += fs.injected();
-        if !injected {
-            assert!(n >= 5, "{name}: only {n} I/O steps");
-            break;
-        }
-    }
-    eprintln!("faults injected by {name}: {total}");
+        step_recovers(name, n, &fs, &mem, result, db, &oracle)
+    });
 }
 
 /// GC's own crash test (tests/gc.rs) fails whole operations; here its

@@ -10,12 +10,11 @@
 #[path = "common/scattered.rs"]
 mod scattered;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use cleave::vfs::MemFs;
 use cleave::{Db, Options, WriteOptions};
-use scattered::{check, k, max_refs, v, MIN_VALUE_SIZE};
+use scattered::{check, k, max_refs, scatter, v};
 
 const DIR: &str = "/db";
 /// Flushes, each writing every `ROUNDS`-th key: one logical value file
@@ -26,22 +25,11 @@ const SORTED_RUNS: usize = 4;
 
 fn options(fs: &MemFs, sorted_runs: usize, idle: Duration) -> Options {
     Options {
-        create_if_missing: true,
-        fs: Arc::new(fs.clone()),
-        write_buffer_size: 4 << 20,
-        level0_file_num_compaction_trigger: 1000,
-        level0_slowdown_writes_trigger: 1000,
-        level0_stop_writes_trigger: 1000,
-        target_file_size_base: 256 << 10,
-        min_value_size: MIN_VALUE_SIZE,
-        // Every value read reaches a file, so reads can be counted.
-        cache_values: false,
-        enable_gc: false,
         // Compaction moves handles only: the fan-out stays the flushes'.
         correlated_compaction: false,
         range_merge_sorted_runs: sorted_runs,
         range_merge_idle: idle,
-        ..Options::default()
+        ..scattered::options(fs)
     }
 }
 
@@ -49,12 +37,7 @@ fn options(fs: &MemFs, sorted_runs: usize, idle: Duration) -> Options {
 /// into the last level.
 fn build(fs: &MemFs) {
     let db = Db::open(DIR, options(fs, 0, Duration::ZERO)).unwrap();
-    for round in 0..ROUNDS {
-        for i in (round..KEYS).step_by(ROUNDS) {
-            db.put(&WriteOptions::default(), &k(i), &v(i, 0)).unwrap();
-        }
-        db.flush().unwrap();
-    }
+    scatter(&db, ROUNDS, KEYS);
     db.compact_range(None, None).unwrap();
     db.wait_for_compactions().unwrap();
     assert_eq!(db.stats().range_merges, 0);

@@ -197,6 +197,7 @@ impl ValueStore {
             }
         }
         let bufs = self.fs.read_batch(&requests);
+        assert_eq!(bufs.len(), requests.len(), "a batch answers every request");
         for ((i, file, offset), buf) in asked.into_iter().zip(bufs) {
             let w = &wanted[i];
             out[i] = Some(buf.and_then(|buf| {

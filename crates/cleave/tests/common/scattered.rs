@@ -2,7 +2,10 @@
 //! (many small flushes of interleaved keys), for the tests of what gathers
 //! them again: correlated compaction and range merges.
 
-use cleave::{Db, ReadOptions};
+use std::sync::Arc;
+
+use cleave::vfs::MemFs;
+use cleave::{Db, Options, ReadOptions, WriteOptions};
 
 /// Every value of [`v`] is at least this long plus 100 bytes: separated.
 pub const MIN_VALUE_SIZE: usize = 512;
@@ -16,6 +19,37 @@ pub fn v(i: usize, round: usize) -> Vec<u8> {
     let mut out = format!("r{round}-i{i}-").into_bytes();
     out.resize(MIN_VALUE_SIZE + 100 + i % 300, b'a' + (i % 26) as u8);
     out
+}
+
+/// Options for scattering a range: no compaction until the test asks (the
+/// flushes pile up in L0), small sstables, every value separated and read
+/// from a file (so reads can be counted), no GC.
+pub fn options(fs: &MemFs) -> Options {
+    Options {
+        create_if_missing: true,
+        fs: Arc::new(fs.clone()),
+        write_buffer_size: 4 << 20,
+        level0_file_num_compaction_trigger: 1000,
+        level0_slowdown_writes_trigger: 1000,
+        level0_stop_writes_trigger: 1000,
+        target_file_size_base: 256 << 10,
+        min_value_size: MIN_VALUE_SIZE,
+        cache_values: false,
+        enable_gc: false,
+        ..Options::default()
+    }
+}
+
+/// Writes keys `0..keys` in `rounds` flushes, each writing every
+/// `rounds`-th key: one logical value file per flush, each spread over the
+/// whole key range.
+pub fn scatter(db: &Db, rounds: usize, keys: usize) {
+    for round in 0..rounds {
+        for i in (round..keys).step_by(rounds) {
+            db.put(&WriteOptions::default(), &k(i), &v(i, 0)).unwrap();
+        }
+        db.flush().unwrap();
+    }
 }
 
 /// The most logical value files one live sstable references.
