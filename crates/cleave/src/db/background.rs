@@ -105,6 +105,8 @@ pub(super) fn run(db: &DbInner) {
         for gc_turn in [sched.gc_first, !sched.gc_first] {
             if gc_turn && gc_slot {
                 if let Some(gc) = db.pick_gc(&st, sched.gc_ratio) {
+                    // An unused pick must not pin files for the job's length.
+                    compaction = None;
                     // A failure is counted in the stats; see run_gc_registered.
                     st = db.run_gc_registered(st, gc).0;
                     continue 'outer;
@@ -117,6 +119,16 @@ pub(super) fn run(db: &DbInner) {
                     continue 'outer;
                 }
             }
+        }
+        // The unused pick may have held the last reference to files that
+        // left the Version meanwhile: delete them before sleeping, or they
+        // would take disk space until the next job.
+        drop(compaction);
+        if db.purger.has_pending() {
+            drop(st);
+            db.purger.purge();
+            st = db.state.lock();
+            continue;
         }
         match idle_wait {
             Some(wait) => {

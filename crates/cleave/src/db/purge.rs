@@ -42,10 +42,14 @@ impl Purger {
         }
     }
 
+    pub(crate) fn has_pending(&self) -> bool {
+        self.obsolete.is_pending()
+    }
+
     /// Deletes every queued file. Best effort: a file that cannot be
     /// removed now is an orphan, removed by the next open.
     pub(crate) fn purge(&self) {
-        if !self.obsolete.is_pending() {
+        if !self.has_pending() {
             return;
         }
         for f in self.obsolete.take() {
