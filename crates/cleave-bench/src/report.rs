@@ -257,9 +257,11 @@ impl BenchmarkRecord {
             write_amp,
             device_reads: costs.device_reads.map(|r| r.requests),
             device_read_bytes: costs.device_reads.map(|r| r.bytes),
+            // A maintenance step (waitforcompaction, compact) counts one
+            // op for the whole job: reads per op would mean nothing.
             device_reads_per_op: costs
                 .device_reads
-                .filter(|_| outcome.ops > 0)
+                .filter(|_| outcome.ops > 0 && !outcome.benchmark.is_maintenance())
                 .map(|r| r.requests as f64 / outcome.ops as f64),
             disk_bytes: costs.disk_bytes,
             live_bytes: costs.live_bytes,
@@ -343,9 +345,13 @@ impl BenchmarkRecord {
             } else {
                 String::new()
             };
+            let flush_stalls = counters
+                .flush_stall_micros
+                .map(|m| format!(" ({:.3} s waiting for a flush)", m as f64 / 1e6))
+                .unwrap_or_default();
             text.push_str(&format!(
                 "  engine counters: wal {}, flush {}, compaction read {} written {} \
-                 (value files {} of those){gc}, stalls {:.3} s, write-amp {}\n",
+                 (value files {} of those){gc}, stalls {:.3} s{flush_stalls}, write-amp {}\n",
                 mebibytes(Some(counters.wal_bytes_written)),
                 mebibytes(Some(counters.flush_bytes_written)),
                 mebibytes(Some(counters.compaction_bytes_read)),
@@ -574,6 +580,20 @@ mod tests {
         assert_eq!(read.write_amp, None);
         assert_eq!(read.space_amp, None);
         assert!(read.cost_lines().contains("device n/a written"));
+        // A maintenance step is one op for a whole job: its reads are
+        // reported, per op they are not.
+        let wait = outcome(Benchmark::WaitForCompaction, 1, 0, 3.0);
+        let costs = Costs {
+            device_reads: Some(DeviceReads {
+                requests: 900,
+                bytes: 900 * 4096,
+            }),
+            ..Costs::default()
+        };
+        let wait = BenchmarkRecord::new("memory", 1, &wait, 0, costs);
+        assert_eq!(wait.device_reads, Some(900));
+        assert_eq!(wait.device_reads_per_op, None);
+        assert!(wait.cost_lines().contains("device reads: 900 (n/a per op"));
     }
 
     #[test]

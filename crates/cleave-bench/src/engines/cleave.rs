@@ -284,6 +284,7 @@ impl Engine for CleaveEngine {
             gc_bytes_read: stats.gc.index_bytes_read + stats.gc.value_bytes_read,
             gc_bytes_written: stats.gc.bytes_written,
             stall_micros: counter(stats.stall_micros),
+            flush_stall_micros: Some(counter(stats.memtable_stall_micros)),
         })
     }
 

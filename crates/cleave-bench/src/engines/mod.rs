@@ -51,6 +51,10 @@ pub struct EngineCounters {
     pub gc_bytes_read: u64,
     pub gc_bytes_written: u64,
     pub stall_micros: u64,
+    /// The part of `stall_micros` writers waited for a flush because every
+    /// memtable was full; cleave's only (RocksDB's C API does not split
+    /// its stall time by cause).
+    pub flush_stall_micros: Option<u64>,
 }
 
 impl EngineCounters {
@@ -80,6 +84,10 @@ impl EngineCounters {
                 .gc_bytes_written
                 .saturating_sub(earlier.gc_bytes_written),
             stall_micros: self.stall_micros.saturating_sub(earlier.stall_micros),
+            flush_stall_micros: self
+                .flush_stall_micros
+                .zip(earlier.flush_stall_micros)
+                .map(|(now, then)| now.saturating_sub(then)),
         }
     }
 

@@ -29,6 +29,7 @@ pub(crate) struct Counters {
     pub stall_micros: AtomicU64,
     pub slowdown_writes: AtomicU64,
     pub stopped_writes: AtomicU64,
+    pub memtable_stall_micros: AtomicU64,
     pub budget_stall_micros: AtomicU64,
     pub budget_slowdown_writes: AtomicU64,
     pub budget_stopped_writes: AtomicU64,
@@ -147,6 +148,10 @@ pub struct Stats {
     pub stall_micros: u64,
     pub slowdown_writes: u64,
     pub stopped_writes: u64,
+    /// Time writers waited because every memtable was full, waiting for a
+    /// flush (part of `stall_micros`; the rest is L0's slowdown and stop
+    /// triggers, and the space budget).
+    pub memtable_stall_micros: u64,
     /// Time writers spent delayed or stopped because usage was past
     /// `space_budget_bytes` (part of `stall_micros`), and how many writes
     /// were delayed or stopped for it.
@@ -201,6 +206,7 @@ impl Stats {
             stall_micros: get(&c.stall_micros),
             slowdown_writes: get(&c.slowdown_writes),
             stopped_writes: get(&c.stopped_writes),
+            memtable_stall_micros: get(&c.memtable_stall_micros),
             budget_stall_micros: get(&c.budget_stall_micros),
             budget_slowdown_writes: get(&c.budget_slowdown_writes),
             budget_stopped_writes: get(&c.budget_stopped_writes),
@@ -316,8 +322,9 @@ impl Stats {
         );
         let _ = writeln!(
             s,
-            "stalls: {:.3} s ({} slowed, {} stopped writes); memtables: {:.1} MB active+{} immutable; block cache {:.1}/{:.1} MB, {} hits, {} misses",
+            "stalls: {:.3} s ({:.3} s for a flush; {} slowed, {} stopped writes); memtables: {:.1} MB active+{} immutable; block cache {:.1}/{:.1} MB, {} hits, {} misses",
             self.stall_micros as f64 / 1e6,
+            self.memtable_stall_micros as f64 / 1e6,
             self.slowdown_writes,
             self.stopped_writes,
             mb(self.memtable_bytes),

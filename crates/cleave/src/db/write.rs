@@ -293,10 +293,11 @@ impl DbInner {
                 add(&self.counters.stopped_writes, 1);
                 self.bg_cv.notify_all();
                 self.bg_cv.wait(&mut st);
-                add(
-                    &self.counters.stall_micros,
-                    start.elapsed().as_micros() as u64,
-                );
+                let micros = start.elapsed().as_micros() as u64;
+                add(&self.counters.stall_micros, micros);
+                if !l0_stop {
+                    add(&self.counters.memtable_stall_micros, micros);
+                }
                 continue;
             }
             st = self.switch_memtable(st)?;

@@ -36,10 +36,16 @@ use crate::Compression;
 /// a batch alone).
 const BATCH_BYTES: u64 = 8 << 20;
 
+/// GC's reads in flight at once. Live records of a collected file are
+/// scattered between dead ones, so runs are short, and several submitted
+/// together take about the time of one; but GC is background work, and a
+/// deeper queue takes the device from flushes: with the ring's full depth
+/// (64) the fixed-8k overwrite ran 13% slower than with the eight reader
+/// threads this replaced (docs/benchmarks.md, issue 15).
+const READS_IN_FLIGHT: usize = 8;
+
 /// The records of `batch`, in order: its runs read with one
-/// [`Fs::read_batch`]. Live records of a collected file are scattered
-/// between dead ones, so runs are short; submitted together, the device
-/// serves many in about the time of one.
+/// [`Fs::read_batch`], `READS_IN_FLIGHT` at a time.
 fn read_batch(
     fs: &dyn Fs,
     file: &ValueFile,
@@ -54,7 +60,10 @@ fn read_batch(
         }
     }
     let mut records = Vec::new();
-    for (run, buf) in runs.into_iter().zip(fs.read_batch(&requests)) {
+    for (run, buf) in runs
+        .into_iter()
+        .zip(fs.read_batch(&requests, READS_IN_FLIGHT))
+    {
         records.extend(file.decode_run(run, &buf?)?);
     }
     Ok(records)

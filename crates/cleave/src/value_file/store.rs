@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::base::{filename, FileNumber, SeqNo};
 use crate::cache::{BlockCache, CacheKind, CachedBlock, Priority, ShardedCache};
 use crate::error::Result;
-use crate::vfs::{FileOptions, Fs, ReadRequest};
+use crate::vfs::{FileOptions, Fs, ReadRequest, MAX_READS_IN_FLIGHT};
 
 use super::{ValueFile, ValueHandle};
 
@@ -196,7 +196,7 @@ impl ValueStore {
                 Err(e) => out[*i] = Some(Err(e)),
             }
         }
-        let bufs = self.fs.read_batch(&requests);
+        let bufs = self.fs.read_batch(&requests, MAX_READS_IN_FLIGHT);
         assert_eq!(bufs.len(), requests.len(), "a batch answers every request");
         for ((i, file, offset), buf) in asked.into_iter().zip(bufs) {
             let w = &wanted[i];
@@ -340,7 +340,7 @@ impl ValueStore {
                 starts.push((*physical, *start));
             }
         }
-        let results = self.fs.read_batch(&requests);
+        let results = self.fs.read_batch(&requests, MAX_READS_IN_FLIGHT);
         readahead.clear_spans();
         readahead.batch_records = batch_records;
         for ((physical, start), result) in starts.into_iter().zip(results) {

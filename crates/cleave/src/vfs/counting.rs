@@ -128,7 +128,7 @@ impl Fs for CountingFs {
 
     /// Counts each request and hands the batch, with the files under the
     /// counting ones, to the inner file system's batched read.
-    fn read_batch(&self, reads: &[ReadRequest<'_>]) -> Vec<Result<Vec<u8>>> {
+    fn read_batch(&self, reads: &[ReadRequest<'_>], in_flight: usize) -> Vec<Result<Vec<u8>>> {
         let inner: Vec<ReadRequest<'_>> = reads
             .iter()
             .map(|r| {
@@ -142,7 +142,7 @@ impl Fs for CountingFs {
                 }
             })
             .collect();
-        self.inner.read_batch(&inner)
+        self.inner.read_batch(&inner, in_flight)
     }
 
     fn read_batch_mode(&self) -> ReadBatchMode {
@@ -153,7 +153,7 @@ impl Fs for CountingFs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vfs::MemFs;
+    use crate::vfs::{MemFs, MAX_READS_IN_FLIGHT};
 
     #[test]
     fn reads_are_counted_in_total_and_per_thread() {
@@ -181,7 +181,7 @@ mod tests {
                 len: 10,
             },
         ];
-        let got = fs.read_batch(&batch);
+        let got = fs.read_batch(&batch, MAX_READS_IN_FLIGHT);
         assert_eq!(got[0].as_deref().unwrap(), &[7u8; 10]);
         assert!(got[1].is_err(), "a read past the end fails alone");
         assert_eq!(thread_reads() - before, 3);

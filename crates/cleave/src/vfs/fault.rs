@@ -257,7 +257,7 @@ impl Fs for FaultFs {
     /// strikes; the rest go to the inner file system's batch, on its own
     /// files, so a batch over [`OsFs`](super::OsFs) still uses io_uring.
     /// A file this file system did not open goes through as it is.
-    fn read_batch(&self, reads: &[ReadRequest<'_>]) -> Vec<Result<Vec<u8>>> {
+    fn read_batch(&self, reads: &[ReadRequest<'_>], in_flight: usize) -> Vec<Result<Vec<u8>>> {
         let mut answers: Vec<std::result::Result<ReadRequest<'_>, Error>> =
             Vec::with_capacity(reads.len());
         let mut forwarded = Vec::new();
@@ -279,7 +279,7 @@ impl Fs for FaultFs {
             forwarded.push(request);
             answers.push(Ok(request));
         }
-        let mut inner = self.inner.read_batch(&forwarded).into_iter();
+        let mut inner = self.inner.read_batch(&forwarded, in_flight).into_iter();
         answers
             .into_iter()
             .map(|answer| match answer {
@@ -355,7 +355,7 @@ impl RandomAccessFile for FaultRandomAccess {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vfs::MemFs;
+    use crate::vfs::{MemFs, MAX_READS_IN_FLIGHT};
 
     #[test]
     fn fails_the_chosen_operation_once() {
@@ -447,12 +447,15 @@ mod tests {
         // The second read of a value file fails.
         fs.fail(&[FaultOp::Read], Some(".vf"), 1, ErrorKind::Other, false);
         let reads_before = fs.count(FaultOp::Read);
-        let results = fs.read_batch(&[
-            request(&vf, 0),
-            request(&sst, 2),
-            request(&vf, 4),
-            request(&vf, 6),
-        ]);
+        let results = fs.read_batch(
+            &[
+                request(&vf, 0),
+                request(&sst, 2),
+                request(&vf, 4),
+                request(&vf, 6),
+            ],
+            MAX_READS_IN_FLIGHT,
+        );
         assert_eq!(fs.count(FaultOp::Read) - reads_before, 4);
         assert_eq!(fs.injected(), 1);
         let results: Vec<_> = results.into_iter().collect();
@@ -488,7 +491,7 @@ mod tests {
             })
             .collect();
         fs.fail(&[FaultOp::Read], None, 3, ErrorKind::Other, false);
-        let results = fs.read_batch(&requests);
+        let results = fs.read_batch(&requests, MAX_READS_IN_FLIGHT);
         let got: Vec<_> = results.iter().map(|r| r.as_ref().ok().cloned()).collect();
         let want = |s: &[u8]| Some(s.to_vec());
         assert_eq!(

@@ -283,7 +283,7 @@ impl RandomAccessFile for MemRandomAccess {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vfs::{ReadBatchMode, ReadRequest};
+    use crate::vfs::{ReadBatchMode, ReadRequest, MAX_READS_IN_FLIGHT};
 
     #[test]
     fn crash_keeps_only_synced_bytes_of_synced_entries() {
@@ -346,12 +346,15 @@ mod tests {
                 len,
             }
         }
-        let results = fs.read_batch(&[
-            request(&a, 6, 5),
-            request(&b, 2, 2),
-            request(&b, 0, 3),
-            request(&a, 11, 0),
-        ]);
+        let results = fs.read_batch(
+            &[
+                request(&a, 6, 5),
+                request(&b, 2, 2),
+                request(&b, 0, 3),
+                request(&a, 11, 0),
+            ],
+            MAX_READS_IN_FLIGHT,
+        );
         assert_eq!(results.len(), 4);
         let mut results = results.into_iter();
         assert_eq!(results.next().unwrap().unwrap(), b"world");
@@ -362,7 +365,7 @@ mod tests {
         );
         assert_eq!(results.next().unwrap().unwrap(), b"xyz");
         assert_eq!(results.next().unwrap().unwrap(), b"");
-        assert!(fs.read_batch(&[]).is_empty());
+        assert!(fs.read_batch(&[], 1).is_empty());
         assert_eq!(fs.read_batch_mode(), ReadBatchMode::Pread);
     }
 

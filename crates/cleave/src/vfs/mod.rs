@@ -25,6 +25,10 @@ pub use fault::{FaultFs, FaultOp};
 pub use mem::MemFs;
 pub use os::OsFs;
 
+/// Reads in flight at once that a batch of foreground reads (a scan's
+/// prefetch, `multi_get`) may use: the io_uring ring's depth.
+pub const MAX_READS_IN_FLIGHT: usize = uring::RING_DEPTH as usize;
+
 /// One read of a batch: exactly `len` bytes at `offset` of `file`, as
 /// [`RandomAccessFile::read_at`] reads them.
 #[derive(Clone, Copy)]
@@ -93,8 +97,11 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     /// Reads every request of `reads` (independent reads, of files this
     /// file system opened), each as [`RandomAccessFile::read_at`] would:
     /// one result per request, in order, and a failed read fails only its
-    /// own request. The default reads them one after another.
-    fn read_batch(&self, reads: &[ReadRequest<'_>]) -> Vec<Result<Vec<u8>>> {
+    /// own request; at most `in_flight` of them at once (at least one), so
+    /// that background work can leave the device to the foreground. The
+    /// default reads them one after another.
+    fn read_batch(&self, reads: &[ReadRequest<'_>], in_flight: usize) -> Vec<Result<Vec<u8>>> {
+        let _ = in_flight;
         reads
             .iter()
             .map(|r| r.file.read_at(r.offset, r.len))

@@ -164,7 +164,7 @@ impl Fs for OsFs {
     /// starting threads per batch cost more CPU than the reads (8% of a
     /// scan's), and the fallback only matters on kernels without io_uring,
     /// which do not justify a pool of long-lived readers.
-    fn read_batch(&self, reads: &[ReadRequest<'_>]) -> Vec<Result<Vec<u8>>> {
+    fn read_batch(&self, reads: &[ReadRequest<'_>], in_flight: usize) -> Vec<Result<Vec<u8>>> {
         let mut slots: Vec<Slot<'_>> = reads.iter().map(|r| self.start(r)).collect();
         if self.batch == ReadBatchMode::IoUring {
             let mut pending: Vec<&mut BatchRead<'_>> = slots
@@ -174,7 +174,7 @@ impl Fs for OsFs {
                     Slot::Done(_) => None,
                 })
                 .collect();
-            uring::read(&mut pending);
+            uring::read(&mut pending, in_flight);
         }
         slots
             .into_iter()
@@ -721,21 +721,25 @@ mod tests {
             requests.insert(at, r);
             expected.insert(at, want);
         }
-        let results = fs.read_batch(&requests);
-        assert_eq!(results.len(), requests.len());
-        for (i, (got, want)) in results.into_iter().zip(expected).enumerate() {
-            match want {
-                Some(want) => assert_eq!(got.unwrap(), want, "request {i}"),
-                None => {
-                    let err = got.unwrap_err();
-                    assert!(
-                        matches!(&err, Error::Io { path, op: "read", .. } if path == &pb),
-                        "{err}"
-                    );
+        // The whole ring, a shallow queue (GC's), one at a time, and more
+        // than the ring holds: the answers are the same.
+        for in_flight in [uring_depth(), 8, 1, 10 * uring_depth()] {
+            let results = fs.read_batch(&requests, in_flight);
+            assert_eq!(results.len(), requests.len());
+            for (i, (got, want)) in results.into_iter().zip(&expected).enumerate() {
+                match want {
+                    Some(want) => assert_eq!(&got.unwrap(), want, "request {i}, {in_flight}"),
+                    None => {
+                        let err = got.unwrap_err();
+                        assert!(
+                            matches!(&err, Error::Io { path, op: "read", .. } if path == &pb),
+                            "{err}"
+                        );
+                    }
                 }
             }
         }
-        assert!(fs.read_batch(&[]).is_empty());
+        assert!(fs.read_batch(&[], 0).is_empty());
     }
 
     fn request(file: &Arc<dyn RandomAccessFile>, offset: u64, len: usize) -> ReadRequest<'_> {

@@ -98,7 +98,7 @@ pub(super) fn thread_ring() -> &'static str {
 /// Reads `reads` through this thread's ring. A read it does not finish (no
 /// ring in this thread, a ring that failed, a read the kernel asks to
 /// retry) is left without a result, for the caller to read with `pread`.
-pub(super) fn read(reads: &mut [&mut BatchRead<'_>]) {
+pub(super) fn read(reads: &mut [&mut BatchRead<'_>], in_flight: usize) {
     // A thread that is exiting has no ring left: `pread`.
     let _ = RING.try_with(|slot| {
         let Ok(mut slot) = slot.try_borrow_mut() else {
@@ -116,7 +116,7 @@ pub(super) fn read(reads: &mut [&mut BatchRead<'_>]) {
             },
             Ring::Broken => return,
         };
-        if run(&mut ring, reads).is_ok() {
+        if run(&mut ring, reads, in_flight).is_ok() {
             *slot = Ring::Open(ring);
         }
     });
@@ -147,8 +147,13 @@ impl Drop for InFlight<'_, '_, '_> {
 /// Keeps up to `RING_DEPTH` reads in flight until every read has an
 /// answer. An error means completions are unknown: the buffers in flight
 /// were leaked, and the ring must not be used again.
-fn run(ring: &mut IoUring, reads: &mut [&mut BatchRead<'_>]) -> std::io::Result<()> {
+fn run(
+    ring: &mut IoUring,
+    reads: &mut [&mut BatchRead<'_>],
+    in_flight: usize,
+) -> std::io::Result<()> {
     let n = reads.len();
+    let depth = in_flight.clamp(1, RING_DEPTH as usize);
     let mut flight = InFlight {
         reads,
         flying: vec![false; n],
@@ -157,7 +162,7 @@ fn run(ring: &mut IoUring, reads: &mut [&mut BatchRead<'_>]) -> std::io::Result<
     // Reads to submit: each once, then again after a short read.
     let mut queue: VecDeque<usize> = (0..n).collect();
     loop {
-        while flight.count < RING_DEPTH as usize {
+        while flight.count < depth {
             let Some(&i) = queue.front() else {
                 break;
             };
