@@ -245,6 +245,21 @@ pub struct Flags {
     #[arg(long, default_value_t = 1000)]
     pub range_merge_idle_ms: u64,
 
+    /// cleave only: WAL-time separation (BVLSM). A value of at least this
+    /// many bytes goes to a value log when written, and the WAL and
+    /// memtable carry its handle (cleave's big_value_threshold). 0: off.
+    #[arg(long, default_value_t = 0)]
+    pub big_value_threshold: u64,
+
+    /// cleave only: value logs written at once (cleave's value_log_count).
+    #[arg(long, default_value_t = 4)]
+    pub value_log_count: u64,
+
+    /// cleave only: bytes of the values just written to value logs that
+    /// reads take from memory (cleave's recent_value_cache_bytes).
+    #[arg(long, default_value_t = 64 << 20)]
+    pub recent_value_cache_size: u64,
+
     /// Concurrent benchmark threads. As in db_bench, every thread does the
     /// full --num / --reads / --writes count and the report is the total.
     #[arg(long, default_value_t = 1)]
@@ -737,6 +752,15 @@ mod tests {
         let flags = parse(&["--range_merge_sorted_runs=0", "--range_merge_idle_ms=5"]);
         assert_eq!(flags.range_merge_sorted_runs, 0);
         assert_eq!(flags.range_merge_idle_ms, 5);
+        assert_eq!(flags.big_value_threshold, 0);
+        let flags = parse(&[
+            "--big_value_threshold=16384",
+            "--value_log_count=2",
+            "--recent_value_cache_size=0",
+        ]);
+        assert_eq!(flags.big_value_threshold, 16384);
+        assert_eq!(flags.value_log_count, 2);
+        assert_eq!(flags.recent_value_cache_size, 0);
         let flags = parse(&["--correlated_compaction=false", "--max_value_file_refs=8"]);
         assert!(!flags.correlated_compaction);
         assert_eq!(flags.max_value_file_refs, 8);

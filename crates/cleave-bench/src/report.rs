@@ -336,6 +336,14 @@ impl BenchmarkRecord {
         if let Some(counters) = &self.engine_counters {
             // Only engines with a GC of their own move these; the others'
             // blob GC is inside their compaction bytes.
+            let logs = if counters.value_log_bytes_written > 0 {
+                format!(
+                    ", value logs {}",
+                    mebibytes(Some(counters.value_log_bytes_written))
+                )
+            } else {
+                String::new()
+            };
             let gc = if counters.gc_bytes_read + counters.gc_bytes_written > 0 {
                 format!(
                     ", GC read {} written {}",
@@ -351,7 +359,7 @@ impl BenchmarkRecord {
                 .unwrap_or_default();
             text.push_str(&format!(
                 "  engine counters: wal {}, flush {}, compaction read {} written {} \
-                 (value files {} of those){gc}, stalls {:.3} s{flush_stalls}, write-amp {}\n",
+                 (value files {} of those){logs}{gc}, stalls {:.3} s{flush_stalls}, write-amp {}\n",
                 mebibytes(Some(counters.wal_bytes_written)),
                 mebibytes(Some(counters.flush_bytes_written)),
                 mebibytes(Some(counters.compaction_bytes_read)),

@@ -83,6 +83,16 @@ pub fn options(variant: u64) -> Options {
         // kill lands inside one.
         range_merge_sorted_runs: rng.gen_range(0..5),
         range_merge_idle: Duration::from_millis(rng.gen_range(0..3) * 50),
+        // WAL-time separation in two runs of three, its threshold among the
+        // separated values' sizes, so that values of one run reach the
+        // disk by all three ways: inline, at flush, and through a value log.
+        big_value_threshold: if rng.gen_range(0..3) == 0 {
+            0
+        } else {
+            rng.gen_range(MIN_SEPARATED + 100..6000)
+        },
+        value_log_count: rng.gen_range(1..5),
+        recent_value_cache_bytes: rng.gen_range(0..2) << 20,
         ..Options::default()
     }
 }

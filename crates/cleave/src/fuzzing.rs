@@ -32,10 +32,11 @@ use crate::sstable::{
     TableOptions, TableProperties,
 };
 use crate::value_file::{
-    decode_index_block, decode_record, decode_v1_index_block, find, record_header,
-    IndexBlockEncoder, IndexEntry, ValueFile, ValueFileBuilder, ValueFileOptions, ValueHandle,
-    ValueRecord,
+    decode_index_block, decode_record, decode_v1_index_block, find, record_from_raw, record_header,
+    IndexBlockEncoder, IndexEntry, Origin, ValueFile, ValueFileBuilder, ValueFileOptions,
+    ValueHandle, ValueRecord,
 };
+use crate::value_log::scan_bytes;
 use crate::vfs::{self, FileOptions, Fs, MemFs};
 use crate::wal::{self, WalWriter};
 use crate::{compaction, gc, Compression, Options, Result, WriteBatch};
@@ -48,7 +49,7 @@ pub type Seeds = Vec<(&'static str, Vec<Vec<u8>>)>;
 
 /// Every target by name: `fuzz/fuzz_targets/<name>.rs` calls it and
 /// `fuzz/corpus/<name>/` holds its seeds.
-pub const TARGETS: [(&str, Target); 9] = [
+pub const TARGETS: [(&str, Target); 10] = [
     ("block", block),
     ("sstable", sstable),
     ("value_record", value_record),
@@ -58,6 +59,7 @@ pub const TARGETS: [(&str, Target); 9] = [
     ("write_batch", write_batch),
     ("value_refs", value_refs),
     ("value_handle", value_handle),
+    ("value_log", value_log),
 ];
 
 /// Where the file-level targets put their input, on a fresh [`MemFs`].
@@ -411,6 +413,25 @@ fn put_file(fs: &MemFs, path: &Path, data: &[u8]) -> Result<()> {
     fs.create(path, FileOptions::default())?.append(data)
 }
 
+/// The bytes as a value log that was never sealed: scanned as an open
+/// scans one, up to its first bad record, and each record found decoded
+/// (and decompressed) as the sealed copy recovery writes reads it.
+pub fn value_log(data: &[u8]) -> usize {
+    let _checksums = ChecksumsIgnored::new();
+    let places = scan_bytes(data);
+    let mut end = 0u64;
+    for (ordinal, &(offset, len)) in places.iter().enumerate() {
+        assert_eq!(offset, end, "a scan's records lie back to back");
+        end = offset + u64::from(len);
+        let Some(raw) = data.get(offset as usize..end as usize) else {
+            panic!("a scan found a record past the input");
+        };
+        let raw = raw.to_vec();
+        let _ = record_from_raw(Path::new(DIR), offset, NUMBER, ordinal as u64, raw);
+    }
+    places.len()
+}
+
 // ------------------------------------------------------------------ seeds
 
 /// Seed inputs per target, written by the crate's own builders: what
@@ -426,6 +447,7 @@ pub fn seeds() -> Result<Seeds> {
         ("write_batch", write_batch_seeds()),
         ("value_refs", value_refs_seeds()),
         ("value_handle", value_handle_seeds()),
+        ("value_log", value_log_seeds()?),
     ])
 }
 
@@ -600,6 +622,38 @@ fn value_file_seeds() -> Result<Vec<Vec<u8>>> {
     }
     b.finish()?;
     seeds.push(vfs::read_all(&fs, &path)?);
+    Ok(seeds)
+}
+
+/// Value logs as a crash leaves them: unsealed (one per codec), cut in
+/// the middle of a record, and sealed (the scan stops at the index).
+fn value_log_seeds() -> Result<Vec<Vec<u8>>> {
+    let fs = MemFs::new();
+    fs.create_dir_all(Path::new(DIR))?;
+    let mut seeds = Vec::new();
+    for (i, compression) in CODECS.into_iter().enumerate() {
+        let path = PathBuf::from(format!("{DIR}/log{i}.vf"));
+        let opts = ValueFileOptions {
+            compression,
+            origin: Origin::ValueLog,
+            ..ValueFileOptions::default()
+        };
+        let mut b = ValueFileBuilder::create(&fs, path.clone(), NUMBER, opts)?;
+        for j in 0..10 {
+            // Arrival order, not key order; sequence 0, as logs write.
+            b.add(format!("key{:04}", (j * 7) % 10).as_bytes(), 0, &value(j))?;
+        }
+        b.flush()?;
+        let unsealed = vfs::read_all(&fs, &path)?;
+        if i == 0 {
+            seeds.push(unsealed[..unsealed.len() - 17].to_vec());
+        }
+        seeds.push(unsealed);
+        if i == 1 {
+            b.finish()?;
+            seeds.push(vfs::read_all(&fs, &path)?);
+        }
+    }
     Ok(seeds)
 }
 

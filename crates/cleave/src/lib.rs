@@ -19,6 +19,7 @@ mod options;
 mod record;
 mod sstable;
 mod value_file;
+mod value_log;
 pub mod vfs;
 mod wal;
 

@@ -65,8 +65,21 @@ pub struct Options {
     /// Smallest value (bytes) that is separated; RocksDB's `min_blob_size`.
     pub min_value_size: usize,
     /// Target bytes of one value file written by a flush; a larger flush
-    /// writes several.
+    /// writes several. Also where a value log is sealed.
     pub value_file_size: u64,
+    /// WAL-time separation (BVLSM): a value of at least this many bytes is
+    /// appended, in the writer's thread and before its WAL record, to a
+    /// value log, and the WAL and memtable carry only its handle, so it is
+    /// written to disk once and memtables fill with handles. Smaller values
+    /// from `min_value_size` up keep flush-time separation. 0 turns it off.
+    pub big_value_threshold: usize,
+    /// Value logs written at once: each writer thread appends to its own
+    /// when it is free, so concurrent writers rarely wait for one another.
+    pub value_log_count: usize,
+    /// Bytes of the values just written to value logs that reads are
+    /// served from without a disk read (a read right after a write); 0
+    /// turns the cache off.
+    pub recent_value_cache_bytes: usize,
     /// Flushes, compactions and GC put the index and filter blocks of the
     /// sstables and the record index blocks of the value files they write
     /// into the block cache (high priority), and flushes their sstables'
@@ -210,6 +223,9 @@ impl Default for Options {
             enable_value_separation: true,
             min_value_size: 512,
             value_file_size: 256 << 20,
+            big_value_threshold: 0,
+            value_log_count: 4,
+            recent_value_cache_bytes: 64 << 20,
             prepopulate_block_cache: true,
             cache_values: true,
             value_compression: Compression::None,
@@ -296,6 +312,9 @@ impl Options {
         // bitmaps: 32 GiB of records of at least 14 bytes stays below 2^32.
         if self.value_file_size < 4 << 10 || self.value_file_size > 32 << 30 {
             return bad("value_file_size must be in [4 KiB, 32 GiB]");
+        }
+        if self.big_value_threshold > 0 && !(1..=64).contains(&self.value_log_count) {
+            return bad("value_log_count must be in [1, 64]");
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");

@@ -178,6 +178,12 @@ impl CleaveEngine {
                 "range_merge_sorted_runs",
             )?,
             range_merge_idle: Duration::from_millis(config.range_merge_idle_ms),
+            big_value_threshold: option_value(config.big_value_threshold, "big_value_threshold")?,
+            value_log_count: option_value(config.value_log_count, "value_log_count")?,
+            recent_value_cache_bytes: option_value(
+                config.recent_value_cache_size,
+                "recent_value_cache_size",
+            )?,
             use_direct_reads: config.use_direct_reads,
             use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,
             ..defaults
@@ -283,6 +289,7 @@ impl Engine for CleaveEngine {
             // write amplification adds these rather than double counting.
             gc_bytes_read: stats.gc.index_bytes_read + stats.gc.value_bytes_read,
             gc_bytes_written: stats.gc.bytes_written,
+            value_log_bytes_written: stats.value_log_bytes_written,
             stall_micros: counter(stats.stall_micros),
             flush_stall_micros: Some(counter(stats.memtable_stall_micros)),
         })

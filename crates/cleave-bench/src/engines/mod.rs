@@ -50,6 +50,9 @@ pub struct EngineCounters {
     /// these stay 0.
     pub gc_bytes_read: u64,
     pub gc_bytes_written: u64,
+    /// Bytes cleave's value logs took when values were written
+    /// (WAL-time separation); in none of the counters above.
+    pub value_log_bytes_written: u64,
     pub stall_micros: u64,
     /// The part of `stall_micros` writers waited for a flush because every
     /// memtable was full; cleave's only (RocksDB's C API does not split
@@ -83,6 +86,9 @@ impl EngineCounters {
             gc_bytes_written: self
                 .gc_bytes_written
                 .saturating_sub(earlier.gc_bytes_written),
+            value_log_bytes_written: self
+                .value_log_bytes_written
+                .saturating_sub(earlier.value_log_bytes_written),
             stall_micros: self.stall_micros.saturating_sub(earlier.stall_micros),
             flush_stall_micros: self
                 .flush_stall_micros
@@ -91,14 +97,15 @@ impl EngineCounters {
         }
     }
 
-    /// Everything the engine wrote (WAL, flushes, compactions, GC; value
-    /// files are inside the last three) per user byte; `None` when no user
+    /// Everything the engine wrote (WAL, flushes, compactions, GC, value
+    /// logs; value files are inside the flushes, compactions and GC) per user byte; `None` when no user
     /// bytes were written.
     pub fn write_amplification(&self) -> Option<f64> {
         let written = self.wal_bytes_written
             + self.flush_bytes_written
             + self.compaction_bytes_written
-            + self.gc_bytes_written;
+            + self.gc_bytes_written
+            + self.value_log_bytes_written;
         (self.user_bytes_written > 0).then(|| written as f64 / self.user_bytes_written as f64)
     }
 }
@@ -297,6 +304,11 @@ pub struct EngineConfig {
     pub max_value_file_refs: u64,
     /// cleave only: range merges (`--range_merge_sorted_runs`, 0 off).
     pub range_merge_sorted_runs: u64,
+    /// cleave only: WAL-time separation (`--big_value_threshold`, 0 off),
+    /// its logs, and the recent-value cache.
+    pub big_value_threshold: u64,
+    pub value_log_count: u64,
+    pub recent_value_cache_size: u64,
     /// cleave only: `--range_merge_idle_ms`.
     pub range_merge_idle_ms: u64,
 }
@@ -348,6 +360,9 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         max_value_file_refs: 256,
         range_merge_sorted_runs: 8,
         range_merge_idle_ms: 1000,
+        big_value_threshold: 0,
+        value_log_count: 4,
+        recent_value_cache_size: 64 << 20,
     }
 }
 
@@ -390,6 +405,9 @@ impl EngineConfig {
             max_value_file_refs: flags.max_value_file_refs,
             range_merge_sorted_runs: flags.range_merge_sorted_runs,
             range_merge_idle_ms: flags.range_merge_idle_ms,
+            big_value_threshold: flags.big_value_threshold,
+            value_log_count: flags.value_log_count,
+            recent_value_cache_size: flags.recent_value_cache_size,
         }
     }
 
@@ -411,7 +429,8 @@ impl EngineConfig {
              gc_coalesced_reads {} (cleave) | compensated_size {} (cleave) | \
              correlated_compaction {} (cleave) | max_value_file_refs {} (cleave) | \
              prepopulate_block_cache {} (cleave) | range_merge_sorted_runs {} (cleave) | \
-             range_merge_idle_ms {} (cleave)",
+             range_merge_idle_ms {} (cleave) | big_value_threshold {} (cleave) | \
+             value_log_count {} (cleave) | recent_value_cache_size {} (cleave)",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -442,6 +461,9 @@ impl EngineConfig {
             self.prepopulate_block_cache,
             self.range_merge_sorted_runs,
             self.range_merge_idle_ms,
+            self.big_value_threshold,
+            self.value_log_count,
+            self.recent_value_cache_size,
         )
     }
 }

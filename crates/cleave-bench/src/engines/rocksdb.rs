@@ -282,6 +282,7 @@ fn counters_from_tickers(tickers: &HashMap<&str, u64>) -> EngineCounters {
         // are in the compaction tickers already.
         gc_bytes_read: 0,
         gc_bytes_written: 0,
+        value_log_bytes_written: 0,
         stall_micros: ticker(TICKER_STALL_MICROS),
         flush_stall_micros: None,
     }
@@ -508,6 +509,7 @@ rocksdb.extra.words COUNT : 5 6
                 value_file_bytes_written: 1_500_000,
                 gc_bytes_read: 0,
                 gc_bytes_written: 0,
+                value_log_bytes_written: 0,
                 stall_micros: 77,
                 flush_stall_micros: None,
             }

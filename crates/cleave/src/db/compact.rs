@@ -490,9 +490,12 @@ impl DbInner {
         };
         let mut reseparate = (!files.is_empty()).then(|| Reseparate {
             files,
+            // Compaction reads only sstables, whose handles all name
+            // value files of the Version.
             source: ValueSource {
                 store: self.values.clone(),
                 version: version.clone(),
+                logs: Default::default(),
             },
             readahead: Readahead::for_compaction(),
             records: 0,

@@ -8,13 +8,31 @@ use crate::iter::InternalIterator;
 use crate::manifest::edit::VersionEdit;
 use crate::value_file::ValueClass;
 
+use super::compact::value_file_meta;
+
 impl DbInner {
     /// Writes the oldest immutable memtable to L0 and retires its WAL.
     /// REQUIRES: the caller set `flush_running`, so flushes stay in order.
     pub(super) fn flush_oldest(&self) -> Result<()> {
-        let Some(mem) = self.state.lock().imm.front().map(|i| i.mem.clone()) else {
+        let Some((mem, log_refs, version)) = ({
+            let st = self.state.lock();
+            st.imm
+                .front()
+                .map(|i| (i.mem.clone(), i.log_refs.clone(), st.current.clone()))
+        }) else {
             return Ok(());
         };
+        // The value logs its entries point into join the Version with its
+        // sstable, sealed first; those an earlier flush installed are
+        // there already. Only flushes install logs, one at a time, so the
+        // Version cannot gain them meanwhile.
+        let installs = self.logs.seal_for_install(
+            log_refs
+                .keys()
+                .copied()
+                .filter(|&n| version.physical_file(n).is_none()),
+        )?;
+        drop(version);
         let mut it = mem.iter();
         it.seek_to_first()?;
         // Shadowed versions no snapshot needs are dropped already here;
@@ -27,6 +45,9 @@ impl DbInner {
         // the next open removes.
         let mut edit = VersionEdit::default();
         outputs.add_to(&mut edit, 0);
+        for log in &installs {
+            edit.add_value_file(value_file_meta(log));
+        }
         {
             let mut v = self.versions.lock();
             let mut st = self.state.lock();
@@ -42,8 +63,14 @@ impl DbInner {
             }
             st = self.state.lock();
             st.current = v.current();
+            // Readers taking their view from here on find the logs in
+            // the Version.
+            let installed: Vec<_> = installs.iter().map(|s| s.number).collect();
+            self.logs.installed(&installed);
             st.imm.pop_front();
         }
+        // The flushed sstable now references what the entries pointed at.
+        self.logs.unpin(log_refs);
         add(&self.counters.flush_bytes_written, outputs.bytes());
         add(
             &self.counters.value_file_bytes_written,

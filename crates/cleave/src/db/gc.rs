@@ -86,7 +86,8 @@ impl DbInner {
             return None;
         }
         let opts = self.gc_picker_options(garbage_ratio);
-        let avoid: HashSet<FileNumber> = st.gc_busy.union(&st.gc_skip).copied().collect();
+        let mut avoid = self.logs.pinned();
+        avoid.extend(st.gc_busy.union(&st.gc_skip));
         picker::pick(&st.current, &opts, &avoid)
     }
 
@@ -101,7 +102,8 @@ impl DbInner {
     }
 
     /// Bytes of the live files the space budget counts: sstables and value
-    /// files of the current Version, and the memtables' worth of WAL.
+    /// files of the current Version, value logs not in it yet, and the
+    /// memtables' worth of WAL.
     pub(super) fn space_usage(&self, st: &State) -> u64 {
         let v = &st.current;
         let tables = (0..NUM_LEVELS).fold(0u64, |s, l| s.saturating_add(v.level_bytes(l)));
@@ -112,7 +114,10 @@ impl DbInner {
             .fold(st.mem.approximate_memory_usage(), |s, i| {
                 s.saturating_add(i.mem.approximate_memory_usage())
             });
-        tables.saturating_add(values).saturating_add(mem as u64)
+        tables
+            .saturating_add(values)
+            .saturating_add(self.logs.open_bytes())
+            .saturating_add(mem as u64)
     }
 
     /// How compaction and GC share the background threads now, from the
@@ -128,7 +133,9 @@ impl DbInner {
         let threads = self.opts.max_background_jobs;
         let gc_has_work = self.opts.enable_gc && {
             let opts = self.gc_picker_options(gc_ratio);
-            picker::pick(&st.current, &opts, &st.gc_skip).is_some()
+            let mut avoid = self.logs.pinned();
+            avoid.extend(&st.gc_skip);
+            picker::pick(&st.current, &opts, &avoid).is_some()
         };
         let mut max_gc = if self.opts.dynamic_gc_threads {
             pressure::max_gc_jobs(threads, &pressure, gc_has_work)
@@ -299,11 +306,13 @@ impl DbInner {
         let eligible: HashSet<FileNumber> = st.current.value_files().map(|f| f.number).collect();
         loop {
             Self::check_bg_error(&st)?;
+            // A value log unflushed entries point into is never collected.
+            let pinned = self.logs.pinned();
             let skip: HashSet<FileNumber> = st
                 .current
                 .value_files()
                 .map(|f| f.number)
-                .filter(|n| !eligible.contains(n) || st.gc_busy.contains(n))
+                .filter(|n| !eligible.contains(n) || st.gc_busy.contains(n) || pinned.contains(n))
                 .collect();
             let Some(plan) = picker::pick(&st.current, &opts, &skip) else {
                 // Files that other jobs collect count as collected once

@@ -17,7 +17,7 @@ mod stats;
 mod verify;
 mod write;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -42,6 +42,7 @@ use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::sstable::{BlockCache, TableCache};
 use crate::value_file::ValueStore;
+use crate::value_log::ValueLogs;
 use crate::vfs::{CountingFs, FileLock, Fs};
 use crate::wal::WalWriter;
 
@@ -87,10 +88,15 @@ impl WalState {
     }
 }
 
+/// Entries of a memtable pointing into each value log: what its flush
+/// installs, and the pins it then releases.
+type LogRefs = HashMap<FileNumber, u64>;
+
 /// A memtable waiting to be flushed, with the WAL that holds its writes.
 struct Immutable {
     mem: Arc<MemTable>,
     wal: FileNumber,
+    log_refs: LogRefs,
 }
 
 /// State shared by foreground and background threads, behind `DbInner::state`.
@@ -101,6 +107,8 @@ struct State {
     /// Set when `mem` holds writes made with `disable_wal`, which only a
     /// flush makes durable.
     mem_has_unlogged: bool,
+    /// `mem`'s entries pointing into value logs.
+    mem_log_refs: LogRefs,
     /// Oldest first.
     imm: VecDeque<Immutable>,
     current: Arc<Version>,
@@ -144,6 +152,8 @@ pub(crate) struct DbInner {
     block_cache: Arc<BlockCache>,
     table_cache: Arc<TableCache>,
     values: Arc<ValueStore>,
+    /// WAL-time separation: the value logs big values are appended to.
+    logs: Arc<ValueLogs>,
     purger: Arc<purge::Purger>,
     snapshots: Arc<SnapshotList>,
     counters: stats::Counters,
@@ -359,7 +369,12 @@ impl Db {
         // or a synced WAL: say so instead of closing quietly.
         let poisoned = Self::poison_status(&self.inner);
         let sync = if poisoned.is_ok() {
-            self.inner.sync_wal()
+            // Sealed, the value logs open whole next time, without a scan;
+            // durable (with their directory entries) before the WAL.
+            let logs = &self.inner.logs;
+            logs.seal_all()
+                .and_then(|()| logs.sync())
+                .and_then(|()| self.inner.sync_wal())
         } else {
             Ok(())
         };
@@ -424,6 +439,12 @@ impl DbInner {
                 }
             })
             .collect();
+        let logs = self.logs.counters();
+        s.value_log_bytes_written = logs.bytes_written.load(Ordering::Relaxed);
+        s.value_log_records = logs.records.load(Ordering::Relaxed);
+        s.value_logs_created = logs.files.load(Ordering::Relaxed);
+        s.recent_value_hits = logs.recent_hits.load(Ordering::Relaxed);
+        s.recent_value_cache_usage = self.logs.recent_usage() as u64;
         s.drop_cache_usage = self.drop_cache.usage() as u64;
         s.drop_cache_capacity = self.opts.drop_cache_capacity as u64;
         s.space_usage_bytes = self.space_usage(&st);

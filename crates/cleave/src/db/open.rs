@@ -1,6 +1,6 @@
 //! Opening a database: lock, manifest recovery, WAL replay, orphan removal.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -9,11 +9,14 @@ use std::time::Instant;
 use parking_lot::{Condvar, Mutex};
 
 use super::budget::Budget;
+use super::compact::value_file_meta;
 use super::snapshot::SnapshotList;
 use super::stats::Counters;
 use super::{DbInner, State, WalState};
 use crate::base::filename::{self, FileKind};
+use crate::base::key::ValueKind;
 use crate::base::FileNumber;
+use crate::batch::WriteBatch;
 use crate::compaction::picker::PickerOptions;
 use crate::compaction::stream::DropRules;
 use crate::error::{Error, Result};
@@ -25,7 +28,9 @@ use crate::manifest::version_set::VersionSet;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::{new_block_cache, TableCache};
+use crate::value_file::ValueHandle;
 use crate::value_file::ValueStore;
+use crate::value_log::{LogOptions, RecoveredLog, RecoveredLogs, ValueLogs};
 use crate::vfs::{CountingFs, Fs};
 use crate::wal::{self, WalWriter};
 
@@ -89,6 +94,20 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         table_cache.clone(),
         values.clone(),
     ));
+    let logs = Arc::new(ValueLogs::new(
+        fs.clone(),
+        dir,
+        LogOptions {
+            threshold: opts.big_value_threshold,
+            count: opts.value_log_count,
+            file_size: opts.value_file_size,
+            compression: opts.value_compression,
+            recent_bytes: opts.recent_value_cache_bytes,
+        },
+    ));
+    let mut versions = versions;
+    let pins = logs.clone();
+    versions.keep_value_files(Box::new(move |n| pins.is_pinned(n)));
     let last_seq = versions.last_seq();
     let current = versions.current();
     let log_number = versions.log_number();
@@ -102,6 +121,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
             mem: Arc::new(MemTable::new()),
             mem_wal: log_number,
             mem_has_unlogged: false,
+            mem_log_refs: HashMap::new(),
             imm: VecDeque::new(),
             current,
             flush_running: false,
@@ -123,6 +143,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         block_cache,
         table_cache,
         values,
+        logs,
         purger,
         snapshots: Arc::new(SnapshotList::default()),
         counters: Counters::default(),
@@ -264,6 +285,10 @@ impl DbInner {
         edit: &mut VersionEdit,
     ) -> Result<()> {
         let mut mem = Arc::new(MemTable::new());
+        // Value logs the replayed handles point into, and those the
+        // memtable being rebuilt points into.
+        let mut logs = RecoveredLogs::default();
+        let mut mem_logs = BTreeSet::new();
         let mut max_seq = self.visible_seq.load(Ordering::Acquire);
         // Databases that never logged a WAL number have none to miss.
         if log_number.0 > 0 && wals.first() != Some(&log_number) {
@@ -279,6 +304,13 @@ impl DbInner {
             self.check_wal_chain(previous, number, contents.previous)?;
             previous = Some(number);
             for (seq, batch) in &contents.batches {
+                // A batch pointing at a value a crash lost from its log
+                // ends replay, as a torn record does: it and every later
+                // write never reached a state a reader could have seen.
+                let Some(points_into) = self.values_present(batch, &mut logs)? else {
+                    break 'wals;
+                };
+                mem_logs.extend(points_into);
                 let mut s = *seq;
                 for e in batch.entries() {
                     let e = e?;
@@ -287,7 +319,7 @@ impl DbInner {
                 }
                 max_seq = max_seq.max(s.saturating_sub(1));
                 if mem.approximate_memory_usage() >= self.opts.write_buffer_size {
-                    self.flush_recovered(&mem, edit)?;
+                    self.flush_recovered(&mem, &std::mem::take(&mut mem_logs), &mut logs, edit)?;
                     mem = Arc::new(MemTable::new());
                 }
             }
@@ -303,10 +335,48 @@ impl DbInner {
             }
         }
         if !mem.is_empty() {
-            self.flush_recovered(&mem, edit)?;
+            self.flush_recovered(&mem, &mem_logs, &mut logs, edit)?;
         }
         self.visible_seq.store(max_seq, Ordering::Release);
         Ok(())
+    }
+
+    /// The value logs the handles of `batch` point into, outside the
+    /// Version, if every record they name is intact in its log; `None` if
+    /// one is missing or damaged.
+    fn values_present(
+        &self,
+        batch: &WriteBatch,
+        logs: &mut RecoveredLogs,
+    ) -> Result<Option<Vec<FileNumber>>> {
+        let version = self.versions.lock().current();
+        let mut points_into = Vec::new();
+        for e in batch.entries() {
+            let e = e?;
+            if e.kind != ValueKind::ValueRef {
+                continue;
+            }
+            // The batch decoded, so its handles do.
+            let h = ValueHandle::decode(e.value).map_err(|d| {
+                Error::corruption("<replayed batch>", 0, format!("value handle: {}", d.0))
+            })?;
+            if version.physical_file(h.logical_file).is_some() {
+                continue;
+            }
+            let log = match logs.0.entry(h.logical_file) {
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::btree_map::Entry::Vacant(v) => v.insert(RecoveredLog::open(
+                    self.fs.as_ref(),
+                    &self.dir,
+                    h.logical_file,
+                )?),
+            };
+            if !log.holds(&h)? {
+                return Ok(None);
+            }
+            points_into.push(h.logical_file);
+        }
+        Ok(Some(points_into))
     }
 
     /// WAL `number`, replayed after `previous`, whose header names `named`
@@ -337,7 +407,25 @@ impl DbInner {
         Ok(())
     }
 
-    fn flush_recovered(&self, mem: &Arc<MemTable>, edit: &mut VersionEdit) -> Result<()> {
+    /// Writes a replayed memtable to L0, and installs the value logs it
+    /// points into that no earlier replayed memtable installed.
+    fn flush_recovered(
+        &self,
+        mem: &Arc<MemTable>,
+        mem_logs: &BTreeSet<FileNumber>,
+        logs: &mut RecoveredLogs,
+        edit: &mut VersionEdit,
+    ) -> Result<()> {
+        for n in mem_logs {
+            let Some(log) = logs.0.get_mut(n) else {
+                continue;
+            };
+            let new_number = || self.versions.lock().new_file_number();
+            let direct = self.opts.use_direct_io_for_flush_and_compaction;
+            if let Some(summary) = log.install(self.fs.as_ref(), &self.dir, &new_number, direct)? {
+                edit.add_value_file(value_file_meta(&summary));
+            }
+        }
         let mut it = mem.iter();
         it.seek_to_first()?;
         let mut rules = DropRules::new(Vec::new(), false);

@@ -16,6 +16,7 @@ use crate::iter::{InternalIterator, ValueSource};
 use crate::manifest::version::Version;
 use crate::memtable::MemTable;
 use crate::options::ReadOptions;
+use crate::value_log::LogReads;
 use crate::vfs::thread_reads;
 
 /// Bytes compaction reads from an input file at a time (RocksDB uses 2 MiB
@@ -31,11 +32,13 @@ enum Lookup {
     Separated { raw: Vec<u8>, seq: SeqNo },
 }
 
-/// What a read sees: memtables newest first, and a Version.
+/// What a read sees: memtables newest first, a Version, and the value
+/// logs its memtables point into that the Version does not hold yet.
 pub(super) struct ReadView {
     pub seq: SeqNo,
     pub mems: Vec<Arc<MemTable>>,
     pub version: Arc<Version>,
+    pub logs: LogReads,
 }
 
 impl DbInner {
@@ -52,6 +55,9 @@ impl DbInner {
             seq,
             mems,
             version: st.current.clone(),
+            // Under the state lock, as a flush installs logs: each log is
+            // either in this Version or here.
+            logs: self.logs.reads(),
         }
     }
 
@@ -61,7 +67,7 @@ impl DbInner {
         let found = match self.lookup(&view, user_key) {
             Ok(Lookup::Done(v)) => Ok(v),
             Ok(Lookup::Separated { raw, seq }) => self
-                .value_source(view.version.clone())
+                .value_source(&view)
                 .resolve(ValueKind::ValueRef, &raw, user_key, seq, None)
                 .map(|v| Some(Arc::unwrap_or_clone(v))),
             Err(e) => Err(e),
@@ -103,9 +109,7 @@ impl DbInner {
             .iter()
             .map(|(i, raw, seq)| (raw.as_slice(), keys[*i], *seq))
             .collect();
-        let values = self
-            .value_source(view.version.clone())
-            .resolve_many(&entries);
+        let values = self.value_source(&view).resolve_many(&entries);
         for ((i, _, _), v) in separated.iter().zip(values) {
             done[*i] = Some(v.map(|v| Some(Arc::unwrap_or_clone(v))));
         }
@@ -124,6 +128,14 @@ impl DbInner {
     fn lookup(&self, view: &ReadView, user_key: &[u8]) -> Result<Lookup> {
         for mem in &view.mems {
             if let Some((kind, value)) = mem.get(user_key, view.seq) {
+                if kind == ValueKind::ValueRef {
+                    // A value log's record carries sequence 0, which any
+                    // sequence matches: the view's serves.
+                    return Ok(Lookup::Separated {
+                        raw: value,
+                        seq: view.seq,
+                    });
+                }
                 return resolve(kind, value).map(Lookup::Done);
             }
         }
@@ -150,11 +162,12 @@ impl DbInner {
         Ok(Lookup::Done(None))
     }
 
-    /// Resolves separated values in the value files of `version`.
-    pub(super) fn value_source(&self, version: Arc<Version>) -> ValueSource {
+    /// Resolves separated values as `view` sees them.
+    pub(super) fn value_source(&self, view: &ReadView) -> ValueSource {
         ValueSource {
             store: self.values.clone(),
-            version,
+            version: view.version.clone(),
+            logs: view.logs.clone(),
         }
     }
 
@@ -182,7 +195,7 @@ impl DbInner {
             }
             Box::new(MergingIterator::new(children))
         });
-        let values = self.value_source(view.version.clone());
+        let values = self.value_source(&view);
         DbIterator::new(
             source(),
             view.seq,
@@ -214,8 +227,8 @@ impl DbInner {
     }
 }
 
-/// The result of an entry holding its value inline (memtables never hold
-/// handles; sstable handles are resolved by the caller).
+/// The result of an entry holding its value inline (handles, in sstables
+/// and memtables, are resolved by the caller).
 fn resolve(kind: ValueKind, value: Vec<u8>) -> Result<Option<Vec<u8>>> {
     match kind {
         ValueKind::Value => Ok(Some(value)),

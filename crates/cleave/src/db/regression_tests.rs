@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{open, Db};
+use crate::base::filename;
 use crate::batch::WriteBatch;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::vfs::{FaultFs, FaultOp, Fs, MemFs};
@@ -250,4 +251,53 @@ fn a_missing_wal_fails_the_open_naming_it() {
     drop(db);
     let db = Db::open(DIR, options(Arc::new(crashed))).unwrap();
     assert_eq!(db.get(&r, b"b").unwrap().as_deref(), Some(&b"3"[..]));
+}
+
+/// A value log joins the Version at the first flush whose entries point
+/// into it, but a writer that appended to it just before may commit its
+/// entry into a later memtable (a straggler). Until that memtable is
+/// flushed, the log must neither be dropped as unreferenced nor collected
+/// by GC, or the straggler's handle would dangle. Modelled here by pinning
+/// the log as a straggler's append does.
+#[test]
+fn a_pinned_value_log_is_neither_dropped_nor_collected() {
+    let mem = MemFs::new();
+    let opts = Options {
+        big_value_threshold: 1 << 10,
+        min_value_size: 1 << 10,
+        enable_gc: false,
+        ..options(Arc::new(mem.clone()))
+    };
+    let db = Db::open(DIR, opts).unwrap();
+    let w = WriteOptions::default();
+    let big = |c: u8| vec![c; 8 << 10];
+    db.put(&w, b"a", &big(b'a')).unwrap();
+    db.put(&w, b"b", &big(b'b')).unwrap();
+    db.flush().unwrap();
+    let inner = db.inner.clone();
+    let log = {
+        let st = inner.state.lock();
+        let logs: Vec<_> = st.current.value_files().map(|f| f.number).collect();
+        assert_eq!(logs.len(), 1, "{logs:?}");
+        logs[0]
+    };
+    let hosted_by = |n| inner.state.lock().current.physical_file(n);
+    inner.logs.pin(&[(log, 1)]);
+    // Half of the log becomes garbage: GC would collect it at once.
+    db.delete(&w, b"a").unwrap();
+    db.compact_range(None, None).unwrap();
+    db.gc_with_ratio(0.01).unwrap();
+    assert_eq!(hosted_by(log), Some(log), "GC collected a pinned log");
+    // All of it becomes garbage: an edit would drop it.
+    db.delete(&w, b"b").unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(hosted_by(log), Some(log), "a pinned log was dropped");
+    assert!(mem
+        .file_len(&filename::value_file(Path::new(DIR), log))
+        .is_some());
+    // Once the straggler's memtable is flushed, the next edit drops it.
+    inner.logs.unpin([(log, 1)]);
+    db.put(&w, b"c", b"small").unwrap();
+    db.flush().unwrap();
+    assert_eq!(hosted_by(log), None);
 }

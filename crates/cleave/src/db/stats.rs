@@ -106,6 +106,14 @@ pub struct Stats {
     /// The part of `value_file_bytes_written` that went to hot value files
     /// (values of keys in the DropCache).
     pub hot_value_file_bytes_written: u64,
+    /// WAL-time separation: record bytes appended to value logs, the
+    /// records, and the logs created; bytes and values the recent-value
+    /// cache holds, and reads it answered.
+    pub value_log_bytes_written: u64,
+    pub value_log_records: u64,
+    pub value_logs_created: u64,
+    pub recent_value_cache_usage: u64,
+    pub recent_value_hits: u64,
     /// Bytes the DropCache holds, and may hold.
     pub drop_cache_usage: u64,
     pub drop_cache_capacity: u64,
@@ -229,8 +237,13 @@ impl Stats {
         self.background_bytes_written() as f64 / self.user_bytes_written as f64
     }
 
+    /// Everything but the WAL: a value a value log took is written there
+    /// and nowhere else until GC.
     fn background_bytes_written(&self) -> u64 {
-        self.flush_bytes_written + self.compaction_bytes_written + self.gc.bytes_written
+        self.flush_bytes_written
+            + self.compaction_bytes_written
+            + self.gc.bytes_written
+            + self.value_log_bytes_written
     }
 
     /// Like [`write_amplification`](Self::write_amplification), WAL included.
@@ -314,6 +327,17 @@ impl Stats {
             ratio(self.multi_get_disk_reads, self.multi_get_keys),
         );
         let _ = writeln!(s, "{}", self.gc);
+        if self.value_logs_created > 0 {
+            let _ = writeln!(
+                s,
+                "value logs: {} created, {} records, {:.1} MB written; recent values {:.1} MB, {} hits",
+                self.value_logs_created,
+                self.value_log_records,
+                mb(self.value_log_bytes_written),
+                mb(self.recent_value_cache_usage),
+                self.recent_value_hits
+            );
+        }
         let _ = writeln!(
             s,
             "write amplification: {:.2} (with WAL {:.2})",

@@ -36,6 +36,10 @@ pub(super) struct Writer {
     opts: WriteOptions,
     /// A request to switch the memtable (from `flush`), not a write.
     force_switch: bool,
+    /// Records the batch's handles point to, per value log.
+    appended: Vec<(FileNumber, u64)>,
+    /// Bytes of the keys and values the caller's batch holds.
+    user_bytes: u64,
     done: Mutex<Option<Result<()>>>,
 }
 
@@ -52,16 +56,45 @@ impl DbInner {
                 "sync and disable_wal cannot both be set".to_string(),
             ));
         }
-        batch.validate()?;
+        let user_bytes = batch.validate()?;
         if batch.is_empty() {
             return Ok(());
         }
-        self.enqueue(Writer {
+        // Big values go to a value log now, in this thread, so writers
+        // append in parallel and the group commit carries only handles.
+        let separated = if self.logs.enabled() {
+            let new_number = || self.versions.lock().new_file_number();
+            match self.logs.separate(&batch, &new_number) {
+                Ok(s) => s,
+                Err(e) => {
+                    // Earlier records of the failed log may be what
+                    // committed writes point to, and it can no longer be
+                    // sealed: as after a failed WAL write, stop writing.
+                    self.set_bg_error(&e);
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        let (batch, appended) = match separated {
+            Some(s) => (s.batch, s.appended),
+            None => (batch, Vec::new()),
+        };
+        let r = self.enqueue(Writer {
             batch: Mutex::new(Some(batch)),
             opts: *opts,
             force_switch: false,
+            appended: appended.clone(),
+            user_bytes,
             done: Mutex::new(None),
-        })
+        });
+        if r.is_err() {
+            // A failed group reached no memtable: its records are garbage
+            // nothing will point at.
+            self.logs.unpin(appended);
+        }
+        r
     }
 
     /// Waits in the queue; the writer at the front leads a group.
@@ -156,6 +189,14 @@ impl DbInner {
         }
         let last_seq = seq - 1;
         let disable_wal = leader.opts.disable_wal;
+        let sync = group.iter().any(|w| w.opts.sync);
+        if sync && self.logs.enabled() {
+            // The values the WAL records point to are durable first.
+            if let Err(e) = self.logs.sync() {
+                self.set_bg_error(&e);
+                return Err(e);
+            }
+        }
         if !disable_wal {
             let current = wal
                 .current
@@ -163,7 +204,7 @@ impl DbInner {
                 .ok_or_else(|| Error::Poisoned("no WAL is open".to_string()))?;
             let logged = current.append(&payloads).and_then(|n| {
                 add(&self.counters.wal_bytes_written, n);
-                if group.iter().any(|w| w.opts.sync) {
+                if sync {
                     add(&self.counters.wal_syncs, 1);
                     wal.sync(self.fs.as_ref(), &self.dir)
                 } else {
@@ -182,19 +223,25 @@ impl DbInner {
             if disable_wal {
                 st.mem_has_unlogged = true;
             }
+            for w in group {
+                for &(log, records) in &w.appended {
+                    *st.mem_log_refs.entry(log).or_default() += records;
+                }
+            }
             st.last_write = Instant::now();
             st.mem.clone()
         };
-        let mut user_bytes = 0;
         let mut seq = first_seq;
         for b in &batches {
             for e in b.entries() {
                 let e = e?;
                 mem.add(seq, e.kind, e.key, e.value);
-                user_bytes += (e.key.len() + e.value.len()) as u64;
                 seq += 1;
             }
         }
+        // Counted from the batches as written: a value log's value is in
+        // them as a handle.
+        let user_bytes: u64 = group.iter().map(|w| w.user_bytes).sum();
         debug_assert_eq!(seq - 1, last_seq);
         self.visible_seq.store(last_seq, Ordering::Release);
         drop(wal);
@@ -348,9 +395,11 @@ impl DbInner {
         let mut st = self.state.lock();
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
         let old_wal = std::mem::replace(&mut st.mem_wal, number);
+        let log_refs = std::mem::take(&mut st.mem_log_refs);
         st.imm.push_back(Immutable {
             mem: old,
             wal: old_wal,
+            log_refs,
         });
         st.live_wals.push(number);
         st.mem_has_unlogged = false;
@@ -366,6 +415,8 @@ impl DbInner {
             batch: Mutex::new(None),
             opts: WriteOptions::default(),
             force_switch: true,
+            appended: Vec::new(),
+            user_bytes: 0,
             done: Mutex::new(None),
         })?;
         let mut st = self.state.lock();

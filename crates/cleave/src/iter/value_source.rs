@@ -1,20 +1,22 @@
 //! Resolving the value of an entry: inline, or through its value handle in
-//! the value files of one Version.
+//! the value files of one Version, or in the value logs not yet in it.
 
 use std::sync::Arc;
 
 use crate::base::key::{SeqNo, ValueKind};
-use crate::base::FileNumber;
 use crate::error::{Error, Result};
 use crate::manifest::version::Version;
 use crate::value_file::{Readahead, ValueHandle, ValueStore, ValueWanted};
+use crate::value_log::LogReads;
 
 /// The value files a reader may resolve handles in: those of the Version
-/// it holds (which keeps them from being deleted).
+/// it holds (which keeps them from being deleted), and the value logs its
+/// memtables point into that the Version does not hold yet.
 #[derive(Clone)]
 pub(crate) struct ValueSource {
     pub store: Arc<ValueStore>,
     pub version: Arc<Version>,
+    pub logs: LogReads,
 }
 
 impl ValueSource {
@@ -32,6 +34,7 @@ impl ValueSource {
                 Arc::new(crate::cache::new_block_cache(0)),
             )),
             version: Arc::new(Version::default()),
+            logs: LogReads::default(),
         }
     }
 
@@ -51,7 +54,15 @@ impl ValueSource {
             return Ok(Arc::new(raw.to_vec()));
         }
         let handle = self.decode(raw, user_key, seq)?;
-        let physical = self.physical_file(&handle, user_key)?;
+        if let Some(v) = self.logs.cached(&handle) {
+            return Ok(v);
+        }
+        let Some(physical) = self.version.physical_file(handle.logical_file) else {
+            return self
+                .logs
+                .read(&handle, user_key, seq)
+                .unwrap_or_else(|| Err(self.missing(&handle, user_key)));
+        };
         match readahead {
             Some((ra, scanning)) => self
                 .store
@@ -71,9 +82,29 @@ impl ValueSource {
         let mut wanted = Vec::new();
         let mut slots = Vec::new();
         for (i, &(raw, key, seq)) in entries.iter().enumerate() {
-            let placed = self
-                .decode(raw, key, seq)
-                .and_then(|handle| Ok((self.physical_file(&handle, key)?, handle)));
+            let handle = match self.decode(raw, key, seq) {
+                Ok(h) => h,
+                Err(e) => {
+                    out.push(Some(Err(e)));
+                    continue;
+                }
+            };
+            if let Some(v) = self.logs.cached(&handle) {
+                out.push(Some(Ok(v)));
+                continue;
+            }
+            // A value log not in the Version yet is read alone: it holds
+            // the latest writes, which the recent-value cache mostly has.
+            let placed = match self.version.physical_file(handle.logical_file) {
+                Some(physical) => Ok((physical, handle)),
+                None => match self.logs.read(&handle, key, seq) {
+                    Some(r) => {
+                        out.push(Some(r));
+                        continue;
+                    }
+                    None => Err(self.missing(&handle, key)),
+                },
+            };
             match placed {
                 Ok((physical, handle)) => {
                     wanted.push(ValueWanted {
@@ -125,17 +156,15 @@ impl ValueSource {
         self.store.prefetch(&handles, readahead);
     }
 
-    fn physical_file(&self, handle: &ValueHandle, user_key: &[u8]) -> Result<FileNumber> {
-        self.version.physical_file(handle.logical_file).ok_or_else(|| {
-            Error::corruption(
-                self.store.path(handle.logical_file),
-                0,
-                format!(
-                    "handle of key {:?} names logical value file {}, which the version does not hold",
-                    user_key.escape_ascii().to_string(),
-                    handle.logical_file
-                ),
-            )
-        })
+    fn missing(&self, handle: &ValueHandle, user_key: &[u8]) -> Error {
+        Error::corruption(
+            self.store.path(handle.logical_file),
+            0,
+            format!(
+                "handle of key {:?} names logical value file {}, which the version does not hold",
+                user_key.escape_ascii().to_string(),
+                handle.logical_file
+            ),
+        )
     }
 }

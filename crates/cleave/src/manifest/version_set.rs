@@ -34,7 +34,14 @@ pub(crate) struct VersionSet {
     /// unknown tail.
     manifest: Option<RecordWriter>,
     obsolete: Arc<ObsoleteFiles>,
+    /// Physical value files an edit must keep although no sstable
+    /// references them: value logs that unflushed memtable entries point
+    /// into (`value_log`).
+    keep: Option<KeepValueFile>,
 }
+
+/// Says whether a physical value file must stay though unreferenced.
+pub(crate) type KeepValueFile = Box<dyn Fn(FileNumber) -> bool + Send + Sync>;
 
 impl VersionSet {
     /// Initialises a new, empty database in `dir`: manifest 1 holding one
@@ -89,7 +96,13 @@ impl VersionSet {
             manifest_number: FileNumber(0),
             manifest: None,
             obsolete: Arc::default(),
+            keep: None,
         }
+    }
+
+    /// Sets what an edit keeps of the value files no sstable references.
+    pub(crate) fn keep_value_files(&mut self, keep: KeepValueFile) {
+        self.keep = Some(keep);
     }
 
     /// Logs `edit` durably, then installs the Version it produces. Fills in
@@ -121,7 +134,10 @@ impl VersionSet {
         // A physical value file whose records no table references any more
         // leaves in the same edit, explicitly, so replay needs no rule.
         let mut version = self.current.apply(edit.clone()).map_err(does_not_apply)?;
-        let dead = version.unreferenced_value_files();
+        let mut dead = version.unreferenced_value_files();
+        if let Some(keep) = &self.keep {
+            dead.retain(|&n| !keep(n));
+        }
         if !dead.is_empty() {
             for number in dead {
                 // A file this edit adds that nothing references is simply

@@ -146,9 +146,22 @@ impl ValueFileBuilder {
         self.offset
     }
 
-    #[cfg(test)]
     pub(crate) fn num_records(&self) -> u64 {
         self.props.num_records
+    }
+
+    /// Hands what was appended to the OS, so that reads of the file see
+    /// it: a value log is read while it is written.
+    pub(crate) fn flush(&mut self) -> Result<()> {
+        let r = self.file.flush();
+        self.guard(r)
+    }
+
+    /// Makes what was appended durable (a value log before the WAL records
+    /// that point into it).
+    pub(crate) fn sync(&mut self) -> Result<()> {
+        let r = self.file.flush().and_then(|()| self.file.sync());
+        self.guard(r)
     }
 
     fn append_record(

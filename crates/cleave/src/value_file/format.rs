@@ -97,6 +97,27 @@ pub(crate) fn record_header(key: &[u8], stored_value: &[u8], seq: SeqNo, codec: 
     h
 }
 
+/// Bytes of the record starting at `buf[0]`, from its header: `None` if
+/// the header is incomplete or states a key or value past the limits.
+/// Nothing is checked but the lengths: a scan of a value log reads this
+/// many bytes, then checks them with [`record_ok`].
+pub(crate) fn record_len(buf: &[u8]) -> Option<usize> {
+    let mut d = Decoder::new(buf.get(4..)?);
+    let key_len = d.varint_usize().ok()?;
+    let value_len = d.varint_usize().ok()?;
+    d.fixed64().ok()?;
+    if key_len > MAX_KEY_SIZE || value_len > MAX_STORED_VALUE {
+        return None;
+    }
+    let header = buf.len() - d.rest().len();
+    header.checked_add(key_len)?.checked_add(value_len)
+}
+
+/// Whether `buf` is exactly one intact record.
+pub(crate) fn record_ok(buf: &[u8]) -> bool {
+    decode_record(buf).is_ok()
+}
+
 /// One record as stored: the value may still be compressed.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct StoredRecord<'a> {

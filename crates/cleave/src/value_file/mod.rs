@@ -24,14 +24,16 @@ mod record_index;
 mod store;
 
 pub(crate) use builder::ValueFileBuilder;
-pub(crate) use format::{Origin, ValueClass, ValueFileProperties};
+pub(crate) use format::{record_len, record_ok, Origin, ValueClass, ValueFileProperties};
 pub(crate) use handle::ValueHandle;
-pub(crate) use reader::{ValueFile, ValueRecord};
+pub(crate) use reader::{check_record, record_from_raw, ValueFile, ValueRecord};
 pub(crate) use record_index::IndexEntry;
 pub(crate) use store::{Readahead, ValueStore, ValueWanted};
 
 #[cfg(feature = "fuzzing")]
-pub(crate) use format::{decode_record, record_header};
+pub(crate) use format::decode_record;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use format::record_header;
 #[cfg(feature = "fuzzing")]
 pub(crate) use record_index::{decode_index_block, decode_v1_index_block, find, IndexBlockEncoder};
 

@@ -229,18 +229,7 @@ impl ValueFile {
         let len = u32::try_from(buf.len())
             .map_err(|_| self.corruption(offset, DecodeError("record longer than 4 GiB")))?;
         self.check_record_bounds(offset, len)?;
-        let record = self.decode(offset, buf)?;
-        if record.key != key || record.seq != seq {
-            return Err(Error::corruption(
-                &self.path,
-                offset,
-                format!(
-                    "record holds another key or sequence number (seq {} instead of {seq})",
-                    record.seq
-                ),
-            ));
-        }
-        Ok(record.value)
+        check_record(&self.path, offset, buf, key, seq)
     }
 
     /// Where record `ordinal` of `logical_file` lies in this file, through
@@ -399,7 +388,7 @@ impl ValueFile {
             .map(|e| {
                 let at = (e.offset - first.offset) as usize;
                 let raw = buf.get(at..at + e.len as usize).unwrap_or_default();
-                let r = self.decode(e.offset, raw)?;
+                let r = decode_at(&self.path, e.offset, raw)?;
                 Ok(ValueRecord {
                     logical_file: FileNumber(e.logical_file),
                     ordinal: e.ordinal,
@@ -520,19 +509,68 @@ impl ValueFile {
         }
         Ok(())
     }
+}
 
-    /// The record in `buf`, checked, its value decompressed; the key is
-    /// borrowed, as a read only compares it.
-    fn decode<'b>(&self, offset: u64, buf: &'b [u8]) -> Result<DecodedRecord<'b>> {
-        let err = |e| self.corruption(offset, e);
-        let r = decode_record(buf).map_err(err)?;
-        let value = decompress(r.stored_value.to_vec(), r.codec, MAX_VALUE_SIZE).map_err(err)?;
-        Ok(DecodedRecord {
-            key: r.key,
-            seq: r.seq,
-            value,
-        })
+/// The value of the record read at `offset` of `path` into `buf` (exactly
+/// its bytes): its checksum checked, its value decompressed, and it must
+/// hold `key` and `seq`. A record of sequence 0 matches any sequence: a
+/// value log writes its records before the write group assigns theirs
+/// (real sequence numbers start at 1).
+pub(crate) fn check_record(
+    path: &Path,
+    offset: u64,
+    buf: &[u8],
+    key: &[u8],
+    seq: SeqNo,
+) -> Result<Vec<u8>> {
+    let r = decode_at(path, offset, buf)?;
+    if r.key != key || (r.seq != 0 && r.seq != seq) {
+        return Err(Error::corruption(
+            path,
+            offset,
+            format!(
+                "record holds another key or sequence number (seq {} instead of {seq})",
+                r.seq
+            ),
+        ));
     }
+    Ok(r.value)
+}
+
+/// Record `ordinal` of `logical_file`, whose bytes `raw` were read at
+/// `offset` of `path`: checked and decoded, for a copy that keeps it.
+pub(crate) fn record_from_raw(
+    path: &Path,
+    offset: u64,
+    logical_file: FileNumber,
+    ordinal: u64,
+    raw: Vec<u8>,
+) -> Result<ValueRecord> {
+    let (key, seq, value) = {
+        let r = decode_at(path, offset, &raw)?;
+        (r.key.to_vec(), r.seq, r.value)
+    };
+    Ok(ValueRecord {
+        logical_file,
+        ordinal,
+        key,
+        seq,
+        value,
+        raw,
+    })
+}
+
+/// The record in `buf` (read at `offset` of `path`), checked, its value
+/// decompressed; the key is borrowed, as a read only compares it.
+fn decode_at<'b>(path: &Path, offset: u64, buf: &'b [u8]) -> Result<DecodedRecord<'b>> {
+    let err = |e: DecodeError| Error::corruption(path, offset, e.0);
+    let r = decode_record(buf).map_err(err)?;
+    let value = decompress(r.stored_value.to_vec(), r.codec, MAX_VALUE_SIZE).map_err(err)?;
+    Ok(DecodedRecord {
+        key: r.key,
+        seq: r.seq,
+        value,
+    })
 }
 
 struct DecodedRecord<'b> {

@@ -85,6 +85,20 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
             rng.gen_range(1..6)
         },
         range_merge_idle: Duration::from_millis(if rng.gen_bool(0.5) { 0 } else { 20 }),
+        // WAL-time separation half the time, its threshold inside the
+        // tests' value sizes so that values fall on both sides of it, with
+        // one log or several, and a recent-value cache or none.
+        big_value_threshold: if rng.gen_bool(0.5) {
+            rng.gen_range(64..1500)
+        } else {
+            0
+        },
+        value_log_count: rng.gen_range(1..4),
+        recent_value_cache_bytes: if rng.gen_bool(0.5) {
+            rng.gen_range(1..64 << 10)
+        } else {
+            0
+        },
         ..Options::default()
     }
 }

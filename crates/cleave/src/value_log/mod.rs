@@ -1,0 +1,576 @@
+//! WAL-time separation of big values (BVLSM): a value of at least
+//! `big_value_threshold` bytes is appended, in the writer's own thread and
+//! before its WAL record is written, to one of `value_log_count` value
+//! logs; the WAL record and the memtable entry carry only its handle. The
+//! value is written to disk once, and memtables fill with handles rather
+//! than values, so flushes are rare and small.
+//!
+//! A value log is a value file written in arrival order (origin
+//! `ValueLog`, `docs/format/value_file.md`): self-checked records, each
+//! handed to the operating system as it is appended, so a read can find it
+//! at once; sealed (record index, properties, footer, sync) when it reaches
+//! `value_file_size`, or when a flush needs it. Handles name records by
+//! arrival position, so they are the handles of any value file, and the
+//! log joins the Version as an ordinary value file (GC, liveness bitmaps,
+//! the space report) in the edit of the first flush whose sstable
+//! references it.
+//!
+//! Until then readers find its records through the logs this module keeps
+//! ([`LogReads`], taken with the read's view), and a small cache of the
+//! values just written ([`RecentValues`]) spares a read right after a
+//! write. A log stays *pinned* from each append until the flush of the
+//! memtable holding the entry that points at it: the Version never drops a
+//! pinned log as unreferenced, and GC never collects one, since entries an
+//! unflushed memtable holds reference it without any sstable saying so.
+//!
+//! A record's sequence number is not known when it is appended (the write
+//! group assigns it later), so value-log records carry sequence 0, which a
+//! read accepts for any entry (its key is still checked).
+
+mod recover;
+mod scan;
+
+pub(crate) use recover::{RecoveredLog, RecoveredLogs};
+use scan::scan;
+#[cfg(feature = "fuzzing")]
+pub(crate) use scan::scan_bytes;
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::base::key::ValueKind;
+use crate::base::{filename, FileNumber, SeqNo};
+use crate::batch::WriteBatch;
+use crate::cache::{Priority, ShardedCache};
+use crate::error::{Error, Result};
+use crate::value_file::{
+    check_record, Origin, ValueClass, ValueFileBuilder, ValueFileOptions, ValueFileSummary,
+    ValueHandle,
+};
+use crate::vfs::{FileOptions, Fs, RandomAccessFile};
+use crate::Compression;
+
+/// Shards of the recent-value cache: every big write inserts into it.
+const RECENT_SHARD_BITS: u32 = 4;
+
+/// Bookkeeping charged per cached value on top of its bytes.
+const RECENT_ENTRY_OVERHEAD: usize = 64;
+
+/// How value logs are written.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LogOptions {
+    /// Smallest value (bytes) appended to a log; 0 turns logs off.
+    pub threshold: usize,
+    /// Logs written at once.
+    pub count: usize,
+    /// A log is sealed once it holds this many bytes.
+    pub file_size: u64,
+    pub compression: Compression,
+    /// Bytes of values the recent-value cache holds; 0: no cache.
+    pub recent_bytes: usize,
+}
+
+/// What the logs wrote, for statistics.
+#[derive(Debug, Default)]
+pub(crate) struct LogCounters {
+    pub bytes_written: AtomicU64,
+    pub records: AtomicU64,
+    pub files: AtomicU64,
+    pub recent_hits: AtomicU64,
+}
+
+/// One value log.
+pub(crate) struct LogFile {
+    number: FileNumber,
+    path: PathBuf,
+    /// For reads of its records before it joins the Version; kept open, so
+    /// a reader holding it can read on after the file is deleted.
+    reader: Arc<dyn RandomAccessFile>,
+    /// Bytes appended so far.
+    written: AtomicU64,
+    state: Mutex<LogState>,
+}
+
+struct LogState {
+    /// `None` once sealed (or after a failed write).
+    builder: Option<ValueFileBuilder>,
+    sealed: Option<ValueFileSummary>,
+    /// Bytes known to be durable.
+    synced: u64,
+}
+
+impl LogFile {
+    fn append(&self, key: &[u8], value: &[u8]) -> Result<(ValueHandle, u64)> {
+        let mut st = self.state.lock();
+        let Some(b) = st.builder.as_mut() else {
+            return Err(Error::InvalidArgument(format!(
+                "value log {} appended to after it was sealed",
+                self.path.display()
+            )));
+        };
+        let appended = b.add(key, 0, value).and_then(|h| {
+            // Handed to the OS now: a read of the handle may come next.
+            b.flush()?;
+            Ok((h, b.file_size()))
+        });
+        if let Ok((_, size)) = &appended {
+            self.written.store(*size, Ordering::Relaxed);
+        }
+        if appended.is_err() {
+            st.builder = None;
+        }
+        appended
+    }
+
+    /// Makes every record appended so far durable.
+    fn sync(&self) -> Result<()> {
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let Some(b) = st.builder.as_mut() else {
+            // Sealed (and synced by the seal), or failed (and the database
+            // refuses writes).
+            return Ok(());
+        };
+        let size = b.file_size();
+        if st.synced < size {
+            b.sync()?;
+            st.synced = size;
+        }
+        Ok(())
+    }
+
+    /// Seals the log (record index, properties, footer, sync) if it is not
+    /// sealed yet, and returns what it holds; `None` for a log that never
+    /// got a record (its file is then garbage).
+    pub(crate) fn seal(&self) -> Result<Option<ValueFileSummary>> {
+        let mut st = self.state.lock();
+        if let Some(s) = &st.sealed {
+            return Ok(Some(s.clone()));
+        }
+        let Some(b) = st.builder.take() else {
+            return Err(Error::InvalidArgument(format!(
+                "value log {} failed a write and cannot be sealed",
+                self.path.display()
+            )));
+        };
+        if b.num_records() == 0 {
+            return Ok(None);
+        }
+        let summary = b.finish()?;
+        st.sealed = Some(summary.clone());
+        Ok(Some(summary))
+    }
+
+    /// The value of the record `handle` names, which must hold `key`.
+    fn read(&self, handle: &ValueHandle, key: &[u8], seq: SeqNo) -> Result<Vec<u8>> {
+        let buf = self.reader.read_at(handle.offset, handle.len as usize)?;
+        if buf.len() != handle.len as usize {
+            return Err(Error::corruption(
+                &self.path,
+                handle.offset,
+                "value log record past the end of the log",
+            ));
+        }
+        check_record(&self.path, handle.offset, &buf, key, seq)
+    }
+}
+
+/// Values just appended, by `(logical file, ordinal)`: a read right after
+/// a write needs no disk read. A handle names one record for ever, so an
+/// entry never goes stale.
+pub(crate) struct RecentValues {
+    cache: ShardedCache<(FileNumber, u64), Arc<Vec<u8>>>,
+}
+
+impl RecentValues {
+    fn insert(&self, h: &ValueHandle, value: &[u8]) {
+        self.cache.insert(
+            (h.logical_file, h.ordinal),
+            Arc::new(value.to_vec()),
+            value.len() + RECENT_ENTRY_OVERHEAD,
+            Priority::Low,
+        );
+    }
+
+    pub(crate) fn usage(&self) -> usize {
+        self.cache.usage()
+    }
+}
+
+/// What a read needs of the logs: the recent values, and the logs not yet
+/// in the Version it reads, as of its view.
+#[derive(Clone, Default)]
+pub(crate) struct LogReads {
+    recent: Option<Arc<RecentValues>>,
+    logs: Arc<BTreeMap<FileNumber, Arc<LogFile>>>,
+    counters: Option<Arc<LogCounters>>,
+}
+
+impl LogReads {
+    /// The value of `handle` if it was written recently.
+    pub(crate) fn cached(&self, handle: &ValueHandle) -> Option<Arc<Vec<u8>>> {
+        let v = self
+            .recent
+            .as_ref()?
+            .cache
+            .get(&(handle.logical_file, handle.ordinal))?;
+        if let Some(c) = &self.counters {
+            c.recent_hits.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(v)
+    }
+
+    /// The value of `handle` read from its log, if the log is one of the
+    /// view's logs not yet in its Version.
+    pub(crate) fn read(
+        &self,
+        handle: &ValueHandle,
+        key: &[u8],
+        seq: SeqNo,
+    ) -> Option<Result<Arc<Vec<u8>>>> {
+        let log = self.logs.get(&handle.logical_file)?;
+        Some(log.read(handle, key, seq).map(Arc::new))
+    }
+}
+
+/// A batch whose big values went to logs.
+pub(crate) struct Separated {
+    pub batch: WriteBatch,
+    /// Records appended per log, each pinning it.
+    pub appended: Vec<(FileNumber, u64)>,
+}
+
+/// The value logs of a database.
+pub(crate) struct ValueLogs {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    opts: LogOptions,
+    /// The log each slot appends to now; `None` until the first append.
+    slots: Vec<Mutex<Option<Arc<LogFile>>>>,
+    /// Logs not yet in the Version, for readers' views and for syncs.
+    /// Replaced, never changed in place, so a view holds a fixed set.
+    open: Mutex<Arc<BTreeMap<FileNumber, Arc<LogFile>>>>,
+    /// Records appended to each log whose entries are not yet in a
+    /// flushed sstable.
+    pins: Mutex<HashMap<FileNumber, u64>>,
+    recent: Option<Arc<RecentValues>>,
+    /// A log was created since the directory was last synced.
+    dir_dirty: AtomicBool,
+    counters: Arc<LogCounters>,
+}
+
+/// Picks each thread's first slot in turn, so concurrent writers append
+/// to different logs.
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static SLOT: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+impl ValueLogs {
+    pub(crate) fn new(fs: Arc<dyn Fs>, dir: &Path, opts: LogOptions) -> ValueLogs {
+        let recent = (opts.threshold > 0 && opts.recent_bytes > 0).then(|| {
+            Arc::new(RecentValues {
+                cache: ShardedCache::new(opts.recent_bytes, RECENT_SHARD_BITS, 0.0),
+            })
+        });
+        ValueLogs {
+            fs,
+            dir: dir.to_path_buf(),
+            slots: (0..opts.count.max(1)).map(|_| Mutex::new(None)).collect(),
+            opts,
+            open: Mutex::default(),
+            pins: Mutex::default(),
+            recent,
+            dir_dirty: AtomicBool::new(false),
+            counters: Arc::default(),
+        }
+    }
+
+    pub(crate) fn enabled(&self) -> bool {
+        self.opts.threshold > 0
+    }
+
+    pub(crate) fn counters(&self) -> &LogCounters {
+        &self.counters
+    }
+
+    pub(crate) fn recent_usage(&self) -> usize {
+        self.recent.as_ref().map_or(0, |r| r.usage())
+    }
+
+    /// What a read taken now needs. REQUIRES: called under the lock that
+    /// orders installs into the Version (the state lock), so that every
+    /// log the view's memtables point into is either in its Version or
+    /// here.
+    pub(crate) fn reads(&self) -> LogReads {
+        LogReads {
+            recent: self.recent.clone(),
+            logs: self.open.lock().clone(),
+            counters: Some(self.counters.clone()),
+        }
+    }
+
+    /// Appends the big values of `batch` to a log and returns the batch
+    /// with their handles in their place; `None` if it has no big value.
+    /// `new_number` names a new log.
+    pub(crate) fn separate(
+        &self,
+        batch: &WriteBatch,
+        new_number: &dyn Fn() -> FileNumber,
+    ) -> Result<Option<Separated>> {
+        let threshold = self.opts.threshold;
+        let big = |kind: ValueKind, value: &[u8]| {
+            threshold > 0 && kind == ValueKind::Value && value.len() >= threshold
+        };
+        let mut any = false;
+        for e in batch.entries() {
+            let e = e?;
+            any |= big(e.kind, e.value);
+        }
+        if !any {
+            return Ok(None);
+        }
+        let mut out = WriteBatch::new();
+        let mut appended: Vec<(FileNumber, u64)> = Vec::new();
+        let mut handle_bytes = Vec::new();
+        let mut slot = self.lock_slot();
+        let mut full = Vec::new();
+        let result = (|| {
+            for e in batch.entries() {
+                let e = e?;
+                if !big(e.kind, e.value) {
+                    out.add_entry(e.kind, e.key, e.value);
+                    continue;
+                }
+                let log = match slot.as_ref() {
+                    Some(log) => log.clone(),
+                    None => {
+                        let log = self.create(new_number())?;
+                        *slot = Some(log.clone());
+                        log
+                    }
+                };
+                // Pinned before the record exists: an edit between the
+                // append and the commit must not drop the log.
+                self.pin(&[(log.number, 1)]);
+                let (h, size) = match log.append(e.key, e.value) {
+                    Ok(placed) => placed,
+                    Err(err) => {
+                        self.unpin([(log.number, 1)]);
+                        return Err(err);
+                    }
+                };
+                if let Some(r) = &self.recent {
+                    r.insert(&h, e.value);
+                }
+                match appended.last_mut() {
+                    Some((n, count)) if *n == log.number => *count += 1,
+                    _ => appended.push((log.number, 1)),
+                }
+                self.counters
+                    .bytes_written
+                    .fetch_add(u64::from(h.len), Ordering::Relaxed);
+                self.counters.records.fetch_add(1, Ordering::Relaxed);
+                handle_bytes.clear();
+                h.encode(&mut handle_bytes);
+                out.add_entry(ValueKind::ValueRef, e.key, &handle_bytes);
+                if size >= self.opts.file_size {
+                    *slot = None;
+                    full.push(log);
+                }
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            // A failed log takes no more appends; what the batch appended
+            // before is garbage no entry will point at.
+            *slot = None;
+            drop(slot);
+            self.unpin(appended.iter().copied());
+            return Err(e);
+        }
+        drop(slot);
+        // Sealed here, by the writer that filled it, outside the slot.
+        for log in full {
+            if let Err(e) = log.seal() {
+                self.unpin(appended.iter().copied());
+                return Err(e);
+            }
+        }
+        Ok(Some(Separated {
+            batch: out,
+            appended,
+        }))
+    }
+
+    /// This thread's slot, or the first free one after it; waits for its
+    /// own when all are busy.
+    fn lock_slot(&self) -> parking_lot::MutexGuard<'_, Option<Arc<LogFile>>> {
+        let n = self.slots.len();
+        let start = SLOT.with(|s| match s.get() {
+            Some(i) => i,
+            None => {
+                let i = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
+                s.set(Some(i));
+                i
+            }
+        }) % n;
+        for i in 0..n {
+            if let Some(g) = self.slots[(start + i) % n].try_lock() {
+                return g;
+            }
+        }
+        self.slots[start].lock()
+    }
+
+    fn create(&self, number: FileNumber) -> Result<Arc<LogFile>> {
+        let path = filename::value_file(&self.dir, number);
+        let opts = ValueFileOptions {
+            compression: self.opts.compression,
+            // Appends are a record each, read back at once: buffered.
+            direct_writes: false,
+            origin: Origin::ValueLog,
+            class: ValueClass::Cold,
+        };
+        let builder = ValueFileBuilder::create(self.fs.as_ref(), path.clone(), number, opts)?;
+        let reader = self.fs.open(&path, FileOptions { direct: false })?;
+        self.dir_dirty.store(true, Ordering::Release);
+        self.counters.files.fetch_add(1, Ordering::Relaxed);
+        let log = Arc::new(LogFile {
+            number,
+            path,
+            reader,
+            written: AtomicU64::new(0),
+            state: Mutex::new(LogState {
+                builder: Some(builder),
+                sealed: None,
+                synced: 0,
+            }),
+        });
+        let mut open = self.open.lock();
+        let mut logs = (**open).clone();
+        logs.insert(number, log.clone());
+        *open = Arc::new(logs);
+        Ok(log)
+    }
+
+    /// Makes every record appended to any log durable, and the logs'
+    /// directory entries: a synced WAL record must never point at a value
+    /// a crash could lose.
+    pub(crate) fn sync(&self) -> Result<()> {
+        let logs = self.open.lock().clone();
+        for log in logs.values() {
+            log.sync()?;
+        }
+        if self.dir_dirty.swap(false, Ordering::AcqRel) {
+            if let Err(e) = self.fs.sync_dir(&self.dir) {
+                self.dir_dirty.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Seals every log in `numbers` that is not sealed yet (taking it out
+    /// of its slot first if writers still append to it) and returns the
+    /// summaries of those holding records: the logs a flush installs.
+    pub(crate) fn seal_for_install(
+        &self,
+        numbers: impl Iterator<Item = FileNumber>,
+    ) -> Result<Vec<ValueFileSummary>> {
+        let logs = self.open.lock().clone();
+        let mut sealed = Vec::new();
+        for n in numbers {
+            let Some(log) = logs.get(&n) else {
+                return Err(Error::corruption(
+                    filename::value_file(&self.dir, n),
+                    0,
+                    "a memtable points into a value log that is neither open nor installed",
+                ));
+            };
+            for slot in &self.slots {
+                let mut s = slot.lock();
+                if s.as_ref().is_some_and(|l| Arc::ptr_eq(l, log)) {
+                    *s = None;
+                }
+            }
+            if let Some(summary) = log.seal()? {
+                sealed.push(summary);
+            }
+        }
+        Ok(sealed)
+    }
+
+    /// Forgets the logs the Version now holds. REQUIRES: under the same
+    /// lock as the Version's install (see [`Self::reads`]).
+    pub(crate) fn installed(&self, numbers: &[FileNumber]) {
+        if numbers.is_empty() {
+            return;
+        }
+        let mut open = self.open.lock();
+        let mut logs = (**open).clone();
+        for n in numbers {
+            logs.remove(n);
+        }
+        *open = Arc::new(logs);
+    }
+
+    /// Seals every log being written (at close), so the next open finds
+    /// whole files instead of scanning.
+    pub(crate) fn seal_all(&self) -> Result<()> {
+        for slot in &self.slots {
+            let log = slot.lock().take();
+            if let Some(log) = log {
+                log.seal()?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn pin(&self, appended: &[(FileNumber, u64)]) {
+        if appended.is_empty() {
+            return;
+        }
+        let mut pins = self.pins.lock();
+        for &(n, count) in appended {
+            *pins.entry(n).or_default() += count;
+        }
+    }
+
+    pub(crate) fn unpin(&self, appended: impl IntoIterator<Item = (FileNumber, u64)>) {
+        let mut pins = self.pins.lock();
+        for (n, count) in appended {
+            if let Some(left) = pins.get_mut(&n) {
+                debug_assert!(*left >= count, "log {n} unpinned more than pinned");
+                *left = left.saturating_sub(count);
+                if *left == 0 {
+                    pins.remove(&n);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn is_pinned(&self, n: FileNumber) -> bool {
+        self.pins.lock().contains_key(&n)
+    }
+
+    /// Logs an unflushed entry may point into: neither dropped nor
+    /// collected.
+    pub(crate) fn pinned(&self) -> HashSet<FileNumber> {
+        self.pins.lock().keys().copied().collect()
+    }
+
+    /// Bytes of the logs not yet in the Version, for the space budget.
+    pub(crate) fn open_bytes(&self) -> u64 {
+        let logs = self.open.lock().clone();
+        logs.values()
+            .map(|l| l.written.load(Ordering::Relaxed))
+            .sum()
+    }
+}

@@ -1,0 +1,340 @@
+//! WAL-time separation (`big_value_threshold`): big values go to value
+//! logs when written, the WAL and memtable carry handles; reads find them
+//! at once; a flush installs the logs as value files that GC collects; and
+//! each WAL mode keeps its promise across a crash, counted and checked
+//! through the file system.
+
+use std::collections::BTreeMap;
+use std::io::ErrorKind;
+use std::sync::Arc;
+
+use cleave::vfs::{FaultFs, FaultOp, Fs, MemFs};
+use cleave::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
+
+const DIR: &str = "/db";
+const BIG: usize = 8 << 10;
+const THRESHOLD: usize = 4 << 10;
+
+fn options(fs: Arc<dyn Fs>) -> Options {
+    Options {
+        create_if_missing: true,
+        fs,
+        write_buffer_size: 256 << 10,
+        min_value_size: 256,
+        big_value_threshold: THRESHOLD,
+        value_log_count: 2,
+        // Far more than the tests write, in each of the cache's shards.
+        recent_value_cache_bytes: 32 << 20,
+        value_file_size: 256 << 10,
+        cache_values: false,
+        enable_gc: false,
+        range_merge_sorted_runs: 0,
+        ..Options::default()
+    }
+}
+
+fn key(i: usize) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// A value of `len` bytes that names its key and round.
+fn value(i: usize, round: usize, len: usize) -> Vec<u8> {
+    let mut v = format!("{i}:{round}:").into_bytes();
+    v.resize(len, b'a' + ((i + round) % 26) as u8);
+    v
+}
+
+/// Big values for even keys, small ones (flush-time separated or inline)
+/// for odd ones.
+fn len_of(i: usize) -> usize {
+    if i.is_multiple_of(2) {
+        BIG + i % 100
+    } else {
+        300 + i % 500
+    }
+}
+
+fn fill(
+    db: &Db,
+    n: usize,
+    round: usize,
+    opts: &WriteOptions,
+    model: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+) {
+    for i in 0..n {
+        let v = value(i, round, len_of(i));
+        db.put(opts, &key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+}
+
+fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for (k, v) in model {
+        let got = db.get(&ReadOptions::new(), k).unwrap();
+        assert_eq!(
+            got.as_deref(),
+            Some(v.as_slice()),
+            "{}",
+            String::from_utf8_lossy(k)
+        );
+    }
+    let mut it = db.iter(&ReadOptions::new());
+    it.seek_to_first().unwrap();
+    let mut scanned = BTreeMap::new();
+    while it.valid() {
+        scanned.insert(it.key().to_vec(), it.value().unwrap().to_vec());
+        it.next().unwrap();
+    }
+    assert!(scanned == *model, "a scan sees another state");
+}
+
+#[test]
+fn big_values_are_written_once_and_read_back_from_the_recent_cache() {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, 100, 0, &WriteOptions::default(), &mut model);
+    let s = db.stats();
+    let big: u64 = (0..100)
+        .filter(|i| i % 2 == 0)
+        .map(|i| len_of(i) as u64)
+        .sum();
+    assert!(s.value_log_bytes_written >= big, "{}", s.to_text());
+    // The WAL holds handles for the big values, not the values.
+    let small: u64 = (0..100)
+        .filter(|i| i % 2 == 1)
+        .map(|i| len_of(i) as u64)
+        .sum();
+    assert!(
+        s.wal_bytes_written < small + 100 * 64,
+        "WAL {} bytes for {small} bytes of small values",
+        s.wal_bytes_written
+    );
+    let before = db.stats().get_disk_reads;
+    for i in (0..100).step_by(2) {
+        assert_eq!(
+            db.get(&ReadOptions::new(), &key(i)).unwrap(),
+            Some(value(i, 0, len_of(i)))
+        );
+    }
+    assert_eq!(
+        db.stats().get_disk_reads,
+        before,
+        "a read right after a write read the disk"
+    );
+    assert!(db.stats().recent_value_hits >= 50);
+    check(&db, &model);
+}
+
+#[test]
+fn without_the_cache_a_log_value_is_one_read_of_its_log() {
+    let fs = MemFs::new();
+    let opts = Options {
+        recent_value_cache_bytes: 0,
+        ..options(Arc::new(fs.clone()))
+    };
+    let db = Db::open(DIR, opts).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, 40, 0, &WriteOptions::default(), &mut model);
+    for i in (0..40).step_by(2) {
+        let before = db.stats().get_disk_reads;
+        assert_eq!(
+            db.get(&ReadOptions::new(), &key(i)).unwrap(),
+            Some(value(i, 0, len_of(i)))
+        );
+        assert_eq!(db.stats().get_disk_reads - before, 1, "key {i}");
+    }
+    check(&db, &model);
+}
+
+#[test]
+fn a_flush_installs_logs_that_gc_then_collects() {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, 200, 0, &WriteOptions::default(), &mut model);
+    db.flush().unwrap();
+    let space = db.space_report().unwrap();
+    assert!(space.value_files > 0);
+    // Overwrite every big value: the first logs become all garbage once
+    // the new entries are flushed and compacted over the old ones.
+    fill(&db, 200, 1, &WriteOptions::default(), &mut model);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    check(&db, &model);
+    db.gc_with_ratio(0.01).unwrap();
+    let space = db.space_report().unwrap();
+    assert_eq!(space.exposed_garbage_bytes, 0, "{space:?}");
+    check(&db, &model);
+    let report = db.verify();
+    assert!(report.is_ok(), "{report}");
+}
+
+#[test]
+fn a_clean_close_seals_the_logs_and_a_reopen_reads_them() {
+    let fs = MemFs::new();
+    let mut model = BTreeMap::new();
+    {
+        let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+        fill(&db, 60, 0, &WriteOptions::default(), &mut model);
+        db.close().unwrap();
+    }
+    // Reopened with logs off: the WAL's handles still resolve.
+    let opts = Options {
+        big_value_threshold: 0,
+        ..options(Arc::new(fs.clone()))
+    };
+    let db = Db::open(DIR, opts).unwrap();
+    check(&db, &model);
+    assert!(db.verify().is_ok());
+}
+
+/// Writes `n` big and small values with `wopts`, crashes (keeping what
+/// `keep` says of each file's unsynced tail), and reopens.
+fn crash_after(
+    n: usize,
+    wopts: WriteOptions,
+    flush_at: Option<usize>,
+    keep: impl FnMut(usize) -> usize,
+) -> (Db, Vec<Vec<u8>>) {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    let mut written = Vec::new();
+    for i in 0..n {
+        let v = value(i, 0, len_of(i));
+        db.put(&wopts, &key(i), &v).unwrap();
+        written.push(v);
+        if flush_at == Some(i) {
+            db.flush().unwrap();
+        }
+    }
+    let crashed = fs.crash_clone_keeping(keep);
+    drop(db);
+    let db = Db::open(DIR, options(Arc::new(crashed))).unwrap();
+    (db, written)
+}
+
+/// The database holds exactly the first `p` writes for some `p >= at_least`.
+fn holds_a_prefix(db: &Db, written: &[Vec<u8>], at_least: usize) -> usize {
+    let present: Vec<bool> = (0..written.len())
+        .map(|i| {
+            // A dangling handle would be an error here, not a miss.
+            let got = db.get(&ReadOptions::new(), &key(i)).unwrap();
+            if let Some(v) = &got {
+                assert_eq!(v, &written[i], "key {i} holds another value");
+            }
+            got.is_some()
+        })
+        .collect();
+    let p = present.iter().take_while(|&&p| p).count();
+    assert!(present[p..].iter().all(|&p| !p), "a hole: {present:?}");
+    assert!(p >= at_least, "lost acknowledged writes: {p} < {at_least}");
+    p
+}
+
+#[test]
+fn sync_writes_survive_a_power_cut() {
+    let wopts = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    let (db, written) = crash_after(60, wopts, None, |_| 0);
+    assert_eq!(holds_a_prefix(&db, &written, 60), 60);
+}
+
+#[test]
+fn async_writes_lose_only_a_suffix_whatever_the_logs_kept() {
+    // Each file keeps a different share of its unsynced tail, so the WAL
+    // may hold records whose values a log lost.
+    for seed in 0..20u64 {
+        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let keep = move |unsynced: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            if unsynced == 0 {
+                0
+            } else {
+                (state as usize) % (unsynced + 1)
+            }
+        };
+        let (db, written) = crash_after(80, WriteOptions::default(), None, keep);
+        holds_a_prefix(&db, &written, 0);
+        assert!(db.verify().is_ok(), "seed {seed}");
+    }
+}
+
+#[test]
+fn without_the_wal_a_crash_loses_at_most_what_followed_the_last_flush() {
+    let wopts = WriteOptions {
+        disable_wal: true,
+        ..WriteOptions::default()
+    };
+    let (db, written) = crash_after(80, wopts, Some(49), |n| n / 2);
+    holds_a_prefix(&db, &written, 50);
+}
+
+#[test]
+fn a_failed_log_write_is_an_error_naming_the_log_and_loses_nothing_acknowledged() {
+    let mem = MemFs::new();
+    let fault = Arc::new(FaultFs::new(Arc::new(mem.clone())));
+    let db = Db::open(DIR, options(fault.clone())).unwrap();
+    let mut model = BTreeMap::new();
+    let sync = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    fill(&db, 20, 0, &sync, &mut model);
+    fault.fail(&[FaultOp::Append], Some(".vf"), 0, ErrorKind::Other, true);
+    let err = db.put(&sync, &key(0), &value(0, 9, BIG)).unwrap_err();
+    match &err {
+        Error::Io { path, .. } => assert!(path.to_string_lossy().ends_with(".vf"), "{err}"),
+        other => panic!("not an I/O error naming the log: {other}"),
+    }
+    fault.heal();
+    drop(db);
+    let db = Db::open(DIR, options(Arc::new(mem.crash_clone()))).unwrap();
+    check(&db, &model);
+}
+
+#[test]
+fn a_failed_log_sync_fails_the_synced_write() {
+    let mem = MemFs::new();
+    let fault = Arc::new(FaultFs::new(Arc::new(mem.clone())));
+    let db = Db::open(DIR, options(fault.clone())).unwrap();
+    let mut model = BTreeMap::new();
+    let sync = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    fill(&db, 10, 0, &sync, &mut model);
+    fault.fail(&[FaultOp::Sync], Some(".vf"), 0, ErrorKind::Other, true);
+    assert!(db.put(&sync, &key(100), &value(100, 0, BIG)).is_err());
+    fault.heal();
+    drop(db);
+    let db = Db::open(DIR, options(Arc::new(mem.crash_clone()))).unwrap();
+    check(&db, &model);
+}
+
+#[test]
+fn batches_mix_big_small_and_deleted_entries_atomically() {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, 30, 0, &WriteOptions::default(), &mut model);
+    let mut b = WriteBatch::new();
+    for i in 0..30 {
+        if i % 3 == 0 {
+            b.delete(&key(i));
+            model.remove(&key(i));
+        } else {
+            let v = value(i, 1, len_of(i + 1));
+            b.put(&key(i), &v);
+            model.insert(key(i), v);
+        }
+    }
+    db.write(&WriteOptions::default(), b).unwrap();
+    check(&db, &model);
+    db.flush().unwrap();
+    check(&db, &model);
+}
