@@ -371,7 +371,7 @@ impl DbInner {
                     h.logical_file,
                 )?),
             };
-            if !log.holds(&h)? {
+            if !log.holds(&h) {
                 return Ok(None);
             }
             points_into.push(h.logical_file);

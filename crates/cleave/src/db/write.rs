@@ -63,6 +63,9 @@ impl DbInner {
         // Big values go to a value log now, in this thread, so writers
         // append in parallel and the group commit carries only handles.
         let separated = if self.logs.enabled() {
+            // A write the group commit would refuse must not append first:
+            // its values would take space no flush ever installs.
+            self.check_writable()?;
             let new_number = || self.versions.lock().new_file_number();
             match self.logs.separate(&batch, &new_number) {
                 Ok(s) => s,
@@ -95,6 +98,28 @@ impl DbInner {
             self.logs.unpin(appended);
         }
         r
+    }
+
+    /// Whether a write may proceed as far as the refusals that need no
+    /// waiting go: a poisoned or closing database, and a space budget
+    /// that fails writes past its stop level.
+    fn check_writable(&self) -> Result<()> {
+        let st = self.state.lock();
+        Self::check_bg_error(&st)?;
+        if st.shutting_down {
+            return Err(Error::Closed);
+        }
+        if self.opts.space_budget_fail_writes && self.budget.bytes > 0 {
+            let usage = self.space_usage(&st);
+            if self.budget.write_action(usage) == WriteAction::Stop {
+                return Err(Error::SpaceBudgetExceeded {
+                    dir: self.dir.clone(),
+                    usage_bytes: usage,
+                    budget_bytes: self.budget.bytes,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Waits in the queue; the writer at the front leads a group.

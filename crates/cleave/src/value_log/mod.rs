@@ -97,9 +97,12 @@ pub(crate) struct LogFile {
 }
 
 struct LogState {
-    /// `None` once sealed (or after a failed write).
+    /// `None` once sealed, or after a failed write or seal.
     builder: Option<ValueFileBuilder>,
     sealed: Option<ValueFileSummary>,
+    /// A write or the seal failed: what was appended may not be durable,
+    /// and never will be.
+    failed: bool,
     /// Bytes known to be durable.
     synced: u64,
 }
@@ -123,6 +126,7 @@ impl LogFile {
         }
         if appended.is_err() {
             st.builder = None;
+            st.failed = true;
         }
         appended
     }
@@ -132,8 +136,15 @@ impl LogFile {
         let mut guard = self.state.lock();
         let st = &mut *guard;
         let Some(b) = st.builder.as_mut() else {
-            // Sealed (and synced by the seal), or failed (and the database
-            // refuses writes).
+            if st.failed {
+                // A synced write whose value is here must not be
+                // acknowledged: its record may never reach the disk.
+                return Err(Error::Poisoned(format!(
+                    "value log {} failed a write or its seal",
+                    self.path.display()
+                )));
+            }
+            // Sealed, and synced by the seal.
             return Ok(());
         };
         let size = b.file_size();
@@ -153,7 +164,7 @@ impl LogFile {
             return Ok(Some(s.clone()));
         }
         let Some(b) = st.builder.take() else {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::Poisoned(format!(
                 "value log {} failed a write and cannot be sealed",
                 self.path.display()
             )));
@@ -161,9 +172,16 @@ impl LogFile {
         if b.num_records() == 0 {
             return Ok(None);
         }
-        let summary = b.finish()?;
-        st.sealed = Some(summary.clone());
-        Ok(Some(summary))
+        match b.finish() {
+            Ok(summary) => {
+                st.sealed = Some(summary.clone());
+                Ok(Some(summary))
+            }
+            Err(e) => {
+                st.failed = true;
+                Err(e)
+            }
+        }
     }
 
     /// The value of the record `handle` names, which must hold `key`.
@@ -450,6 +468,7 @@ impl ValueLogs {
             state: Mutex::new(LogState {
                 builder: Some(builder),
                 sealed: None,
+                failed: false,
                 synced: 0,
             }),
         });
@@ -572,5 +591,64 @@ impl ValueLogs {
         logs.values()
             .map(|l| l.written.load(Ordering::Relaxed))
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::ErrorKind;
+    use std::sync::atomic::AtomicU64;
+
+    use super::*;
+    use crate::vfs::{FaultFs, FaultOp, MemFs};
+
+    fn logs(fs: Arc<dyn Fs>) -> ValueLogs {
+        ValueLogs::new(
+            fs,
+            Path::new("/db"),
+            LogOptions {
+                threshold: 100,
+                count: 1,
+                file_size: 1 << 20,
+                compression: Compression::None,
+                recent_bytes: 0,
+            },
+        )
+    }
+
+    fn batch(key: &[u8], len: usize) -> WriteBatch {
+        let mut b = WriteBatch::new();
+        b.put(key, &vec![7; len]);
+        b
+    }
+
+    /// A synced write must not be acknowledged over a log whose write
+    /// failed: found in review, `sync` took the failed log for a sealed
+    /// one and reported success.
+    #[test]
+    fn a_log_that_failed_a_write_fails_every_later_sync() {
+        let mem = MemFs::new();
+        mem.create_dir_all(Path::new("/db")).unwrap();
+        let fault = Arc::new(FaultFs::new(Arc::new(mem)));
+        let logs = logs(fault.clone());
+        let next = AtomicU64::new(10);
+        let new_number = || FileNumber(next.fetch_add(1, Ordering::Relaxed));
+        let done = logs
+            .separate(&batch(b"a", 500), &new_number)
+            .unwrap()
+            .unwrap();
+        assert_eq!(done.appended, vec![(FileNumber(10), 1)]);
+        logs.sync().unwrap();
+        fault.fail(&[FaultOp::Append], Some(".vf"), 0, ErrorKind::Other, false);
+        assert!(logs.separate(&batch(b"b", 500), &new_number).is_err());
+        fault.heal();
+        assert!(matches!(logs.sync(), Err(Error::Poisoned(_))));
+        // The failed write's pin is gone; the first write's stays.
+        assert_eq!(logs.pinned(), HashSet::from([FileNumber(10)]));
+        // Small values pass through untouched.
+        assert!(logs
+            .separate(&batch(b"c", 50), &new_number)
+            .unwrap()
+            .is_none());
     }
 }

@@ -1,11 +1,14 @@
 //! Value logs on open: replaying the WAL meets handles into logs the
 //! Version does not hold (the crash came before the flush that would have
-//! installed them). Each such log is opened once: whole if it was sealed,
-//! else scanned up to its first damaged record. Replay keeps a batch only
-//! if every record its handles name is intact, and the flush of the
-//! replayed memtables installs the logs they point into: a sealed one as it
-//! is, an unsealed one through a sealed copy of its intact records, which
-//! hosts the log's logical file (the log itself becomes an orphan).
+//! installed them). Each such log is opened once and scanned, record by
+//! record, up to its first damaged one, sealed or not: a seal's fsync cut
+//! short by a power loss can leave the footer and index on disk without
+//! every record page, so a footer proves nothing about the records. Replay
+//! keeps a batch only if every record its handles name is among them, and
+//! the flush of the replayed memtables installs the logs they point into:
+//! as it is, if it is sealed and every record its footer counts is intact;
+//! else through a sealed copy of its intact records, which hosts the log's
+//! logical file (the log itself becomes an orphan).
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
@@ -29,20 +32,17 @@ pub(crate) struct RecoveredLogs(pub BTreeMap<FileNumber, RecoveredLog>);
 pub(crate) struct RecoveredLog {
     number: FileNumber,
     path: PathBuf,
-    found: Found,
+    /// `None`: no such file, and every handle into it is to a lost value.
+    found: Option<Found>,
     installed: bool,
 }
 
-enum Found {
-    /// No such file: every handle into it is to a lost value.
-    Missing,
-    /// Sealed: footer, properties and record index read back.
-    Sealed { file: Box<ValueFile>, size: u64 },
-    /// Never sealed: the places of its intact records, by ordinal.
-    Scanned {
-        reader: Arc<dyn RandomAccessFile>,
-        places: Vec<(u64, u32)>,
-    },
+struct Found {
+    reader: Arc<dyn RandomAccessFile>,
+    /// The places of its intact records, by ordinal.
+    places: Vec<(u64, u32)>,
+    /// What it holds, if it is sealed and whole: installed as it is.
+    whole: Option<ValueFileSummary>,
 }
 
 impl RecoveredLog {
@@ -55,50 +55,54 @@ impl RecoveredLog {
                 return Ok(RecoveredLog {
                     number,
                     path,
-                    found: Found::Missing,
+                    found: None,
                     installed: false,
                 });
             }
             Err(e) => return Err(e),
         };
-        let found = match ValueFile::open(fs, path.clone(), number, FileOptions::default(), None) {
-            Ok(file) => Found::Sealed {
-                file: Box::new(file),
-                size: reader.len(),
-            },
-            // No footer (or a damaged one): the records are all there is.
-            Err(Error::Corruption { .. }) => Found::Scanned {
-                places: scan(reader.as_ref())?,
-                reader,
-            },
-            Err(e) => return Err(e),
-        };
+        let places = scan(reader.as_ref())?;
+        // Any fault in the footer or what it points to (a cut seal, bytes
+        // of a value that look like a footer of another version) leaves
+        // the records the scan found, which is all a log needs.
+        let whole = ValueFile::open(fs, path.clone(), number, FileOptions::default(), None)
+            .ok()
+            .filter(|f| {
+                let p = f.properties();
+                let end = places.last().map_or(0, |&(o, l)| o + u64::from(l));
+                p.num_records == places.len() as u64 && p.record_bytes == end
+            })
+            .map(|f| ValueFileSummary {
+                number,
+                file_size: reader.len(),
+                properties: f.properties().clone(),
+            });
         Ok(RecoveredLog {
             number,
             path,
-            found,
+            found: Some(Found {
+                reader,
+                places,
+                whole,
+            }),
             installed: false,
         })
     }
 
     /// Whether the record `h` names is intact here: the ordinal is one of
-    /// the log's records, at the handle's offset and length.
-    pub(crate) fn holds(&self, h: &ValueHandle) -> Result<bool> {
-        Ok(match &self.found {
-            Found::Missing => false,
-            Found::Sealed { file, .. } => {
-                file.locate(h.logical_file, h.ordinal)? == Some((h.offset, h.len))
-            }
-            Found::Scanned { places, .. } => usize::try_from(h.ordinal)
+    /// the log's intact records, at the handle's offset and length.
+    pub(crate) fn holds(&self, h: &ValueHandle) -> bool {
+        self.found.as_ref().is_some_and(|f| {
+            usize::try_from(h.ordinal)
                 .ok()
-                .and_then(|i| places.get(i))
-                .is_some_and(|&p| p == (h.offset, h.len)),
+                .and_then(|i| f.places.get(i))
+                .is_some_and(|&p| p == (h.offset, h.len))
         })
     }
 
     /// The value file that puts this log in the Version, the first time
-    /// it is asked for: the log itself if sealed, else a sealed copy of
-    /// its intact records in a new file `new_number()` names.
+    /// it is asked for: the log itself if sealed and whole, else a sealed
+    /// copy of its intact records in a new file `new_number()` names.
     pub(crate) fn install(
         &mut self,
         fs: &dyn Fs,
@@ -106,18 +110,13 @@ impl RecoveredLog {
         new_number: &dyn Fn() -> FileNumber,
         direct_writes: bool,
     ) -> Result<Option<ValueFileSummary>> {
-        if self.installed {
+        // A handle into a missing log ended replay before its batch.
+        let Some(found) = self.found.as_ref().filter(|_| !self.installed) else {
             return Ok(None);
-        }
-        let summary = match &self.found {
-            // A handle into a missing log ended replay before its batch.
-            Found::Missing => return Ok(None),
-            Found::Sealed { file, size } => ValueFileSummary {
-                number: self.number,
-                file_size: *size,
-                properties: file.properties().clone(),
-            },
-            Found::Scanned { reader, places } => {
+        };
+        let summary = match &found.whole {
+            Some(whole) => whole.clone(),
+            None => {
                 let number = new_number();
                 let opts = ValueFileOptions {
                     compression: crate::Compression::None,
@@ -127,8 +126,8 @@ impl RecoveredLog {
                 };
                 let path = filename::value_file(dir, number);
                 let mut copy = ValueFileBuilder::create(fs, path, number, opts)?;
-                for (ordinal, &(offset, len)) in places.iter().enumerate() {
-                    let raw = reader.read_at(offset, len as usize)?;
+                for (ordinal, &(offset, len)) in found.places.iter().enumerate() {
+                    let raw = found.reader.read_at(offset, len as usize)?;
                     let record =
                         record_from_raw(&self.path, offset, self.number, ordinal as u64, raw)?;
                     copy.add_moved(&record)?;
