@@ -275,46 +275,45 @@ fn without_the_wal_a_crash_loses_at_most_what_followed_the_last_flush() {
     holds_a_prefix(&db, &written, 50);
 }
 
-#[test]
-fn a_failed_log_write_is_an_error_naming_the_log_and_loses_nothing_acknowledged() {
+const SYNC: WriteOptions = WriteOptions {
+    sync: true,
+    disable_wal: false,
+};
+
+/// Writes `n` synced values, then fails `op` on the value logs from then
+/// on and returns what `write` does (one synced big write); then heals,
+/// crashes and checks that every acknowledged write survived.
+fn with_logs_failing(op: FaultOp, n: usize, write: impl FnOnce(&Db) -> Result<(), Error>) -> Error {
     let mem = MemFs::new();
     let fault = Arc::new(FaultFs::new(Arc::new(mem.clone())));
     let db = Db::open(DIR, options(fault.clone())).unwrap();
     let mut model = BTreeMap::new();
-    let sync = WriteOptions {
-        sync: true,
-        ..WriteOptions::default()
-    };
-    fill(&db, 20, 0, &sync, &mut model);
-    fault.fail(&[FaultOp::Append], Some(".vf"), 0, ErrorKind::Other, true);
-    let err = db.put(&sync, &key(0), &value(0, 9, BIG)).unwrap_err();
+    fill(&db, n, 0, &SYNC, &mut model);
+    fault.fail(&[op], Some(".vf"), 0, ErrorKind::Other, true);
+    let err = write(&db).unwrap_err();
+    fault.heal();
+    drop(db);
+    let db = Db::open(DIR, options(Arc::new(mem.crash_clone()))).unwrap();
+    check(&db, &model);
+    err
+}
+
+#[test]
+fn a_failed_log_write_is_an_error_naming_the_log_and_loses_nothing_acknowledged() {
+    let err = with_logs_failing(FaultOp::Append, 20, |db| {
+        db.put(&SYNC, &key(0), &value(0, 9, BIG))
+    });
     match &err {
         Error::Io { path, .. } => assert!(path.to_string_lossy().ends_with(".vf"), "{err}"),
         other => panic!("not an I/O error naming the log: {other}"),
     }
-    fault.heal();
-    drop(db);
-    let db = Db::open(DIR, options(Arc::new(mem.crash_clone()))).unwrap();
-    check(&db, &model);
 }
 
 #[test]
 fn a_failed_log_sync_fails_the_synced_write() {
-    let mem = MemFs::new();
-    let fault = Arc::new(FaultFs::new(Arc::new(mem.clone())));
-    let db = Db::open(DIR, options(fault.clone())).unwrap();
-    let mut model = BTreeMap::new();
-    let sync = WriteOptions {
-        sync: true,
-        ..WriteOptions::default()
-    };
-    fill(&db, 10, 0, &sync, &mut model);
-    fault.fail(&[FaultOp::Sync], Some(".vf"), 0, ErrorKind::Other, true);
-    assert!(db.put(&sync, &key(100), &value(100, 0, BIG)).is_err());
-    fault.heal();
-    drop(db);
-    let db = Db::open(DIR, options(Arc::new(mem.crash_clone()))).unwrap();
-    check(&db, &model);
+    with_logs_failing(FaultOp::Sync, 10, |db| {
+        db.put(&SYNC, &key(100), &value(100, 0, BIG))
+    });
 }
 
 #[test]
