@@ -4,10 +4,17 @@
 use std::sync::Arc;
 
 use crate::base::key::{SeqNo, ValueKind};
+use crate::base::FileNumber;
 use crate::error::{Error, Result};
 use crate::manifest::version::Version;
 use crate::value_file::{Readahead, ValueHandle, ValueStore, ValueWanted};
 use crate::value_log::LogReads;
+
+/// Where [`ValueSource::place`] found a value.
+enum Place {
+    Read(Result<Arc<Vec<u8>>>),
+    In(FileNumber),
+}
 
 /// The value files a reader may resolve handles in: those of the Version
 /// it holds (which keeps them from being deleted), and the value logs its
@@ -54,14 +61,9 @@ impl ValueSource {
             return Ok(Arc::new(raw.to_vec()));
         }
         let handle = self.decode(raw, user_key, seq)?;
-        if let Some(v) = self.logs.cached(&handle) {
-            return Ok(v);
-        }
-        let Some(physical) = self.version.physical_file(handle.logical_file) else {
-            return self
-                .logs
-                .read(&handle, user_key, seq)
-                .unwrap_or_else(|| Err(self.missing(&handle, user_key)));
+        let physical = match self.place(&handle, user_key, seq) {
+            Place::Read(r) => return r,
+            Place::In(physical) => physical,
         };
         match readahead {
             Some((ra, scanning)) => self
@@ -82,31 +84,11 @@ impl ValueSource {
         let mut wanted = Vec::new();
         let mut slots = Vec::new();
         for (i, &(raw, key, seq)) in entries.iter().enumerate() {
-            let handle = match self.decode(raw, key, seq) {
-                Ok(h) => h,
-                Err(e) => {
-                    out.push(Some(Err(e)));
-                    continue;
-                }
-            };
-            if let Some(v) = self.logs.cached(&handle) {
-                out.push(Some(Ok(v)));
-                continue;
-            }
-            // A value log not in the Version yet is read alone: it holds
-            // the latest writes, which the recent-value cache mostly has.
-            let placed = match self.version.physical_file(handle.logical_file) {
-                Some(physical) => Ok((physical, handle)),
-                None => match self.logs.read(&handle, key, seq) {
-                    Some(r) => {
-                        out.push(Some(r));
-                        continue;
-                    }
-                    None => Err(self.missing(&handle, key)),
-                },
-            };
+            let placed = self
+                .decode(raw, key, seq)
+                .map(|handle| (self.place(&handle, key, seq), handle));
             match placed {
-                Ok((physical, handle)) => {
+                Ok((Place::In(physical), handle)) => {
                     wanted.push(ValueWanted {
                         physical,
                         handle,
@@ -116,6 +98,9 @@ impl ValueSource {
                     slots.push(i);
                     out.push(None);
                 }
+                // A value log's values (recent, or not in the Version yet)
+                // are read alone: the cache mostly has them.
+                Ok((Place::Read(r), _)) => out.push(Some(r)),
                 Err(e) => out.push(Some(Err(e))),
             }
         }
@@ -154,6 +139,23 @@ impl ValueSource {
             .filter_map(|h| Some((self.version.physical_file(h.logical_file)?, h)))
             .collect();
         self.store.prefetch(&handles, readahead);
+    }
+
+    /// Where the value of `handle` comes from: the recent-value cache or a
+    /// value log the Version does not hold yet (read here), or a physical
+    /// file of the Version.
+    fn place(&self, handle: &ValueHandle, user_key: &[u8], seq: SeqNo) -> Place {
+        if let Some(v) = self.logs.cached(handle) {
+            return Place::Read(Ok(v));
+        }
+        match self.version.physical_file(handle.logical_file) {
+            Some(physical) => Place::In(physical),
+            None => Place::Read(
+                self.logs
+                    .read(handle, user_key, seq)
+                    .unwrap_or_else(|| Err(self.missing(handle, user_key))),
+            ),
+        }
     }
 
     fn missing(&self, handle: &ValueHandle, user_key: &[u8]) -> Error {

@@ -327,6 +327,11 @@ impl ValueLogs {
     /// log the view's memtables point into is either in its Version or
     /// here.
     pub(crate) fn reads(&self) -> LogReads {
+        if !self.enabled() {
+            // Every get takes a view: no lock and no clones when logs are
+            // off (none is ever open then).
+            return LogReads::default();
+        }
         LogReads {
             recent: self.recent.clone(),
             logs: self.open.lock().clone(),
