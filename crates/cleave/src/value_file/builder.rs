@@ -24,6 +24,20 @@ use super::record_index::{
 };
 use super::{ValueFileOptions, ValueFileSummary, ValueHandle};
 
+/// A value file written whole (footer included) but not yet synced.
+pub(crate) struct FinishedFile {
+    file: Box<dyn WritableFile>,
+    summary: ValueFileSummary,
+}
+
+impl FinishedFile {
+    /// Makes the file durable and returns what it holds.
+    pub(crate) fn sync(mut self) -> Result<ValueFileSummary> {
+        self.file.sync()?;
+        Ok(self.summary)
+    }
+}
+
 pub(crate) struct ValueFileBuilder {
     file: Box<dyn WritableFile>,
     path: PathBuf,
@@ -249,7 +263,14 @@ impl ValueFileBuilder {
 
     /// Writes the record index, top-level index, properties and footer, and
     /// syncs. REQUIRES: at least one record.
-    pub(crate) fn finish(mut self) -> Result<ValueFileSummary> {
+    pub(crate) fn finish(self) -> Result<ValueFileSummary> {
+        self.finish_unsynced()?.sync()
+    }
+
+    /// Writes what [`Self::finish`] writes and hands it to the OS, but
+    /// leaves the sync to [`FinishedFile::sync`]: a value log's writer
+    /// moves on to a new log while the full one reaches the disk.
+    pub(crate) fn finish_unsynced(mut self) -> Result<FinishedFile> {
         self.check_not_failed()?;
         if self.props.num_records == 0 {
             return Err(Error::InvalidArgument(format!(
@@ -297,12 +318,15 @@ impl ValueFileBuilder {
             version: FORMAT_VERSION,
         };
         self.append(&footer.encode())?;
-        let r = self.file.flush().and_then(|()| self.file.sync());
+        let r = self.file.flush();
         self.guard(r)?;
-        Ok(ValueFileSummary {
-            number: self.number,
-            file_size: self.offset,
-            properties: std::mem::take(&mut self.props),
+        Ok(FinishedFile {
+            summary: ValueFileSummary {
+                number: self.number,
+                file_size: self.offset,
+                properties: std::mem::take(&mut self.props),
+            },
+            file: self.file,
         })
     }
 

@@ -428,6 +428,14 @@ impl OsRandomAccess {
         )
     }
 
+    fn current_len(&self) -> Result<u64> {
+        Ok(self
+            .file
+            .metadata()
+            .map_err(|e| Error::io(&self.path, "stat", e))?
+            .len())
+    }
+
     /// The buffer a read of `len` bytes at `offset` fills, once the range
     /// is known to lie inside the file. With `O_DIRECT` the buffer, the
     /// file offset and the length must be aligned: the buffer spans the
@@ -436,7 +444,9 @@ impl OsRandomAccess {
         let end = offset
             .checked_add(len as u64)
             .ok_or_else(|| self.eof(offset, len))?;
-        if end > self.len {
+        // A file still being written (a value log) grows after it was
+        // opened: past the length seen then, ask again before failing.
+        if end > self.len && end > self.current_len()? {
             return Err(self.eof(offset, len));
         }
         if !self.direct {
@@ -675,6 +685,26 @@ mod tests {
     /// `OsFs` then reads buffered).
     fn disk_dir() -> tempfile::TempDir {
         tempfile::tempdir_in("/var/tmp").unwrap_or_else(|_| tempfile::tempdir().unwrap())
+    }
+
+    /// A value log is read through a handle opened when the log was
+    /// created: it must see what was appended since, and still fail past
+    /// the end.
+    #[test]
+    fn a_reader_opened_early_reads_what_was_appended_since() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log");
+        let fs = OsFs::new();
+        let mut w = fs.create(&p, FileOptions::default()).unwrap();
+        let r = fs.open(&p, FileOptions::default()).unwrap();
+        let data: Vec<u8> = (0..10_000).map(|i| (i % 253) as u8).collect();
+        w.append(&data[..4000]).unwrap();
+        w.flush().unwrap();
+        assert_eq!(r.read_at(1000, 3000).unwrap(), &data[1000..4000]);
+        w.append(&data[4000..]).unwrap();
+        w.flush().unwrap();
+        assert_eq!(r.read_at(3000, 7000).unwrap(), &data[3000..]);
+        assert!(r.read_at(9999, 2).is_err());
     }
 
     fn write_file(fs: &OsFs, path: &Path, data: &[u8]) {
