@@ -171,6 +171,31 @@ fn a_flush_installs_logs_that_gc_then_collects() {
     assert!(report.is_ok(), "{report}");
 }
 
+/// A memtable of handles fills slowly: the bytes of the log records it
+/// points to switch it too (four times the memtables' bytes, 2 MiB here),
+/// so the logs reach the Version, and GC, without a flush request.
+#[test]
+fn the_log_bytes_a_memtable_points_to_bound_it() {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    let mut model = BTreeMap::new();
+    let mut batch = WriteBatch::new();
+    // 3 MiB of big values and nothing else: a few KiB of memtable.
+    for i in 0..384 {
+        let v = value(i, 0, BIG);
+        batch.put(&key(i), &v);
+        model.insert(key(i), v);
+        if batch.len() == 8 {
+            db.write(&WriteOptions::default(), std::mem::take(&mut batch))
+                .unwrap();
+        }
+    }
+    db.wait_for_compactions().unwrap();
+    assert!(db.stats().flushes >= 1, "{:?}", db.stats());
+    assert!(db.space_report().unwrap().value_files > 0);
+    check(&db, &model);
+}
+
 #[test]
 fn a_clean_close_seals_the_logs_and_a_reopen_reads_them() {
     let fs = MemFs::new();
@@ -207,6 +232,30 @@ fn a_clean_close_seals_the_logs_and_a_reopen_reads_them() {
         closed.iter().all(|n| reopened.contains(n)),
         "{closed:?} {reopened:?}"
     );
+}
+
+/// The process dies after writers filled logs (their footers written,
+/// not synced), the reopen recovers them, and then the power fails: the
+/// reopen's manifest named those logs, and replaced the WAL that could
+/// rebuild them, so they must have been durable by then. Found in review:
+/// recovery installed a log it found whole as it was, unsynced.
+#[test]
+fn a_log_recovered_whole_is_durable_before_the_manifest_names_it() {
+    let fs = MemFs::new();
+    let mut model = BTreeMap::new();
+    let db = Db::open(DIR, options(Arc::new(fs.clone()))).unwrap();
+    fill(&db, 200, 0, &WriteOptions::default(), &mut model);
+    assert!(db.stats().value_logs_created > 2);
+    let killed = fs.process_crash_clone();
+    drop(db);
+    let db = Db::open(DIR, options(Arc::new(killed.clone()))).unwrap();
+    check(&db, &model);
+    let cut = killed.crash_clone();
+    drop(db);
+    let db = Db::open(DIR, options(Arc::new(cut))).unwrap();
+    check(&db, &model);
+    let report = db.verify();
+    assert!(report.is_ok(), "{report}");
 }
 
 /// Writes `n` big and small values with `wopts`, crashes (keeping what

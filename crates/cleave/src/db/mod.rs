@@ -109,6 +109,8 @@ struct State {
     mem_has_unlogged: bool,
     /// `mem`'s entries pointing into value logs.
     mem_log_refs: LogRefs,
+    /// Bytes of the value-log records `mem`'s entries point to.
+    mem_log_bytes: u64,
     /// Oldest first.
     imm: VecDeque<Immutable>,
     current: Arc<Version>,

@@ -122,6 +122,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
             mem_wal: log_number,
             mem_has_unlogged: false,
             mem_log_refs: HashMap::new(),
+            mem_log_bytes: 0,
             imm: VecDeque::new(),
             current,
             flush_running: false,

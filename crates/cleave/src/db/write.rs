@@ -30,6 +30,9 @@ const SLOWDOWN_DELAY: Duration = Duration::from_millis(1);
 /// How often a writer stopped by the space budget looks at usage again.
 const BUDGET_RECHECK: Duration = Duration::from_millis(10);
 
+/// Value-log bytes a memtable may point to, per byte of all memtables.
+const MEM_LOG_BYTES_PER_BUFFER_BYTE: u64 = 4;
+
 /// One pending write (or memtable switch) in the queue.
 pub(super) struct Writer {
     batch: Mutex<Option<WriteBatch>>,
@@ -38,6 +41,8 @@ pub(super) struct Writer {
     force_switch: bool,
     /// Records the batch's handles point to, per value log.
     appended: Vec<(FileNumber, u64)>,
+    /// Bytes of those records.
+    log_bytes: u64,
     /// Bytes of the keys and values the caller's batch holds.
     user_bytes: u64,
     done: Mutex<Option<Result<()>>>,
@@ -80,15 +85,16 @@ impl DbInner {
         } else {
             None
         };
-        let (batch, appended) = match separated {
-            Some(s) => (s.batch, s.appended),
-            None => (batch, Vec::new()),
+        let (batch, appended, log_bytes) = match separated {
+            Some(s) => (s.batch, s.appended, s.bytes),
+            None => (batch, Vec::new(), 0),
         };
         let r = self.enqueue(Writer {
             batch: Mutex::new(Some(batch)),
             opts: *opts,
             force_switch: false,
             appended: appended.clone(),
+            log_bytes,
             user_bytes,
             done: Mutex::new(None),
         });
@@ -252,6 +258,7 @@ impl DbInner {
                 for &(log, records) in &w.appended {
                     *st.mem_log_refs.entry(log).or_default() += records;
                 }
+                st.mem_log_bytes += w.log_bytes;
             }
             st.last_write = Instant::now();
             st.mem.clone()
@@ -350,7 +357,11 @@ impl DbInner {
                     _ => {}
                 }
             }
-            let full = st.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
+            // A memtable of handles fills slowly; the values they point
+            // to are neither GC candidates nor off replay's path until it
+            // is flushed, so their bytes bound it too.
+            let full = st.mem.approximate_memory_usage() >= self.opts.write_buffer_size
+                || st.mem_log_bytes >= self.max_mem_log_bytes();
             // At the L0 stop trigger every write waits, not only the one
             // that fills the memtable; a flush request still goes through.
             let l0_stop = !force && l0 >= self.opts.level0_stop_writes_trigger;
@@ -375,6 +386,17 @@ impl DbInner {
             st = self.switch_memtable(st)?;
             force = false;
         }
+    }
+
+    /// Bytes of value-log records one memtable may point to before it is
+    /// switched: as RocksDB bounds its WALs (`max_total_wal_size`, by
+    /// default four times the memtables' bytes), so that overwritten big
+    /// values become garbage GC can reclaim, and a reopen scans a bounded
+    /// amount of log.
+    fn max_mem_log_bytes(&self) -> u64 {
+        MEM_LOG_BYTES_PER_BUFFER_BYTE
+            * self.opts.write_buffer_size as u64
+            * self.opts.max_write_buffer_number as u64
     }
 
     fn count_budget_stall(&self, start: Instant) {
@@ -421,6 +443,7 @@ impl DbInner {
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
         let old_wal = std::mem::replace(&mut st.mem_wal, number);
         let log_refs = std::mem::take(&mut st.mem_log_refs);
+        st.mem_log_bytes = 0;
         st.imm.push_back(Immutable {
             mem: old,
             wal: old_wal,
@@ -441,6 +464,7 @@ impl DbInner {
             opts: WriteOptions::default(),
             force_switch: true,
             appended: Vec::new(),
+            log_bytes: 0,
             user_bytes: 0,
             done: Mutex::new(None),
         })?;

@@ -24,20 +24,6 @@ use super::record_index::{
 };
 use super::{ValueFileOptions, ValueFileSummary, ValueHandle};
 
-/// A value file written whole (footer included) but not yet synced.
-pub(crate) struct FinishedFile {
-    file: Box<dyn WritableFile>,
-    summary: ValueFileSummary,
-}
-
-impl FinishedFile {
-    /// Makes the file durable and returns what it holds.
-    pub(crate) fn sync(mut self) -> Result<ValueFileSummary> {
-        self.file.sync()?;
-        Ok(self.summary)
-    }
-}
-
 pub(crate) struct ValueFileBuilder {
     file: Box<dyn WritableFile>,
     path: PathBuf,
@@ -263,14 +249,25 @@ impl ValueFileBuilder {
 
     /// Writes the record index, top-level index, properties and footer, and
     /// syncs. REQUIRES: at least one record.
-    pub(crate) fn finish(self) -> Result<ValueFileSummary> {
-        self.finish_unsynced()?.sync()
+    pub(crate) fn finish(mut self) -> Result<ValueFileSummary> {
+        let summary = self.write_tail()?;
+        let r = self.file.sync();
+        self.guard(r)?;
+        Ok(summary)
     }
 
-    /// Writes what [`Self::finish`] writes and hands it to the OS, but
-    /// leaves the sync to [`FinishedFile::sync`]: a value log's writer
-    /// moves on to a new log while the full one reaches the disk.
-    pub(crate) fn finish_unsynced(mut self) -> Result<FinishedFile> {
+    /// Writes what [`Self::finish`] writes and hands it to the OS, then
+    /// closes the file without syncing it ([`Fs::sync_file`] does that
+    /// later): a value log's writer moves on to a new log while the full
+    /// one reaches the disk, and the full one holds no descriptor or
+    /// buffer meanwhile.
+    pub(crate) fn finish_unsynced(mut self) -> Result<ValueFileSummary> {
+        self.write_tail()
+    }
+
+    /// The record index, top-level index, properties and footer, handed
+    /// to the OS. REQUIRES: at least one record.
+    fn write_tail(&mut self) -> Result<ValueFileSummary> {
         self.check_not_failed()?;
         if self.props.num_records == 0 {
             return Err(Error::InvalidArgument(format!(
@@ -320,13 +317,10 @@ impl ValueFileBuilder {
         self.append(&footer.encode())?;
         let r = self.file.flush();
         self.guard(r)?;
-        Ok(FinishedFile {
-            summary: ValueFileSummary {
-                number: self.number,
-                file_size: self.offset,
-                properties: std::mem::take(&mut self.props),
-            },
-            file: self.file,
+        Ok(ValueFileSummary {
+            number: self.number,
+            file_size: self.offset,
+            properties: std::mem::take(&mut self.props),
         })
     }
 

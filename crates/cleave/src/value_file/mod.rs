@@ -23,7 +23,7 @@ mod reader;
 mod record_index;
 mod store;
 
-pub(crate) use builder::{FinishedFile, ValueFileBuilder};
+pub(crate) use builder::ValueFileBuilder;
 pub(crate) use format::{record_len, record_ok, Origin, ValueClass, ValueFileProperties};
 pub(crate) use handle::ValueHandle;
 pub(crate) use reader::{check_record, record_from_raw, ValueFile, ValueRecord};

@@ -49,8 +49,8 @@ use crate::batch::WriteBatch;
 use crate::cache::{Priority, ShardedCache};
 use crate::error::{Error, Result};
 use crate::value_file::{
-    check_record, FinishedFile, Origin, ValueClass, ValueFileBuilder, ValueFileOptions,
-    ValueFileSummary, ValueHandle,
+    check_record, Origin, ValueClass, ValueFileBuilder, ValueFileOptions, ValueFileSummary,
+    ValueHandle,
 };
 use crate::vfs::{FileOptions, Fs, RandomAccessFile};
 use crate::Compression;
@@ -86,6 +86,7 @@ pub(crate) struct LogCounters {
 
 /// One value log.
 pub(crate) struct LogFile {
+    fs: Arc<dyn Fs>,
     number: FileNumber,
     path: PathBuf,
     /// For reads of its records before it joins the Version; kept open, so
@@ -102,11 +103,11 @@ enum LogState {
         builder: ValueFileBuilder,
         synced: u64,
     },
-    /// Full: footer written by the writer that filled it, the sync left to
-    /// whoever needs the log durable next (a synced write, the flush that
-    /// installs it, close), so that no writer waits for a whole file to
-    /// reach the disk.
-    Closed(FinishedFile),
+    /// Full: footer written by the writer that filled it and the file
+    /// closed, the sync left to whoever needs the log durable next (a
+    /// synced write, the flush that installs it, close), so that no writer
+    /// waits for a whole file to reach the disk.
+    Closed(ValueFileSummary),
     /// Sealed and durable.
     Sealed(ValueFileSummary),
     /// Sealed without a record; its file is garbage.
@@ -198,10 +199,10 @@ impl LogFile {
 
     /// Syncs a closed log. REQUIRES: `st` is `Closed`.
     fn sync_closed(&self, st: &mut LogState) -> Result<ValueFileSummary> {
-        let LogState::Closed(file) = std::mem::replace(st, LogState::Failed) else {
+        let LogState::Closed(summary) = std::mem::replace(st, LogState::Failed) else {
             unreachable!("only a closed log is synced as a whole");
         };
-        let summary = file.sync()?;
+        self.fs.sync_file(&self.path)?;
         *st = LogState::Sealed(summary.clone());
         Ok(summary)
     }
@@ -290,6 +291,8 @@ pub(crate) struct Separated {
     pub batch: WriteBatch,
     /// Records appended per log, each pinning it.
     pub appended: Vec<(FileNumber, u64)>,
+    /// Bytes of those records.
+    pub bytes: u64,
 }
 
 /// The value logs of a database.
@@ -390,6 +393,7 @@ impl ValueLogs {
         }
         let mut out = WriteBatch::new();
         let mut appended: Vec<(FileNumber, u64)> = Vec::new();
+        let mut bytes = 0u64;
         let mut handle_bytes = Vec::new();
         let mut slot = self.lock_slot();
         let mut full = Vec::new();
@@ -425,6 +429,7 @@ impl ValueLogs {
                     Some((n, count)) if *n == log.number => *count += 1,
                     _ => appended.push((log.number, 1)),
                 }
+                bytes += u64::from(h.len);
                 self.counters
                     .bytes_written
                     .fetch_add(u64::from(h.len), Ordering::Relaxed);
@@ -458,6 +463,7 @@ impl ValueLogs {
         Ok(Some(Separated {
             batch: out,
             appended,
+            bytes,
         }))
     }
 
@@ -498,6 +504,7 @@ impl ValueLogs {
         self.dir_dirty.store(true, Ordering::Release);
         self.counters.files.fetch_add(1, Ordering::Relaxed);
         let log = Arc::new(LogFile {
+            fs: self.fs.clone(),
             number,
             path,
             reader,

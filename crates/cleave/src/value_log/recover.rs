@@ -115,7 +115,13 @@ impl RecoveredLog {
             return Ok(None);
         };
         let summary = match &found.whole {
-            Some(whole) => whole.clone(),
+            Some(whole) => {
+                // A writer that filled it wrote the footer but a crash
+                // may have come before its sync: the manifest must not
+                // name a file that a power cut could still take back.
+                fs.sync_file(&self.path)?;
+                whole.clone()
+            }
             None => {
                 let number = new_number();
                 let opts = ValueFileOptions {

@@ -122,6 +122,10 @@ impl Fs for CountingFs {
         self.inner.sync_dir(dir)
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        self.inner.sync_file(path)
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.inner.lock(path)
     }

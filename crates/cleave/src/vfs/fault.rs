@@ -244,6 +244,11 @@ impl Fs for FaultFs {
         self.inner.exists(path)
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        self.control.check(FaultOp::Sync, path)?;
+        self.inner.sync_file(path)
+    }
+
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         self.control.check(FaultOp::SyncDir, dir)?;
         self.inner.sync_dir(dir)

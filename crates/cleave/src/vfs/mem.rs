@@ -80,6 +80,41 @@ impl MemFs {
         }
     }
 
+    /// The state after the process dies now (SIGKILL) while the OS runs
+    /// on: every byte written is there, and what was not synced is still
+    /// not durable, so a power cut later can lose it.
+    pub fn process_crash_clone(&self) -> MemFs {
+        let st = self.state.lock();
+        // A file named in both views is one file: copied once.
+        let mut copies: HashMap<*const Mutex<MemFile>, FileRef> = HashMap::new();
+        let mut copy = |f: &FileRef| -> FileRef {
+            copies
+                .entry(Arc::as_ptr(f))
+                .or_insert_with(|| {
+                    let f = f.lock();
+                    Arc::new(Mutex::new(MemFile {
+                        synced: f.synced,
+                        data: f.data.clone(),
+                    }))
+                })
+                .clone()
+        };
+        let live = st.live.iter().map(|(p, f)| (p.clone(), copy(f))).collect();
+        let durable = st
+            .durable
+            .iter()
+            .map(|(p, f)| (p.clone(), copy(f)))
+            .collect();
+        MemFs {
+            state: Arc::new(Mutex::new(State {
+                live,
+                durable,
+                dirs: st.dirs.clone(),
+                locks: HashSet::new(),
+            })),
+        }
+    }
+
     /// Test helper: overwrites one byte of a file (in both views).
     pub fn corrupt_byte(&self, path: &Path, offset: usize) -> bool {
         let st = self.state.lock();
@@ -181,6 +216,14 @@ impl Fs for MemFs {
     fn exists(&self, path: &Path) -> Result<bool> {
         let st = self.state.lock();
         Ok(st.live.contains_key(path) || st.dirs.contains(path))
+    }
+
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        let st = self.state.lock();
+        let f = st.live.get(path).ok_or_else(|| not_found(path, "sync"))?;
+        let mut f = f.lock();
+        f.synced = f.data.len();
+        Ok(())
     }
 
     fn sync_dir(&self, dir: &Path) -> Result<()> {

@@ -90,6 +90,10 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     fn exists(&self, path: &Path) -> Result<bool>;
     /// Makes creations, renames and removals in `dir` durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Makes every byte of the existing file `path` durable: a file
+    /// written and closed without a sync (a full value log), or one a
+    /// crashed process left, which recovery keeps as it is.
+    fn sync_file(&self, path: &Path) -> Result<()>;
     /// Takes an exclusive advisory lock on `path`, failing at once if any
     /// holder (in this process or another) has it.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;

@@ -152,6 +152,13 @@ impl Fs for OsFs {
         path.try_exists().map_err(|e| Error::io(path, "stat", e))
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        File::open(path)
+            .map_err(|e| Error::io(path, "open", e))?
+            .sync_data()
+            .map_err(|e| Error::io(path, "fdatasync", e))
+    }
+
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         let f = File::open(dir).map_err(|e| Error::io(dir, "open_dir", e))?;
         f.sync_all().map_err(|e| Error::io(dir, "fsync_dir", e))
@@ -415,15 +422,18 @@ struct OsRandomAccess {
 
 impl OsRandomAccess {
     fn eof(&self, offset: u64, len: usize) -> Error {
+        self.eof_in(offset, len, self.len)
+    }
+
+    /// A read of `len` bytes at `offset` past the end of the file, which
+    /// holds `file_len` bytes.
+    fn eof_in(&self, offset: u64, len: usize, file_len: u64) -> Error {
         Error::io(
             &self.path,
             "read",
             std::io::Error::new(
                 ErrorKind::UnexpectedEof,
-                format!(
-                    "read of {len} bytes at {offset} past end of file ({} bytes)",
-                    self.len
-                ),
+                format!("read of {len} bytes at {offset} past end of file ({file_len} bytes)"),
             ),
         )
     }
@@ -446,8 +456,11 @@ impl OsRandomAccess {
             .ok_or_else(|| self.eof(offset, len))?;
         // A file still being written (a value log) grows after it was
         // opened: past the length seen then, ask again before failing.
-        if end > self.len && end > self.current_len()? {
-            return Err(self.eof(offset, len));
+        if end > self.len {
+            let now = self.current_len()?;
+            if end > now {
+                return Err(self.eof_in(offset, len, now));
+            }
         }
         if !self.direct {
             return Ok(ReadPlan {
