@@ -247,8 +247,9 @@ pub struct Flags {
 
     /// cleave only: WAL-time separation (BVLSM). A value of at least this
     /// many bytes goes to a value log when written, and the WAL and
-    /// memtable carry its handle (cleave's big_value_threshold). 0: off.
-    #[arg(long, default_value_t = 0)]
+    /// memtable carry its handle (cleave's big_value_threshold, whose
+    /// default this is). 0: off.
+    #[arg(long, default_value_t = 32 << 10)]
     pub big_value_threshold: u64,
 
     /// cleave only: value logs written at once (cleave's value_log_count).
@@ -752,7 +753,10 @@ mod tests {
         let flags = parse(&["--range_merge_sorted_runs=0", "--range_merge_idle_ms=5"]);
         assert_eq!(flags.range_merge_sorted_runs, 0);
         assert_eq!(flags.range_merge_idle_ms, 5);
-        assert_eq!(flags.big_value_threshold, 0);
+        assert_eq!(
+            flags.big_value_threshold,
+            cleave::Options::default().big_value_threshold as u64
+        );
         let flags = parse(&[
             "--big_value_threshold=16384",
             "--value_log_count=2",

@@ -171,6 +171,38 @@ fn a_flush_installs_logs_that_gc_then_collects() {
     assert!(report.is_ok(), "{report}");
 }
 
+/// Logs take only what value separation would: none with separation off
+/// (whatever the threshold, 32 KiB by default), and nothing below
+/// `min_value_size` when the threshold is lower.
+#[test]
+fn logs_follow_value_separation_and_min_value_size() {
+    let write = |opts: Options, lens: &[usize]| -> u64 {
+        let db = Db::open(DIR, opts).unwrap();
+        for (i, &len) in lens.iter().enumerate() {
+            db.put(&WriteOptions::default(), &key(i), &value(i, 0, len))
+                .unwrap();
+        }
+        for (i, &len) in lens.iter().enumerate() {
+            let got = db.get(&ReadOptions::new(), &key(i)).unwrap();
+            assert_eq!(got, Some(value(i, 0, len)));
+        }
+        db.stats().value_log_records
+    };
+    let fresh = || Arc::new(MemFs::new());
+    assert_eq!(Options::default().big_value_threshold, 32 << 10);
+    let off = Options {
+        enable_value_separation: false,
+        big_value_threshold: Options::default().big_value_threshold,
+        ..options(fresh())
+    };
+    assert_eq!(write(off, &[64 << 10, 40 << 10]), 0);
+    let above_threshold = Options {
+        min_value_size: 16 << 10,
+        ..options(fresh())
+    };
+    assert_eq!(write(above_threshold, &[8 << 10, 20 << 10, 100]), 1);
+}
+
 /// A memtable of handles fills slowly: the bytes of the log records it
 /// points to switch it too (four times the memtables' bytes, 2 MiB here),
 /// so the logs reach the Version, and GC, without a flush request.

@@ -98,7 +98,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         fs.clone(),
         dir,
         LogOptions {
-            threshold: opts.big_value_threshold,
+            threshold: opts.effective_big_value_threshold(),
             count: opts.value_log_count,
             file_size: opts.value_file_size,
             compression: opts.value_compression,
