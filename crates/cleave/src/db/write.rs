@@ -67,7 +67,7 @@ impl DbInner {
         }
         // Big values go to a value log now, in this thread, so writers
         // append in parallel and the group commit carries only handles.
-        let separated = if self.logs.enabled() {
+        let separated = if self.logs.takes_any(&batch)? {
             // A write the group commit would refuse must not append first:
             // its values would take space no flush ever installs.
             self.check_writable()?;
@@ -395,8 +395,8 @@ impl DbInner {
     /// amount of log.
     fn max_mem_log_bytes(&self) -> u64 {
         MEM_LOG_BYTES_PER_BUFFER_BYTE
-            * self.opts.write_buffer_size as u64
-            * self.opts.max_write_buffer_number as u64
+            .saturating_mul(self.opts.write_buffer_size as u64)
+            .saturating_mul(self.opts.max_write_buffer_number as u64)
     }
 
     fn count_budget_stall(&self, start: Instant) {

@@ -371,6 +371,26 @@ impl ValueLogs {
         }
     }
 
+    fn is_big(&self, kind: ValueKind, value: &[u8]) -> bool {
+        let threshold = self.opts.threshold;
+        threshold > 0 && kind == ValueKind::Value && value.len() >= threshold
+    }
+
+    /// Whether `batch` holds a value a log takes: a writer without one
+    /// goes straight to the group commit, as with logs off.
+    pub(crate) fn takes_any(&self, batch: &WriteBatch) -> Result<bool> {
+        if !self.enabled() {
+            return Ok(false);
+        }
+        for e in batch.entries() {
+            let e = e?;
+            if self.is_big(e.kind, e.value) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Appends the big values of `batch` to a log and returns the batch
     /// with their handles in their place; `None` if it has no big value.
     /// `new_number` names a new log.
@@ -379,16 +399,7 @@ impl ValueLogs {
         batch: &WriteBatch,
         new_number: &dyn Fn() -> FileNumber,
     ) -> Result<Option<Separated>> {
-        let threshold = self.opts.threshold;
-        let big = |kind: ValueKind, value: &[u8]| {
-            threshold > 0 && kind == ValueKind::Value && value.len() >= threshold
-        };
-        let mut any = false;
-        for e in batch.entries() {
-            let e = e?;
-            any |= big(e.kind, e.value);
-        }
-        if !any {
+        if !self.takes_any(batch)? {
             return Ok(None);
         }
         let mut out = WriteBatch::new();
@@ -400,7 +411,7 @@ impl ValueLogs {
         let result = (|| {
             for e in batch.entries() {
                 let e = e?;
-                if !big(e.kind, e.value) {
+                if !self.is_big(e.kind, e.value) {
                     out.add_entry(e.kind, e.key, e.value);
                     continue;
                 }

@@ -82,7 +82,10 @@ impl MemFs {
 
     /// The state after the process dies now (SIGKILL) while the OS runs
     /// on: every byte written is there, and what was not synced is still
-    /// not durable, so a power cut later can lose it.
+    /// not durable, so a power cut later can lose it. `MemFs` has no
+    /// buffer on the process's side, so bytes appended but never flushed
+    /// are kept too (an `OsFs` process would lose them); and files are
+    /// copied one by one, so take it while no writer runs.
     pub fn process_crash_clone(&self) -> MemFs {
         let st = self.state.lock();
         // A file named in both views is one file: copied once.
