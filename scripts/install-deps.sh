@@ -2,11 +2,12 @@
 # Installs what the tests and the engine comparisons need beyond Rust:
 # RocksDB 7.8.3 from Debian (the library the `rocksdb` feature of
 # cleave-bench links, and its db_bench), libclang for the crate's bindgen,
-# a C compiler for zstd-sys, and matplotlib for scripts/suite.py's plots.
+# a C compiler for zstd-sys, matplotlib for scripts/suite.py's plots, and
+# numpy for scripts/cleaning_model.py.
 # Idempotent: installs only what is missing. Needs root (or sudo) for apt.
 set -euo pipefail
 
-packages=(build-essential librocksdb-dev libclang-dev rocksdb-tools python3 python3-matplotlib)
+packages=(build-essential librocksdb-dev libclang-dev rocksdb-tools python3 python3-matplotlib python3-numpy)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

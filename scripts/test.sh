@@ -2,10 +2,10 @@
 # The tests, all of them: installs what is missing (scripts/install-deps.sh),
 # then runs the workspace's tests with every feature (so the RocksDB and
 # BlobDB adapters of cleave-bench are built and tested against Debian's
-# RocksDB), the crash test, the self-test of the suite script's tables and
-# plots, then every fuzz target for FUZZ_SECONDS (20 here) each
-# (scripts/fuzz.sh, which installs the nightly toolchain and cargo-fuzz when
-# missing).
+# RocksDB), the crash test, the self-tests of the suite script's tables and
+# plots and of the cleaning model, then every fuzz target for FUZZ_SECONDS
+# (20 here) each (scripts/fuzz.sh, which installs the nightly toolchain and
+# cargo-fuzz when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,5 +21,6 @@ cargo run --release --all-features -p cleave-stress -- crash \
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3
 "$python" scripts/suite.py --self-test
+"$python" scripts/cleaning_model.py --self-test
 # 20 s per target keeps the whole command within CI's 25 minutes on 2 cores.
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}" scripts/fuzz.sh
