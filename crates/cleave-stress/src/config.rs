@@ -92,6 +92,15 @@ pub fn options(variant: u64) -> Options {
             rng.gen_range(MIN_SEPARATED + 100..6000)
         },
         value_log_count: rng.gen_range(1..5),
+        // A space budget in one run of three, about twice the default
+        // run's live data (5,000 keys, about 9 MB), so that a kill lands in
+        // compactions exposing garbage, GC collecting what the budget
+        // needs, and writers paced for space.
+        space_budget_bytes: if rng.gen_range(0..3) == 0 {
+            rng.gen_range(14..24) << 20
+        } else {
+            0
+        },
         recent_value_cache_bytes: rng.gen_range(0..2) << 20,
         ..Options::default()
     }

@@ -113,18 +113,26 @@ pub struct Options {
     /// Smallest exact garbage ratio (garbage record bytes over all record
     /// bytes, 0..=1) that makes a value file worth collecting.
     pub gc_garbage_ratio: f64,
-    /// Disk space the database aims to stay within, in bytes of its live
-    /// files (sstables, value files, and the WALs of unflushed memtables);
-    /// 0 means no budget. Above 75% of it GC lowers its garbage threshold
-    /// (to a quarter of `gc_garbage_ratio` at 100%) and may take every
-    /// background thread; above 100% each write is delayed, and from
-    /// `100% + 1/32` writes stop until GC and compaction bring usage back.
-    /// Writes never wait on work that cannot free space: when nothing is
-    /// left to collect or compact they go on, delayed (or fail, with
-    /// `space_budget_fail_writes`). Stalls count in `Stats::budget_stall_micros`.
+    /// Disk space the database aims to stay within, in bytes of every file
+    /// in its directory as `du` counts them (WALs, value logs, sstables,
+    /// value files, files waiting for deletion, the manifest; see
+    /// `Db::space`), plus what running flushes and GC jobs will write
+    /// before their inputs go; 0 means no budget. From 75% of it
+    /// compaction pushes recent writes down to expose the garbage they
+    /// hide; from 90% GC takes every background thread and collects any
+    /// file holding the share of garbage the budget leaves value files on
+    /// average, best cost-benefit first. Writers are paced, from 75%, at
+    /// the rate background work frees space plus the room left over a
+    /// second (RocksDB's delayed write rate, following space instead of
+    /// compaction debt) towards 63/64 of it; at 100% they wait. Writes never wait
+    /// on work that cannot free space: when nothing is left to collect or
+    /// compact, or the budget cannot hold the live data (reported once,
+    /// `Stats::budget_impossible`), they go on, each write group delayed
+    /// 1 ms (or fail, with `space_budget_fail_writes`). Stalls count in
+    /// `Stats::budget_stall_micros`.
     pub space_budget_bytes: u64,
     /// Fail a write with `Error::SpaceBudgetExceeded` instead of stopping
-    /// it when usage is past the budget's stop level; RocksDB's
+    /// or delaying it when usage has reached the budget; RocksDB's
     /// `SstFileManager` max-allowed-space behaves this way.
     pub space_budget_fail_writes: bool,
     /// Share the background threads between compaction and GC by the space
@@ -197,7 +205,8 @@ pub struct Options {
     /// Files kept open for reads: three quarters for sstables, a quarter
     /// for value files.
     pub max_open_files: usize,
-    /// Bytes of manifest after which it is rewritten as a snapshot.
+    /// Bytes of manifest after which it is rewritten as a snapshot; with
+    /// a space budget, at most 1/64 of the budget (64 KiB at least).
     pub max_manifest_file_size: u64,
     /// The file system; tests pass an in-memory or fault-injecting one.
     /// The default, `OsFs::new()`, reads batches of independent reads
@@ -260,6 +269,12 @@ impl Default for Options {
     }
 }
 
+/// A space budget holds a manifest of at most this many times fewer bytes.
+const BUDGET_PER_MANIFEST_BYTE: u64 = 64;
+/// Nor smaller than this: each new manifest starts with a snapshot of the
+/// whole Version.
+const MIN_BUDGET_MANIFEST_BYTES: u64 = 64 << 10;
+
 impl Options {
     /// The smallest value a value log takes; 0 when logs are off.
     pub(crate) fn effective_big_value_threshold(&self) -> usize {
@@ -267,6 +282,18 @@ impl Options {
             return 0;
         }
         self.big_value_threshold.max(self.min_value_size)
+    }
+
+    /// The manifest size that starts a new manifest: under a space budget
+    /// at most 1/64 of it (the manifest counts in it, and grows by an edit
+    /// per flush, compaction and GC job), but not below 64 KiB.
+    pub(crate) fn effective_max_manifest_file_size(&self) -> u64 {
+        if self.space_budget_bytes == 0 {
+            return self.max_manifest_file_size;
+        }
+        let share =
+            (self.space_budget_bytes / BUDGET_PER_MANIFEST_BYTE).max(MIN_BUDGET_MANIFEST_BYTES);
+        self.max_manifest_file_size.min(share)
     }
 
     /// Rejects combinations that cannot work, naming the option.

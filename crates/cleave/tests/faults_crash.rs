@@ -431,12 +431,25 @@ fn crash_at_every_io_step_of_an_open() {
 /// doing.
 #[test]
 fn crash_while_background_jobs_run() {
+    crash_while_jobs_run(0);
+}
+
+/// The same under a space budget near the live data (about 80 KB of it):
+/// compactions pushing writes down to expose garbage, GC jobs collecting
+/// what the budget needs, and writers paced and stopped for space.
+#[test]
+fn crash_while_budget_driven_jobs_run() {
+    crash_while_jobs_run(224 << 10);
+}
+
+fn crash_while_jobs_run(budget: u64) {
     let mem = MemFs::new();
     let opts = |fs: Arc<dyn Fs>| Options {
         enable_gc: true,
         gc_garbage_ratio: 0.1,
         max_background_jobs: 3,
         max_value_file_refs: 3,
+        space_budget_bytes: budget,
         ..options(fs)
     };
     let db = Db::open(DIR, opts(Arc::new(mem.clone()))).unwrap();
@@ -476,6 +489,10 @@ fn crash_while_background_jobs_run() {
         "{}",
         stats.to_text()
     );
+    if budget > 0 {
+        assert!(stats.budget_stall_micros > 0, "{}", stats.to_text());
+        assert_eq!(stats.budget_impossible, 0, "{}", stats.to_text());
+    }
     drop(db);
     for (image, expected, n) in images {
         let db = Db::open(DIR, opts(Arc::new(image))).unwrap();

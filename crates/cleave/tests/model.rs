@@ -7,7 +7,7 @@ mod common;
 use std::ops::Bound;
 use std::path::Path;
 
-use cleave::vfs::MemFs;
+use cleave::vfs::{FileOptions, Fs, MemFs};
 use cleave::{Db, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -107,6 +107,41 @@ fn check_scan(db: &Db, ro: &ReadOptions<'_>, model: &Model, rng: &mut StdRng, ct
         }
     }
     it.status().unwrap();
+}
+
+/// The sizes of the files in `dir`, summed, as `du --apparent-size`
+/// counts them.
+fn walk(fs: &MemFs, dir: &Path) -> u64 {
+    let mut bytes = 0;
+    for name in Fs::list(fs, dir).unwrap() {
+        // A file a background job removed after the listing is not there.
+        if let Ok(f) = Fs::open(fs, &dir.join(name), FileOptions::default()) {
+            bytes += f.len();
+        }
+    }
+    bytes
+}
+
+/// `Db::space` (what the space budget counts) agrees with a directory walk
+/// within 1%. Background jobs may change the directory between readings:
+/// the walk is taken between two of them, and taken again if they moved.
+fn check_space(db: &Db, fs: &MemFs, dir: &Path, ctx: &str) {
+    let mut last = (0, 0, 0);
+    for _ in 0..1000 {
+        let before = db.space();
+        let walked = walk(fs, dir);
+        let after = db.space();
+        let (lo, hi) = (before.min(after) as f64, before.max(after) as f64);
+        if walked as f64 >= lo * 0.99 && walked as f64 <= hi * 1.01 {
+            return;
+        }
+        last = (before, walked, after);
+        std::thread::yield_now();
+    }
+    panic!(
+        "{ctx}: space() {} and {}, a directory walk {}",
+        last.0, last.2, last.1
+    );
 }
 
 /// Background work a run saw, summed over its reopens.
@@ -273,6 +308,7 @@ fn run(seed: u64, ops: usize) -> Seen {
                 assert!(report.is_ok(), "{ctx}: after a crash: {report}");
             }
         }
+        check_space(&db, &fs, dir, &ctx);
     }
     // A full comparison at the end, after a reopen.
     snapshots.clear();

@@ -456,7 +456,9 @@ pub(crate) fn pick_range_merge(
 /// the moved files reference are at least the sstable bytes the
 /// compaction rewrites: with values separated the tree is small, and a
 /// trickle of writes does not rewrite the last level's tables for a few
-/// values. Deepest level first, so a key range empties downwards.
+/// values. Deepest level first, so a key range empties downwards, and L0
+/// straight into the last level once the levels between hold none of its
+/// keys.
 pub(crate) fn pick_push_down(
     v: &Version,
     opts: &PickerOptions,
@@ -483,7 +485,19 @@ pub(crate) fn pick_push_down(
         return None;
     }
     let all = l0_closure(l0, vec![true; l0.len()]);
-    plan_into(v, opts, 0, level_targets(v, opts).base_level, all).filter(worth)
+    // Straight into the last level where no level between holds any of
+    // L0's keys: one compaction, not one per level, and every entry it
+    // moves meets the version it shadows.
+    let (lo, hi) = user_range(all.iter())?;
+    let base = level_targets(v, opts).base_level;
+    let output = if last > base
+        && (base..last).all(|l| v.overlapping_files(l, Some(lo), Some(hi)).is_empty())
+    {
+        last
+    } else {
+        base
+    };
+    plan_into(v, opts, 0, output, all).filter(worth)
 }
 
 /// Completes a plan: the output-level files overlapping the inputs (cut
@@ -751,12 +765,25 @@ mod tests {
         assert_eq!((p.level, p.output_level), (5, 6));
         assert_eq!(nums(&p.inputs), vec![4]);
         assert_eq!(nums(&p.output_level_inputs), vec![2]);
-        // With L5's worthwhile file busy, L0 goes into the base level.
+        // With L5's worthwhile file busy, L0 goes into the base level:
+        // L5, below it, holds some of its keys.
         let mut busy = Busy::default();
         busy.add(&p);
         let p0 = pick_push_down(&v, &o, &busy).unwrap();
         assert_eq!(p0.level, 0);
         assert_eq!(p0.output_level, level_targets(&v, &o).base_level);
+        assert!(p0.output_level < 6);
+        // Once no level between holds any, straight into the last level.
+        let mut e = VersionEdit::default();
+        e.delete_file(5, FileNumber(3));
+        e.delete_file(5, FileNumber(4));
+        e.add_file(5, with_values(7, "r", "s", 10, 15));
+        let v = v.apply(e).unwrap();
+        let p0 = pick_push_down(&v, &o, &Busy::default()).unwrap();
+        assert_eq!((p0.level, p0.output_level), (0, 6));
+        assert_eq!(nums(&p0.inputs), vec![5]);
+        assert_eq!(nums(&p0.output_level_inputs), vec![1, 2]);
+        assert!(p0.bottommost);
         // Nothing above the last level: nothing to push.
         assert!(pick_push_down(&version("L6 1 a m 10"), &o, &Busy::default()).is_none());
     }

@@ -69,11 +69,12 @@ pub(super) fn run(db: &DbInner) {
         // flushes when none waits: the writes then wait for a flush now
         // and then, which is what keeps the disk from filling up with
         // garbage faster than GC frees it.
+        // While space is short, GC may take every thread: a flush then
+        // waits for the next thread to finish, as writes wait for space.
         let gc_slot = st.gc_jobs < sched.max_gc
             && (jobs < db.max_compactions()
-                || (st.imm.is_empty()
-                    && threads_busy < db.opts.max_background_jobs
-                    && sched.gc_may_borrow));
+                || (threads_busy < db.opts.max_background_jobs
+                    && (sched.short || (st.imm.is_empty() && sched.gc_may_borrow))));
         // Range merges (and the push-downs before them) go before GC once
         // writes have paused, unless space is short: each empties value
         // files of references, which then die whole, where GC would copy
@@ -82,6 +83,12 @@ pub(super) fn run(db: &DbInner) {
         // The state cannot change while the lock is held: one pick serves
         // both this check and the compaction turn below.
         let mut compaction = picker::pick(&st.current, &db.picker_opts, &st.busy());
+        if compaction.is_none() && sched.short {
+            // Space is short: move recent writes down to meet what they
+            // overwrote, exposing the garbage they hide to GC. With values
+            // separated the tree is small, and this costs little.
+            compaction = picker::pick_push_down(&st.current, &db.picker_opts, &st.busy());
+        }
         let merge = if compaction.is_none() {
             db.range_merge(&st, &sched)
         } else {
@@ -104,7 +111,7 @@ pub(super) fn run(db: &DbInner) {
         // without GC copying anything.
         for gc_turn in [sched.gc_first, !sched.gc_first] {
             if gc_turn && gc_slot {
-                if let Some(gc) = db.pick_gc(&st, sched.gc_ratio) {
+                if let Some(gc) = db.pick_gc(&st, &sched) {
                     // An unused pick must not pin files for the job's length.
                     compaction = None;
                     // A failure is counted in the stats; see run_gc_registered.
@@ -263,7 +270,7 @@ impl DbInner {
                 && st.compactions.is_empty()
                 && st.gc_jobs == 0
                 && picker::pick(&st.current, &self.picker_opts, &st.busy()).is_none()
-                && self.pick_gc(&st, sched.gc_ratio).is_none()
+                && self.pick_gc(&st, &sched).is_none()
                 && matches!(self.range_merge(&st, &sched), RangeMerge::Nothing);
             if idle {
                 return Ok(());

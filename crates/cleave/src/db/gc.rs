@@ -3,12 +3,13 @@
 //! input physical files for the outputs.
 
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::MutexGuard;
 
+use super::budget;
 use super::compact::value_file_meta;
 use super::{DbInner, State};
 use crate::base::limits::NUM_LEVELS;
@@ -21,6 +22,13 @@ use crate::gc::rate_limiter::{Direction, Sample};
 use crate::gc::GcStats;
 use crate::manifest::edit::VersionEdit;
 use crate::manifest::version::Version;
+
+/// When cleaning, a GC job copies at most this fraction of the budget's room
+/// beyond the live values.
+const GC_JOB_ROOM_SHARE: u64 = 16;
+/// Nor less than this many live bytes: smaller jobs spend more on commits
+/// than they copy.
+const MIN_GC_JOB_BYTES: u64 = 4 << 20;
 
 /// Undoes a running job's registration when dropped, and skips the inputs
 /// of a failed (or panicking) job, under the same lock: a waiter woken here
@@ -45,11 +53,49 @@ impl Drop for Registered<'_> {
     }
 }
 
+/// The part of a running GC job's output not written yet, counted in the
+/// space budget's usage: the output takes space before the inputs go.
+struct Reservation<'a> {
+    total: &'a AtomicU64,
+    left: AtomicU64,
+}
+
+impl<'a> Reservation<'a> {
+    fn new(total: &'a AtomicU64, bytes: u64) -> Self {
+        total.fetch_add(bytes, Ordering::Relaxed);
+        Reservation {
+            total,
+            left: AtomicU64::new(bytes),
+        }
+    }
+
+    /// `bytes` of the output were written: they count on disk now.
+    fn written(&self, bytes: u64) {
+        let mut taken = 0;
+        let _ = self
+            .left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                taken = left.min(bytes);
+                Some(left - taken)
+            });
+        self.total.fetch_sub(taken, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.total
+            .fetch_sub(*self.left.get_mut(), Ordering::Relaxed);
+    }
+}
+
 /// How compaction and GC share the background threads now.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Schedule {
     /// GC's garbage threshold, lowered when space is short.
     pub gc_ratio: f64,
+    /// The most live bytes one GC job copies.
+    pub gc_job_bytes: u64,
     /// GC jobs allowed at once.
     pub max_gc: usize,
     /// GC goes before compaction for a free thread.
@@ -59,8 +105,9 @@ pub(super) struct Schedule {
     pub pressure: Pressure,
     /// What the space budget counts.
     pub usage: u64,
-    /// Space is short (`Budget::short`): no range merges, whose outputs
-    /// take space before the files they empty are deleted.
+    /// Space is short (`Budget::short`): compaction pushes recent writes
+    /// down to expose the garbage they hide, and no range merges, whose
+    /// outputs take space before the files they empty are deleted.
     pub short: bool,
 }
 
@@ -72,20 +119,21 @@ pub(super) struct GcTotals {
 }
 
 impl DbInner {
-    fn gc_picker_options(&self, garbage_ratio: f64) -> GcPickerOptions {
+    fn gc_picker_options(&self, garbage_ratio: f64, job_bytes: u64) -> GcPickerOptions {
         GcPickerOptions {
             garbage_ratio,
-            value_file_size: self.opts.value_file_size,
+            value_file_size: job_bytes,
         }
     }
 
-    /// The next background GC job, if GC is on and some file reaches
-    /// `garbage_ratio` that no running job collects and no job failed on.
-    pub(super) fn pick_gc(&self, st: &State, garbage_ratio: f64) -> Option<GcPlan> {
+    /// The next background GC job, if GC is on and some file reaches the
+    /// schedule's garbage ratio that no running job collects and no job
+    /// failed on.
+    pub(super) fn pick_gc(&self, st: &State, sched: &Schedule) -> Option<GcPlan> {
         if !self.opts.enable_gc {
             return None;
         }
-        let opts = self.gc_picker_options(garbage_ratio);
+        let opts = self.gc_picker_options(sched.gc_ratio, sched.gc_job_bytes);
         let mut avoid = self.logs.pinned();
         avoid.extend(st.gc_busy.union(&st.gc_skip));
         picker::pick(&st.current, &opts, &avoid)
@@ -101,38 +149,92 @@ impl DbInner {
         records > 0 && p.exposed_garbage as f64 >= 0.5 * garbage_ratio * records as f64
     }
 
-    /// Bytes of the live files the space budget counts: sstables and value
-    /// files of the current Version, value logs not in it yet, and the
-    /// memtables' worth of WAL.
+    /// What the space budget counts (see `budget`): the bytes of every
+    /// file in the directory, plus what running work will write before
+    /// it deletes: the flushes of the immutable memtables, whose WALs go
+    /// only once their outputs are written, and the rest of each running
+    /// GC job's output.
     pub(super) fn space_usage(&self, st: &State) -> u64 {
+        let flushes = st.imm.iter().fold(0u64, |s, i| {
+            s.saturating_add(i.mem.approximate_memory_usage() as u64)
+        });
+        self.disk
+            .bytes()
+            .saturating_add(flushes)
+            .saturating_add(self.gc_reserved.load(Ordering::Relaxed))
+    }
+
+    /// Value bytes of the current Version: in value files, and of those
+    /// referenced by live sstables.
+    fn value_totals(v: &Version) -> (u64, u64) {
+        v.value_files().fold((0u64, 0u64), |(files, live), f| {
+            let garbage = v.garbage_bytes(f);
+            (
+                files.saturating_add(f.size),
+                live.saturating_add(f.record_bytes().saturating_sub(garbage)),
+            )
+        })
+    }
+
+    /// Whether the budget can hold the database: its live values at the
+    /// utilization cleaning can sustain, its sstables, and full memtables
+    /// with their WALs. Reported once each time it stops fitting.
+    fn check_budget_fits(&self, st: &State, live_values: u64) {
+        if self.budget.bytes == 0 {
+            return;
+        }
         let v = &st.current;
         let tables = (0..NUM_LEVELS).fold(0u64, |s, l| s.saturating_add(v.level_bytes(l)));
-        let values = v.value_files().fold(0u64, |s, f| s.saturating_add(f.size));
-        let mem = st
-            .imm
-            .iter()
-            .fold(st.mem.approximate_memory_usage(), |s, i| {
-                s.saturating_add(i.mem.approximate_memory_usage())
-            });
-        tables
-            .saturating_add(values)
-            .saturating_add(self.logs.open_bytes())
-            .saturating_add(mem as u64)
+        let memtables = (self.opts.write_buffer_size as u64)
+            .saturating_mul(self.opts.max_write_buffer_number as u64);
+        let needed = budget::least_needed(live_values, tables.saturating_add(memtables));
+        let fits = self.budget.fits(needed);
+        if !fits && !self.budget_impossible.swap(true, Ordering::Relaxed) {
+            self.counters
+                .budget_impossible
+                .fetch_add(1, Ordering::Relaxed);
+            log::warn!(
+                "{}: space budget of {} bytes cannot be met: {} bytes of live values need {} \
+                 at the {:.0}% utilization value-file cleaning sustains, sstables take {}, \
+                 memtables and their WALs up to {}; writes past the budget are {}",
+                self.dir.display(),
+                self.budget.bytes,
+                live_values,
+                (live_values as f64 / budget::MAX_UTILIZATION) as u64,
+                budget::MAX_UTILIZATION * 100.0,
+                tables,
+                memtables,
+                if self.opts.space_budget_fail_writes {
+                    "refused"
+                } else {
+                    "delayed"
+                },
+            );
+        } else if fits {
+            self.budget_impossible.store(false, Ordering::Relaxed);
+        }
     }
 
     /// How compaction and GC share the background threads now, from the
     /// space pressure of each side and the space budget.
     pub(super) fn schedule(&self, st: &State) -> Schedule {
         let usage = self.space_usage(st);
-        let gc_ratio = self.budget.gc_ratio(self.opts.gc_garbage_ratio, usage);
+        let (value_bytes, live_values) = Self::value_totals(&st.current);
+        self.check_budget_fits(st, live_values);
+        let gc_ratio =
+            self.budget
+                .gc_ratio(self.opts.gc_garbage_ratio, usage, value_bytes, live_values);
         let pressure = pressure::measure(
             &st.current,
             self.opts.max_bytes_for_level_multiplier,
             gc_ratio,
         );
         let threads = self.opts.max_background_jobs;
+        let short = self.budget.short(usage);
+        let cleaning = self.budget.cleaning(usage);
+        let gc_job_bytes = self.gc_job_bytes(cleaning, live_values);
         let gc_has_work = self.opts.enable_gc && {
-            let opts = self.gc_picker_options(gc_ratio);
+            let opts = self.gc_picker_options(gc_ratio, gc_job_bytes);
             let mut avoid = self.logs.pinned();
             avoid.extend(&st.gc_skip);
             picker::pick(&st.current, &opts, &avoid).is_some()
@@ -145,7 +247,6 @@ impl DbInner {
         } else {
             0
         };
-        let short = self.budget.short(usage);
         if gc_has_work {
             max_gc = max_gc.max(self.budget.gc_threads(threads, usage));
         }
@@ -153,6 +254,7 @@ impl DbInner {
         self.gc_max_jobs.store(max_gc, Ordering::Relaxed);
         Schedule {
             gc_ratio,
+            gc_job_bytes,
             max_gc,
             gc_first: self.opts.dynamic_gc_threads && pressure.p_value > pressure.p_index,
             gc_may_borrow: short || Self::gc_behind(&pressure, gc_ratio),
@@ -160,6 +262,20 @@ impl DbInner {
             usage,
             short,
         }
+    }
+
+    /// The most live bytes one GC job copies. When cleaning, a sixteenth of
+    /// the budget's room beyond the live values: a job's output takes
+    /// space until its inputs go, and a tight budget has little.
+    fn gc_job_bytes(&self, cleaning: bool, live_values: u64) -> u64 {
+        if !cleaning {
+            return self.opts.value_file_size;
+        }
+        let room = self.budget.bytes.saturating_sub(live_values) / GC_JOB_ROOM_SHARE;
+        room.clamp(
+            MIN_GC_JOB_BYTES,
+            self.opts.value_file_size.max(MIN_GC_JOB_BYTES),
+        )
     }
 
     /// Runs `plan` with the state lock released, its inputs marked busy,
@@ -203,6 +319,7 @@ impl DbInner {
     /// On failure before the commit the outputs are removed; a failed
     /// commit poisons the database (the manifest's state is unknown).
     pub(super) fn run_gc(&self, plan: &GcPlan, version: &Arc<Version>) -> Result<GcStats> {
+        let reservation = Reservation::new(&self.gc_reserved, plan.live_bytes);
         let cx = GcContext {
             fs: self.fs.as_ref(),
             dir: &self.dir,
@@ -214,6 +331,12 @@ impl DbInner {
                 value_file_size: self.opts.value_file_size,
             },
             coalesce_reads: self.opts.gc_coalesced_reads,
+            reads_in_flight: if self.budget.short(self.disk.bytes()) {
+                job::SHORT_READS_IN_FLIGHT
+            } else {
+                job::READS_IN_FLIGHT
+            },
+
             warm: self
                 .opts
                 .prepopulate_block_cache
@@ -237,6 +360,7 @@ impl DbInner {
                     // Counted as it goes, so the loop sees GC's bandwidth
                     // while the job runs.
                     c.gc_bytes_written.fetch_add(bytes, Ordering::Relaxed);
+                    reservation.written(bytes);
                 }
                 self.gc_limiter.pace(direction, bytes, sample)
             },
@@ -300,7 +424,7 @@ impl DbInner {
                 "garbage_ratio {garbage_ratio} is not in (0, 1]"
             )));
         }
-        let opts = self.gc_picker_options(garbage_ratio);
+        let opts = self.gc_picker_options(garbage_ratio, self.opts.value_file_size);
         let mut done = GcStats::default();
         let mut st = self.state.lock();
         let eligible: HashSet<FileNumber> = st.current.value_files().map(|f| f.number).collect();

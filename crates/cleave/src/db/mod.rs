@@ -19,7 +19,7 @@ mod write;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -43,7 +43,7 @@ use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::sstable::{BlockCache, TableCache};
 use crate::value_file::ValueStore;
 use crate::value_log::ValueLogs;
-use crate::vfs::{CountingFs, FileLock, Fs};
+use crate::vfs::{CountingFs, FileLock, Fs, UsageFs};
 use crate::wal::WalWriter;
 
 pub use snapshot::Snapshot;
@@ -139,6 +139,8 @@ pub(crate) struct DbInner {
     fs: Arc<dyn Fs>,
     /// `fs` itself, counting its reads.
     reads: Arc<CountingFs>,
+    /// Under `reads`: the bytes of every file in `dir`, as `du` sees them.
+    disk: Arc<UsageFs>,
     picker_opts: PickerOptions,
     /// Lock order: `writers` → `wal` → `versions` → `state`.
     state: Mutex<State>,
@@ -162,6 +164,12 @@ pub(crate) struct DbInner {
     gc_totals: Mutex<gc::GcTotals>,
     gc_limiter: GcLimiter,
     budget: Budget,
+    /// Writers' rate under the budget.
+    pacer: Mutex<budget::Pacer>,
+    /// Whether the budget was last found impossible to meet.
+    budget_impossible: AtomicBool,
+    /// Output bytes running GC jobs have still to write.
+    gc_reserved: AtomicU64,
     /// GC jobs the scheduler allows at once, as it last decided.
     gc_max_jobs: AtomicUsize,
     drop_cache: DropCache,
@@ -331,6 +339,15 @@ impl Db {
         self.inner.space_report()
     }
 
+    /// Bytes of every file in the database directory, as `du --apparent-size`
+    /// sees them (bytes still in a writer's buffer included): WALs, value
+    /// logs, sstables, value files, files waiting for deletion, the
+    /// manifest. Kept as files grow and go, without a directory walk; the
+    /// space budget works from it.
+    pub fn space(&self) -> u64 {
+        self.inner.disk.bytes()
+    }
+
     /// Statistics as a struct.
     pub fn stats(&self) -> Stats {
         self.inner.stats()
@@ -451,6 +468,7 @@ impl DbInner {
         s.drop_cache_capacity = self.opts.drop_cache_capacity as u64;
         s.space_usage_bytes = self.space_usage(&st);
         s.space_budget_bytes = self.budget.bytes;
+        s.space_reclaim_rate = self.pacer.lock().reclaim_rate() as u64;
         s.gc_max_jobs = self.gc_max_jobs.load(Ordering::Relaxed);
         s.gc_rate_limit = self.gc_limiter.rate();
         let gc = self.gc_totals.lock();

@@ -2,13 +2,13 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::budget::Budget;
+use super::budget::{Budget, Pacer};
 use super::compact::value_file_meta;
 use super::snapshot::SnapshotList;
 use super::stats::Counters;
@@ -31,24 +31,27 @@ use crate::sstable::{new_block_cache, TableCache};
 use crate::value_file::ValueHandle;
 use crate::value_file::ValueStore;
 use crate::value_log::{LogOptions, RecoveredLog, RecoveredLogs, ValueLogs};
-use crate::vfs::{CountingFs, Fs};
+use crate::vfs::{CountingFs, Fs, UsageFs};
 use crate::wal::{self, WalWriter};
 
 pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     opts.validate()?;
     // Every read the engine issues is counted, so that gets can report
     // what they read (Stats::get_disk_reads).
-    let reads = Arc::new(CountingFs::new(opts.fs.clone()));
-    let fs: Arc<dyn Fs> = reads.clone();
-    if !fs.exists(dir)? {
+    if !opts.fs.exists(dir)? {
         if !opts.create_if_missing {
             return Err(Error::InvalidArgument(format!(
                 "{} does not exist and create_if_missing is false",
                 dir.display()
             )));
         }
-        fs.create_dir_all(dir)?;
+        opts.fs.create_dir_all(dir)?;
     }
+    // Every file the engine writes is counted as it grows, so that the
+    // space budget sees what `du` sees.
+    let disk = Arc::new(UsageFs::new(opts.fs.clone(), dir)?);
+    let reads = Arc::new(CountingFs::new(disk.clone()));
+    let fs: Arc<dyn Fs> = reads.clone();
     let lock = fs.lock(&filename::lock(dir))?;
     let versions = if fs.exists(&filename::current(dir))? {
         if opts.error_if_exists {
@@ -117,6 +120,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         picker_opts: PickerOptions::from(&opts),
         fs,
         reads,
+        disk,
         state: Mutex::new(State {
             mem: Arc::new(MemTable::new()),
             mem_wal: log_number,
@@ -153,6 +157,9 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         budget: Budget {
             bytes: opts.space_budget_bytes,
         },
+        pacer: Mutex::new(Pacer::new(Instant::now())),
+        budget_impossible: AtomicBool::new(false),
+        gc_reserved: AtomicU64::new(0),
         gc_max_jobs: AtomicUsize::new(0),
         drop_cache,
         next_job_id: AtomicU64::new(0),
@@ -160,6 +167,8 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         _lock: lock,
     };
     inner.recover()?;
+    // A budget below the data it is opened over is reported now.
+    inner.schedule(&inner.state.lock());
     Ok(inner)
 }
 

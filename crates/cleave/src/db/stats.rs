@@ -33,6 +33,7 @@ pub(crate) struct Counters {
     pub budget_stall_micros: AtomicU64,
     pub budget_slowdown_writes: AtomicU64,
     pub budget_stopped_writes: AtomicU64,
+    pub budget_impossible: AtomicU64,
     /// Entries compactions read from their upper (non-output) level, and
     /// entries they dropped as shadowed: how much of what sits in upper
     /// levels hides an older version (the hidden-garbage estimate).
@@ -166,11 +167,18 @@ pub struct Stats {
     pub budget_stall_micros: u64,
     pub budget_slowdown_writes: u64,
     pub budget_stopped_writes: u64,
-    /// Bytes of live files (sstables, value files, unflushed memtables'
-    /// WALs) that the space budget is compared with, and the budget (0:
-    /// none).
+    /// How many times the budget was found impossible to meet (live data,
+    /// memtables and the least garbage cleaning needs do not fit in it),
+    /// at open or as the data grew; each time is also logged (`log::warn!`).
+    pub budget_impossible: u64,
+    /// What the space budget is compared with: the bytes of every file in
+    /// the directory (`Db::space`), plus what running flushes and GC jobs
+    /// will still write before their inputs go; and the budget (0: none).
     pub space_usage_bytes: u64,
     pub space_budget_bytes: u64,
+    /// Net bytes per second that background work has lately freed, which
+    /// writes near the budget are paced by.
+    pub space_reclaim_rate: u64,
     /// GC jobs the scheduler allows at once now, of `max_background_jobs`.
     pub gc_max_jobs: usize,
     /// GC's bandwidth limit now, bytes per second; `None` when unlimited.
@@ -218,6 +226,7 @@ impl Stats {
             budget_stall_micros: get(&c.budget_stall_micros),
             budget_slowdown_writes: get(&c.budget_slowdown_writes),
             budget_stopped_writes: get(&c.budget_stopped_writes),
+            budget_impossible: get(&c.budget_impossible),
             gets: get(&c.gets),
             get_disk_reads: get(&c.get_disk_reads),
             gets_by_disk_reads: c.gets_by_disk_reads.each_ref().map(get),
@@ -373,9 +382,15 @@ impl Stats {
             .map_or_else(|| "none".to_string(), |r| format!("{:.1} MB/s", mb(r)));
         let _ = writeln!(
             s,
-            "space: {:.1} MB of a {:.1} MB budget, budget stalls {:.3} s ({} slowed, {} stopped writes); GC: up to {} jobs, rate limit {rate}",
+            "space: {:.1} MB of a {:.1} MB budget{}, reclaimed at {:.1} MB/s, budget stalls {:.3} s ({} slowed, {} stopped writes); GC: up to {} jobs, rate limit {rate}",
             mb(self.space_usage_bytes),
             mb(self.space_budget_bytes),
+            if self.budget_impossible > 0 {
+                format!(" (found impossible {} times)", self.budget_impossible)
+            } else {
+                String::new()
+            },
+            mb(self.space_reclaim_rate),
             self.budget_stall_micros as f64 / 1e6,
             self.budget_slowdown_writes,
             self.budget_stopped_writes,

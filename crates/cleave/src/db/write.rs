@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
 
-use super::budget::{self, WriteAction};
+use super::budget;
 use super::stats::add;
 use super::{DbInner, Immutable, State};
 use crate::base::FileNumber;
@@ -117,7 +117,7 @@ impl DbInner {
         }
         if self.opts.space_budget_fail_writes && self.budget.bytes > 0 {
             let usage = self.space_usage(&st);
-            if self.budget.write_action(usage) == WriteAction::Stop {
+            if self.budget.fill(usage) >= budget::STOP_AT {
                 return Err(Error::SpaceBudgetExceeded {
                     dir: self.dir.clone(),
                     usage_bytes: usage,
@@ -204,9 +204,10 @@ impl DbInner {
             return Ok(());
         };
         if leader.force_switch {
-            return self.make_room_for_write(true);
+            return self.make_room_for_write(true, 0);
         }
-        self.make_room_for_write(false)?;
+        let bytes = group.iter().map(|w| w.user_bytes).sum();
+        self.make_room_for_write(false, bytes)?;
         let mut batches: Vec<WriteBatch> =
             group.iter().filter_map(|w| w.batch.lock().take()).collect();
         let mut wal = self.wal.lock();
@@ -284,14 +285,14 @@ impl DbInner {
 
     /// Makes sure the memtable has room, switching it (and the WAL) when it
     /// is full or `force` is set, and slowing or stopping the writer while
-    /// background work is behind.
+    /// background work is behind or the space budget asks it to: a group
+    /// of `bytes` is paced at the rate the budget allows.
     /// REQUIRES: called by the write leader only.
-    fn make_room_for_write(&self, mut force: bool) -> Result<()> {
+    fn make_room_for_write(&self, mut force: bool, bytes: u64) -> Result<()> {
         let mut allow_delay = !force;
         // A flush request (`force`) makes no room for data: the budget
         // never holds it back, also after its switch.
-        let budgeted = !force && self.budget.bytes > 0;
-        let mut allow_budget_delay = true;
+        let mut budgeted = !force && self.budget.bytes > 0;
         let mut budget_stopped = false;
         let mut st = self.state.lock();
         loop {
@@ -317,44 +318,65 @@ impl DbInner {
             }
             if budgeted {
                 let usage = self.space_usage(&st);
-                let action = match self.budget.write_action(usage) {
-                    WriteAction::Stop if self.opts.space_budget_fail_writes => {
-                        return Err(Error::SpaceBudgetExceeded {
-                            dir: self.dir.clone(),
-                            usage_bytes: usage,
-                            budget_bytes: self.budget.bytes,
-                        });
-                    }
-                    // Writers wait only for work that can free space; with
-                    // none left they go on, delayed, rather than hang.
-                    WriteAction::Stop if !self.can_reclaim(&st) => WriteAction::Delay,
-                    a => a,
+                let now = Instant::now();
+                let pace = {
+                    let mut pacer = self.pacer.lock();
+                    pacer.sample(
+                        now,
+                        self.disk.bytes(),
+                        self.counters.user_bytes_written.load(Ordering::Relaxed),
+                    );
+                    pacer.pace(&self.budget, usage, bytes, now)
                 };
-                match action {
-                    WriteAction::Delay if allow_budget_delay => {
+                match pace {
+                    budget::Pace::Go => budgeted = false,
+                    // Nothing running and nothing to run: waiting would
+                    // free nothing. Past the budget the stop below delays
+                    // the writes steadily instead.
+                    budget::Pace::Wait(_) if self.nothing_reclaims(&st) => budgeted = false,
+                    budget::Pace::Wait(d) => {
                         drop(st);
-                        let start = Instant::now();
-                        std::thread::sleep(budget::DELAY);
-                        self.count_budget_stall(start);
+                        std::thread::sleep(d);
+                        self.count_budget_stall(now);
                         add(&self.counters.budget_slowdown_writes, 1);
-                        allow_budget_delay = false;
+                        budgeted = false;
                         st = self.state.lock();
                         continue;
                     }
-                    WriteAction::Stop => {
+                    budget::Pace::Stop => {
+                        // Writers wait only for work that can free space;
+                        // with none, or a budget that cannot be met, they
+                        // fail if asked to, or go on at a steady delay.
+                        let hopeless = self.nothing_reclaims(&st);
+                        let past_stop = self.budget.fill(usage) >= budget::STOP_AT;
+                        if self.opts.space_budget_fail_writes && past_stop {
+                            return Err(Error::SpaceBudgetExceeded {
+                                dir: self.dir.clone(),
+                                usage_bytes: usage,
+                                budget_bytes: self.budget.bytes,
+                            });
+                        }
+                        if hopeless {
+                            drop(st);
+                            std::thread::sleep(budget::IMPOSSIBLE_DELAY);
+                            self.count_budget_stall(now);
+                            add(&self.counters.budget_slowdown_writes, 1);
+                            budgeted = false;
+                            st = self.state.lock();
+                            continue;
+                        }
                         if !budget_stopped {
                             budget_stopped = true;
                             add(&self.counters.budget_stopped_writes, 1);
                         }
-                        let start = Instant::now();
                         self.bg_cv.notify_all();
                         // Files deleted by a reader letting go of a Version
-                        // signal nothing: look again now and then.
+                        // signal nothing, and the reclaim rate is learnt as
+                        // time passes: look again now and then.
                         self.bg_cv.wait_for(&mut st, BUDGET_RECHECK);
-                        self.count_budget_stall(start);
+                        self.count_budget_stall(now);
                         continue;
                     }
-                    _ => {}
                 }
             }
             // A memtable of handles fills slowly; the values they point
@@ -405,6 +427,16 @@ impl DbInner {
         add(&self.counters.budget_stall_micros, micros);
     }
 
+    /// Whether waiting for space is pointless: the budget cannot be met,
+    /// or no background work runs or is pending that may free space.
+    fn nothing_reclaims(&self, st: &State) -> bool {
+        if self.budget_impossible.load(Ordering::Relaxed) {
+            return true;
+        }
+        let running = st.flush_running || !st.compactions.is_empty() || st.gc_jobs > 0;
+        !running && !self.can_reclaim(st)
+    }
+
     /// Whether background work pending or running may free space.
     fn can_reclaim(&self, st: &State) -> bool {
         !st.imm.is_empty()
@@ -413,7 +445,9 @@ impl DbInner {
             || st.gc_jobs > 0
             || (st.bg_error.is_none()
                 && (picker::pick(&st.current, &self.picker_opts, &Default::default()).is_some()
-                    || self.pick_gc(st, self.schedule(st).gc_ratio).is_some()))
+                    || picker::pick_push_down(&st.current, &self.picker_opts, &Default::default())
+                        .is_some()
+                    || self.pick_gc(st, &self.schedule(st)).is_some()))
     }
 
     /// Seals the memtable and starts a new one with a new WAL.

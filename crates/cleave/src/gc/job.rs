@@ -42,12 +42,20 @@ const BATCH_BYTES: u64 = 8 << 20;
 /// deeper queue takes the device from flushes: with the ring's full depth
 /// (64) the fixed-8k overwrite ran 13% slower than with the eight reader
 /// threads this replaced (docs/benchmarks.md, issue 15).
-const READS_IN_FLIGHT: usize = 8;
+pub(crate) const READS_IN_FLIGHT: usize = 8;
+/// GC's reads in flight while space is short and writers wait for GC. The
+/// device shares its bandwidth by what is queued, and a job reads and
+/// writes the same bytes: beside two output writes of 1 MiB in flight
+/// (`vfs::os`), 24 reads of 56 KiB balance them (fio on this machine:
+/// 285 MB/s of reads, 345 of writes), where 8 get a fifth of the writes'
+/// bandwidth and 64 starve them (issue 28).
+pub(crate) const SHORT_READS_IN_FLIGHT: usize = 24;
 
 /// The records of `batch`, in order: its runs read with one
-/// [`Fs::read_batch`], `READS_IN_FLIGHT` at a time.
+/// [`Fs::read_batch`], `in_flight` at a time.
 fn read_batch(
     fs: &dyn Fs,
+    in_flight: usize,
     file: &ValueFile,
     batch: &[Vec<IndexEntry>],
 ) -> Result<Vec<ValueRecord>> {
@@ -60,10 +68,7 @@ fn read_batch(
         }
     }
     let mut records = Vec::new();
-    for (run, buf) in runs
-        .into_iter()
-        .zip(fs.read_batch(&requests, READS_IN_FLIGHT))
-    {
+    for (run, buf) in runs.into_iter().zip(fs.read_batch(&requests, in_flight)) {
         records.extend(file.decode_run(run, &buf?)?);
     }
     Ok(records)
@@ -118,6 +123,8 @@ pub(crate) struct GcContext<'a> {
     /// Read each run of adjacent live records at once; off, each record
     /// alone (the ablation of coalesced reads).
     pub coalesce_reads: bool,
+    /// Reads in flight at once.
+    pub reads_in_flight: usize,
     /// Where the outputs' record index blocks go as they are written
     /// (`prepopulate_block_cache`), so that a get of a moved logical file
     /// needs no read for them.
@@ -194,7 +201,7 @@ pub(crate) fn run(
                 for batch in batches(&runs) {
                     let waited = (cx.pace)(Direction::Read, batch_bytes(batch));
                     *read_throttle.lock() += waited;
-                    let read = read_batch(cx.fs, &file, batch);
+                    let read = read_batch(cx.fs, cx.reads_in_flight, &file, batch);
                     let failed = read.is_err();
                     // A closed channel means the writer failed: stop.
                     if tx.send(read).is_err() || failed {
@@ -206,7 +213,7 @@ pub(crate) fn run(
                 for batch in batches(&runs) {
                     stats.throttle_time += (cx.pace)(Direction::Read, batch_bytes(batch));
                     let start = Instant::now();
-                    let records = read_batch(cx.fs, &file, batch)?;
+                    let records = read_batch(cx.fs, cx.reads_in_flight, &file, batch)?;
                     stats.value_read_time += start.elapsed();
                     write(records, &mut stats)?;
                 }

@@ -88,7 +88,7 @@ impl VersionSet {
         VersionSet {
             fs,
             dir: dir.to_path_buf(),
-            max_manifest_file_size: opts.max_manifest_file_size,
+            max_manifest_file_size: opts.effective_max_manifest_file_size(),
             current: Arc::new(Version::default()),
             next_file_number: 1,
             last_seq: 0,

@@ -44,6 +44,9 @@ pub(crate) struct TableBuilder {
     props: TableProperties,
     /// What the table's `ValueRef` entries point to.
     value_refs: ValueRefs,
+    /// The bytes `value_refs` holds, summed as they come: compaction asks
+    /// after every entry.
+    value_bytes: u64,
     /// Set once a write failed; the file is then unusable.
     failed: bool,
     warm: Option<Warm>,
@@ -79,6 +82,7 @@ impl TableBuilder {
                 ..TableProperties::default()
             },
             value_refs: ValueRefs::default(),
+            value_bytes: 0,
             failed: false,
             warm: None,
             opts,
@@ -150,9 +154,13 @@ impl TableBuilder {
                 )
             };
             let handle = ValueHandle::decode(value).map_err(|e| bad(e.0.to_string()))?;
-            self.value_refs
+            if self
+                .value_refs
                 .add(&handle)
-                .map_err(|e| bad(e.to_string()))?;
+                .map_err(|e| bad(e.to_string()))?
+            {
+                self.value_bytes += u64::from(handle.len);
+            }
         }
         let first = self.props.num_entries == 0;
         debug_assert!(
@@ -204,7 +212,7 @@ impl TableBuilder {
 
     /// Record bytes of the value files the entries so far reference.
     pub(crate) fn value_bytes(&self) -> u64 {
-        self.value_refs.per_file().map(|(_, _, bytes)| bytes).sum()
+        self.value_bytes
     }
 
     #[cfg(test)]

@@ -635,14 +635,6 @@ impl ValueLogs {
     pub(crate) fn pinned(&self) -> HashSet<FileNumber> {
         self.pins.lock().keys().copied().collect()
     }
-
-    /// Bytes of the logs not yet in the Version, for the space budget.
-    pub(crate) fn open_bytes(&self) -> u64 {
-        let logs = self.open.lock().clone();
-        logs.values()
-            .map(|l| l.written.load(Ordering::Relaxed))
-            .sum()
-    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod fault;
 mod mem;
 mod os;
 mod uring;
+mod usage;
 
 use std::any::Any;
 use std::path::Path;
@@ -24,6 +25,7 @@ pub(crate) use counting::{thread_reads, CountingFs};
 pub use fault::{FaultFs, FaultOp};
 pub use mem::MemFs;
 pub use os::OsFs;
+pub(crate) use usage::UsageFs;
 
 /// Reads in flight at once that a batch of foreground reads (a scan's
 /// prefetch, `multi_get`) may use: the io_uring ring's depth.

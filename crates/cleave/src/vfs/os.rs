@@ -3,12 +3,14 @@
 //! `uring`), or `pread` where the kernel does not allow it.
 
 use std::alloc::{self, Layout};
+use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use super::uring;
 use super::{
@@ -20,6 +22,13 @@ use crate::error::{Error, Result};
 const DIRECT_ALIGN: usize = 4096;
 /// Appends are gathered into a buffer of this size before a write call.
 const WRITE_BUFFER: usize = 1 << 20;
+/// Full buffers of an `O_DIRECT` file being written behind its appends, at
+/// most: with one write at a time the device idles while the writer fills
+/// the next buffer, and shares its bandwidth by what is queued. Beside
+/// GC-like reads (56 KiB, 8 in flight), 1 MiB direct writes ran at 360
+/// MB/s one at a time and 630 MB/s four at a time (fio on this machine,
+/// issue 28).
+const WRITES_BEHIND: usize = 3;
 
 /// The environment variable that, set to `0`, makes [`OsFs::new`] read
 /// batches with `pread` even where io_uring is available: a way to rule
@@ -299,12 +308,17 @@ enum Buffer {
     Direct {
         buf: AlignedBuf,
         base: u64,
+        /// Full buffers being written by threads of their own, oldest
+        /// first; each hands its buffer back with the write's result.
+        behind: VecDeque<JoinHandle<(AlignedBuf, std::io::Result<()>)>>,
+        /// Buffers handed back, to fill again.
+        spare: Vec<AlignedBuf>,
     },
 }
 
 struct OsWritable {
     path: PathBuf,
-    file: File,
+    file: Arc<File>,
     buffer: Buffer,
     len: u64,
 }
@@ -315,27 +329,97 @@ impl OsWritable {
             Buffer::Direct {
                 buf: AlignedBuf::new(WRITE_BUFFER),
                 base: 0,
+                behind: VecDeque::new(),
+                spare: Vec::new(),
             }
         } else {
             Buffer::Plain(Vec::with_capacity(WRITE_BUFFER))
         };
         Ok(OsWritable {
             path: path.to_path_buf(),
-            file,
+            file: Arc::new(file),
             buffer,
             len: 0,
         })
     }
 
+    /// Waits for writes behind until at most `keep` remain, failing with
+    /// the first one that failed.
+    fn wait_behind(&mut self, keep: usize) -> Result<()> {
+        let Buffer::Direct { behind, spare, .. } = &mut self.buffer else {
+            return Ok(());
+        };
+        let mut result = Ok(());
+        while behind.len() > keep {
+            let Some(handle) = behind.pop_front() else {
+                break;
+            };
+            match handle.join() {
+                Ok((mut buf, r)) => {
+                    buf.len = 0;
+                    spare.push(buf);
+                    if let (Err(e), Ok(())) = (r, &result) {
+                        result = Err(Error::io(&self.path, "write", e));
+                    }
+                }
+                Err(_) => {
+                    result = Err(Error::io(
+                        &self.path,
+                        "write",
+                        std::io::Error::other("the thread writing behind panicked"),
+                    ))
+                }
+            }
+        }
+        result
+    }
+
+    /// Hands the full direct buffer to a thread that writes it, and goes
+    /// on with an empty one.
+    fn write_behind(&mut self) -> Result<()> {
+        self.wait_behind(WRITES_BEHIND - 1)?;
+        let Buffer::Direct {
+            buf,
+            base,
+            behind,
+            spare,
+        } = &mut self.buffer
+        else {
+            unreachable!("only direct files write behind");
+        };
+        debug_assert_eq!(buf.len, buf.cap);
+        let next = spare.pop().unwrap_or_else(|| AlignedBuf::new(WRITE_BUFFER));
+        let full = std::mem::replace(buf, next);
+        let (file, at) = (self.file.clone(), *base);
+        let handle = std::thread::Builder::new()
+            .name("cleave-write".to_string())
+            .spawn(move || {
+                let r = file.write_all_at(&full.full()[..full.len], at);
+                (full, r)
+            })
+            .map_err(|e| Error::io(&self.path, "start a writer thread for", e))?;
+        behind.push_back(handle);
+        *base += WRITE_BUFFER as u64;
+        Ok(())
+    }
+
     fn write_out(&mut self, padded_tail: bool) -> Result<()> {
+        if matches!(&self.buffer, Buffer::Direct { buf, .. } if !padded_tail && buf.len == buf.cap)
+        {
+            return self.write_behind();
+        }
+        // A padded tail block is written again later: every write before
+        // it must have landed first.
+        self.wait_behind(0)?;
         match &mut self.buffer {
             Buffer::Plain(v) => {
                 self.file
+                    .as_ref()
                     .write_all(v)
                     .map_err(|e| Error::io(&self.path, "write", e))?;
                 v.clear();
             }
-            Buffer::Direct { buf, base } => {
+            Buffer::Direct { buf, base, .. } => {
                 let whole = buf.len / DIRECT_ALIGN * DIRECT_ALIGN;
                 let end = if padded_tail && whole < buf.len {
                     whole + DIRECT_ALIGN
