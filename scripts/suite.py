@@ -14,6 +14,7 @@ ratios to cleave and writes two PNG plots.
     scripts/suite.py fixed-8k --results R.json   # re-render a finished run
     scripts/suite.py fixed-8k --overwrite-distribution uniform
     scripts/suite.py fixed-1k -- --threads=2     # raw driver flags after --
+    scripts/suite.py fixed-8k --space-limits 1.1,1.25,1.5,2 --overwrite-distribution uniform
     scripts/suite.py --self-test                 # scripts/tests/test_suite.py
 
 Suites: fixed-1k, fixed-8k, fixed-16k, mixed-8k, pareto-1k, ycsb. The
@@ -33,6 +34,13 @@ throughput_vs_space.png. The database
 goes to --db (default <out>/db); the driver wipes it between engines. The
 binary is target/release/cleave-bench, built first unless --no-build or
 CLEAVE_BENCH / --bench-bin name one.
+--space-limits R1,R2,... runs the suite once per limit, every engine held to
+R x its live data by the driver (--space_limit_ratio) and cleave's space
+budget set to the same R (unless --space-budget says otherwise), each run in
+<out>/limit-R/; then writes <out>/sweep.md and <out>/throughput_vs_limit.png:
+update-phase throughput against the limit, per engine, each point filled if
+the engine held the limit (the driver never had to stop its writers) and
+hollow if not.
 Plots need matplotlib (apt-get install python3-matplotlib).
 """
 
@@ -98,13 +106,16 @@ def suite_flags(args):
     dist, mean_value, _ = SUITES[args.suite]
     num = live // (KEY_SIZE + mean_value)
     flags = list(COMMON_FLAGS)
+    if args.write_buffer_mib is not None:
+        flags = [f"--write_buffer_size={int(args.write_buffer_mib * MIB)}"
+                 if f.startswith("--write_buffer_size=") else f for f in flags]
     flags.append(f"--cache_size={max(8 * MIB, live // 100)}")
     if dist is None:  # ycsb: records of field_count x field_length bytes
-        flags += [f"--benchmarks={YCSB_PHASES}", f"--num={num}",
+        flags += [f"--benchmarks={args.phases or YCSB_PHASES}", f"--num={num}",
                   f"--ycsb_operation_count={args.ycsb_ops}",
                   "--ycsb_field_count=10", "--ycsb_field_length=100"]
     else:
-        flags += [f"--benchmarks={KV_PHASES}", f"--num={num}",
+        flags += [f"--benchmarks={args.phases or KV_PHASES}", f"--num={num}",
                   f"--writes={int(args.overwrite_factor * num)}",
                   f"--value_size={mean_value}", f"--value_size_distribution={dist}",
                   f"--key_distribution={args.overwrite_distribution}",
@@ -431,12 +442,116 @@ def plot_vs_space(plt, records, title, path, space_limit):
     ax.set(title=f"{title}:\n{update} throughput vs space amplification",
            xlabel="space amplification (disk bytes / live bytes)", ylabel=f"{update} {unit}")
     ax.set_xlim(min(xs) - 0.05, max(xs) + 0.15)
+    return finish_plot(plt, fig, ax, handles, path)
+
+
+def finish_plot(plt, fig, ax, handles, path):
+    """Room above the highest point, a grid, the legend; saves and closes."""
     ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.1)
     ax.grid(alpha=0.3)
     legend_outside(ax, handles)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+def update_phase(groups):
+    """The phase whose throughput a sweep compares: overwrite, or YCSB-A."""
+    return "overwrite" if "overwrite" in groups else "ycsb_a" if "ycsb_a" in groups else None
+
+
+def peak_space_amp(r):
+    """The highest disk / live bytes of a record's per-second series."""
+    amps = [p["disk_bytes"] / p["live_bytes"] for p in r.get("series") or []
+            if p.get("disk_bytes") and p.get("live_bytes")]
+    return max(amps) if amps else None
+
+
+def held_limit(r):
+    """Whether an engine kept within the driver's space limit on its own:
+    the driver never had to stop its writers."""
+    return not r.get("throttled_s") and not r.get("space_limit_gave_up")
+
+
+def sweep_rows(sweep):
+    """(limit, engine, update record) for each limit and engine, in order."""
+    rows = []
+    for limit, records in sorted(sweep.items()):
+        groups = dict(group_records(records))
+        phase = update_phase(groups)
+        for r in groups.get(phase, []) if phase else []:
+            rows.append((limit, r["engine"], r))
+    return rows
+
+
+def sweep_table(sweep, title):
+    """Markdown: per limit, each engine's update throughput, its ratio to
+    cleave's, whether it held the limit, and its peak space amplification."""
+    lines = [f"## {title}: update throughput under a space limit", "",
+             "| limit | engine | ops/s | MiB/s | x cleave | held the limit | throttled s | "
+             "peak space amp | P99.9 us | write amp |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = sweep_rows(sweep)
+    cleave = {limit: r for limit, engine, r in rows if engine == "cleave"}
+    for limit, engine, r in rows:
+        base = cleave.get(limit)
+        x = ratio(r.get("ops_per_sec"), base.get("ops_per_sec")) if base else None
+        lines.append(
+            f"| {limit:g} | {pretty(engine)} | {fmt(r.get('ops_per_sec'))} | "
+            f"{fmt(r.get('mb_per_sec'), ',.1f')} | {fmt(x, '.2f')} | "
+            f"{'yes' if held_limit(r) else 'no'} | {fmt(r.get('throttled_s'), ',.1f')} | "
+            f"{fmt(peak_space_amp(r), '.2f')} | {fmt(r.get('p999_us'), ',.0f')} | "
+            f"{fmt(r.get('write_amp'), '.2f')} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_vs_limit(plt, sweep, title, path):
+    """Update throughput against the space limit, a line per engine; a
+    filled point where the engine held the limit, hollow where the driver
+    had to stop its writers."""
+    from matplotlib.lines import Line2D
+    rows = sweep_rows(sweep)
+    if not rows:
+        return False
+    phase = next(r["benchmark"] for _, _, r in rows)
+    key, unit = ("mb_per_sec", "MiB/s") if phase == "overwrite" else ("ops_per_sec", "ops/s")
+    fig, ax = plt.subplots(figsize=(9.5, 5.5), constrained_layout=True)
+    handles = []
+    engines = list(dict.fromkeys(engine for _, engine, _ in rows))
+    for i, engine in enumerate(engines):
+        color = engine_style(engine, i)
+        points = [(limit, r.get(key), held_limit(r)) for limit, e, r in rows
+                  if e == engine and r.get(key) is not None]
+        ax.plot([p[0] for p in points], [p[1] for p in points], color=color, lw=1.5)
+        for x, y, held in points:
+            ax.scatter([x], [y], s=80, zorder=3, color=color if held else "white",
+                       edgecolors=color, linewidths=1.5)
+        handles.append(Line2D([], [], color=color, marker="o", label=pretty(engine)))
+    handles.append(Line2D([], [], color="gray", marker="o", ls="", label="held the limit"))
+    handles.append(Line2D([], [], color="gray", marker="o", ls="", markerfacecolor="white",
+                          label="throttled by the driver"))
+    ax.set(title=f"{title}:\n{phase} throughput vs space limit",
+           xlabel="space limit (x live data; cleave's budget the same)",
+           ylabel=f"{phase} {unit}")
+    ax.set_xticks(sorted(sweep))
+    return finish_plot(plt, fig, ax, handles, path)
+
+
+def render_sweep(sweep, out, title):
+    """Writes sweep.md and throughput_vs_limit.png into out; prints the
+    table. `sweep` maps each limit to its run's records."""
+    table = sweep_table(sweep, title)
+    print("\n" + table)
+    with open(os.path.join(out, "sweep.md"), "w") as f:
+        f.write(table)
+    with open(os.path.join(out, "sweep.json"), "w") as f:
+        json.dump({f"{limit:g}": records for limit, records in sweep.items()}, f)
+    plt = import_pyplot()
+    path = os.path.join(out, "throughput_vs_limit.png")
+    if plt is None or not plot_vs_limit(plt, sweep, title, path):
+        return []
+    print(f"suite: wrote {path}")
+    return [path]
 
 
 def render(records, out, title, space_limit):
@@ -481,10 +596,20 @@ def parse_args(argv):
                    help="keys the overwrite phase picks (default zipfian): the driver's "
                    "--key_distribution, which the loads, writing every key once, and the "
                    "uniform reads ignore; not for ycsb, whose workloads fix their own")
+    p.add_argument("--phases", metavar="LIST",
+                   help="the driver's --benchmarks instead of the suite's phases "
+                   "(a sweep needs only filluniquerandom,overwrite)")
+    p.add_argument("--write-buffer-mib", type=float, metavar="MIB",
+                   help="memtable size instead of the suites' 64 MiB")
     p.add_argument("--reads", type=int, default=200000)
     p.add_argument("--seeks", type=int, default=20000)
     p.add_argument("--ycsb-ops", type=int, default=200000)
     p.add_argument("--space-limit", type=float, metavar="R", help="--space_limit_ratio")
+    p.add_argument("--space-limits", metavar="R1,R2,...",
+                   type=lambda text: [float(x) for x in text.split(",") if x],
+                   help="one run per limit (cleave's budget equal to it), then the sweep's "
+                   "table and plot")
+    p.add_argument("--sweep-results", metavar="JSON", help="render an existing sweep.json")
     p.add_argument("--space-budget", type=float, metavar="R",
                    help="cleave's --space_budget_bytes as R x the suite's live bytes")
     p.add_argument("--extra", action="append", default=[], metavar="ARG",
@@ -510,23 +635,17 @@ def parse_args(argv):
         p.error("--overwrite-distribution is for the key-value suites; ycsb has no overwrite phase")
     if args.overwrite_distribution is None:
         args.overwrite_distribution = "zipfian"
+    if args.space_limits is not None and args.space_limit is not None:
+        p.error("--space-limits and --space-limit do not go together")
+    if args.space_limits is not None and (not args.space_limits
+                                          or any(r < 1.0 for r in args.space_limits)):
+        p.error("--space-limits needs limits of at least 1")
     return args
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    if args.self_test:
-        test = os.path.join(REPO, "scripts", "tests", "test_suite.py")
-        return subprocess.call([sys.executable, test, "-v"])
-    title = suite_title(args.suite, args.live_gib, args.overwrite_distribution)
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    out = os.path.abspath(args.out or os.path.join(REPO, "bench-results", f"{args.suite}-{stamp}"))
-    if args.results:
-        with open(args.results) as f:
-            records = json.load(f)
-        os.makedirs(out, exist_ok=True)
-        render(records, out, title, args.space_limit)
-        return 0
+def run_one(args, argv, out, title):
+    """Runs the driver once into out. Returns (status, records), or a
+    status alone in the records' place (None) for a dry run."""
     db = os.path.abspath(args.db or os.path.join(out, "db"))
     json_path = os.path.join(out, "results.json")
     binary, build = bench_binary(args)
@@ -535,7 +654,7 @@ def main(argv=None):
         if build:
             print(f"(cd {shlex.quote(REPO)} && {shlex.join(build)})")
         print(shlex.join(cmd))
-        return 0
+        return 0, None
     check_db_dir(db, out)
     if build and subprocess.call(build, cwd=REPO) != 0:
         sys.exit("suite: building cleave-bench failed")
@@ -556,7 +675,44 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         sys.exit(f"suite: no results to report ({e}); see {out}/driver.log")
     render(records, out, title, args.space_limit)
-    return status
+    return status, records
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.self_test:
+        test = os.path.join(REPO, "scripts", "tests", "test_suite.py")
+        return subprocess.call([sys.executable, test, "-v"])
+    title = suite_title(args.suite, args.live_gib, args.overwrite_distribution)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = os.path.abspath(args.out or os.path.join(REPO, "bench-results", f"{args.suite}-{stamp}"))
+    if args.sweep_results:
+        with open(args.sweep_results) as f:
+            sweep = {float(limit): records for limit, records in json.load(f).items()}
+        os.makedirs(out, exist_ok=True)
+        render_sweep(sweep, out, title)
+        return 0
+    if args.results:
+        with open(args.results) as f:
+            records = json.load(f)
+        os.makedirs(out, exist_ok=True)
+        render(records, out, title, args.space_limit)
+        return 0
+    if args.space_limits is None:
+        return run_one(args, argv, out, title)[0]
+    budget = args.space_budget
+    sweep, worst = {}, 0
+    for limit in args.space_limits:
+        args.space_limit = limit
+        args.space_budget = limit if budget is None else budget
+        run_out = os.path.join(out, f"limit-{limit:g}")
+        status, records = run_one(args, argv, run_out, f"{title}, space limit {limit:g}")
+        worst = worst or status
+        if records is not None:
+            sweep[limit] = records
+    if sweep:
+        render_sweep(sweep, out, title)
+    return worst
 
 
 if __name__ == "__main__":

@@ -305,22 +305,29 @@ json.dump(json.load(open(%r)), open(flags["json"], "w"))
 """
 
 
+def run_fake_driver(test, tmp, results, *args):
+    """suite.main with a driver that writes `results`; returns the output
+    directory and the exit status."""
+    if os.stat(tmp).st_dev != os.stat(suite.REPO).st_dev:
+        test.skipTest("the temp dir is not on the repo's filesystem")
+    with open(os.path.join(tmp, "fake.json"), "w") as f:
+        json.dump(results, f)
+    driver = os.path.join(tmp, "fake-bench")
+    with open(driver, "w") as f:
+        f.write(FAKE_DRIVER % os.path.join(tmp, "fake.json"))
+    os.chmod(driver, 0o755)
+    out = os.path.join(tmp, "out")
+    suite.drop_page_cache = lambda: None
+    with contextlib.redirect_stdout(io.TextIOWrapper(io.BytesIO())):
+        status = suite.main(["fixed-8k", "--bench-bin", driver, "--out", out,
+                             "--live-gib", "0.1", *args])
+    return out, status
+
+
 class EndToEndTest(unittest.TestCase):
     def test_run_with_fake_driver(self):
         with tempfile.TemporaryDirectory() as tmp:
-            if os.stat(tmp).st_dev != os.stat(suite.REPO).st_dev:
-                self.skipTest("the temp dir is not on the repo's filesystem")
-            with open(os.path.join(tmp, "fake.json"), "w") as f:
-                json.dump(fake_results(), f)
-            driver = os.path.join(tmp, "fake-bench")
-            with open(driver, "w") as f:
-                f.write(FAKE_DRIVER % os.path.join(tmp, "fake.json"))
-            os.chmod(driver, 0o755)
-            out = os.path.join(tmp, "out")
-            suite.drop_page_cache = lambda: None
-            with contextlib.redirect_stdout(io.TextIOWrapper(io.BytesIO())):
-                status = suite.main(["fixed-8k", "--bench-bin", driver, "--out", out,
-                                     "--live-gib", "0.1"])
+            out, status = run_fake_driver(self, tmp, fake_results())
             self.assertEqual(status, 0)
             for name in ("command.txt", "driver.log", "results.json", "table.md"):
                 self.assertTrue(os.path.exists(os.path.join(out, name)), name)
@@ -328,6 +335,73 @@ class EndToEndTest(unittest.TestCase):
                 log = f.read()
             self.assertIn("fake driver: --engine=cleave,rocksdb,blobdb --db=" + out + "/db", log)
             self.assertIn("a line on stderr", log)
+
+
+def fake_sweep():
+    """Two limits: at the tighter one RocksDB needed the driver to stop it."""
+    sweep = {}
+    for limit, scale in ((1.25, 1.0), (1.5, 1.5)):
+        records = fake_results(["filluniquerandom", "overwrite"])
+        for r in records:
+            if r["benchmark"] == "overwrite":
+                r["ops_per_sec"] *= scale
+                r["mb_per_sec"] *= scale
+                if r["engine"] == "rocksdb" and limit == 1.25:
+                    r["throttled_s"] = 12.5
+        sweep[limit] = records
+    return sweep
+
+
+class SweepTest(unittest.TestCase):
+    def test_flags(self):
+        args = args_for("fixed-8k", "--space-limits", "1.1,1.25", "--phases",
+                        "filluniquerandom,overwrite", "--write-buffer-mib", "8")
+        self.assertEqual(args.space_limits, [1.1, 1.25])
+        flags = suite.suite_flags(args)
+        self.assertIn("--benchmarks=filluniquerandom,overwrite", flags)
+        self.assertIn("--write_buffer_size=8388608", flags)
+        self.assertNotIn("--write_buffer_size=67108864", flags)
+        with contextlib.redirect_stderr(io.StringIO()):
+            for bad in (["--space-limits", "0.9"], ["--space-limits", "1.5", "--space-limit", "2"]):
+                with self.assertRaises(SystemExit):
+                    args_for("fixed-8k", *bad)
+
+    def test_table_says_who_held_the_limit(self):
+        table = suite.sweep_table(fake_sweep(), "t")
+        rows = [line for line in table.splitlines() if line.startswith("| 1.")]
+        self.assertEqual(len(rows), 6)
+        rocks_tight = next(r for r in rows if r.startswith("| 1.25 | RocksDB"))
+        self.assertIn("| no | 12.5 |", rocks_tight)
+        self.assertIn("| 0.50 |", rocks_tight)
+        cleave_loose = next(r for r in rows if r.startswith("| 1.5 | cleave"))
+        self.assertIn("| 45,000 |", cleave_loose)
+        self.assertIn("| yes | 0.0 |", cleave_loose)
+
+    def test_plot(self):
+        if suite.import_pyplot() is None:
+            self.skipTest("matplotlib is not available")
+        with tempfile.TemporaryDirectory() as out:
+            with contextlib.redirect_stdout(io.StringIO()):
+                written = suite.render_sweep(fake_sweep(), out, "t")
+            self.assertEqual([os.path.basename(p) for p in written], ["throughput_vs_limit.png"])
+            with open(written[0], "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            for name in ("sweep.md", "sweep.json"):
+                self.assertTrue(os.path.exists(os.path.join(out, name)), name)
+
+    def test_run_with_fake_driver(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out, status = run_fake_driver(
+                self, tmp, fake_results(["filluniquerandom", "overwrite"]),
+                "--space-limits", "1.25,2", "--phases", "filluniquerandom,overwrite")
+            self.assertEqual(status, 0)
+            live = int(0.1 * GIB) // (24 + 8192) * (24 + 8192)
+            for limit in ("1.25", "2"):
+                with open(os.path.join(out, f"limit-{limit}", "driver.log")) as f:
+                    log = f.read()
+                self.assertIn(f"--space_limit_ratio={limit} ", log)
+                self.assertIn(f"--space_budget_bytes={int(float(limit) * live)}", log)
+            self.assertTrue(os.path.exists(os.path.join(out, "sweep.md")))
 
 
 if __name__ == "__main__":

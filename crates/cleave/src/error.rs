@@ -39,7 +39,7 @@ pub enum Error {
     /// is reopened, because the state on disk is no longer known.
     #[error("database is poisoned by an earlier failure: {0}")]
     Poisoned(String),
-    /// The database has reached its space budget and
+    /// The database has reached its space budget's stop level and
     /// `space_budget_fail_writes` asked for an error rather than a wait;
     /// nothing of the write was applied.
     #[error("database in {} uses {usage_bytes} bytes, past its space budget of {budget_bytes}", dir.display())]

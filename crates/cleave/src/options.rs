@@ -124,7 +124,7 @@ pub struct Options {
     /// average, best cost-benefit first. Writers are paced, from 75%, at
     /// the rate background work frees space plus the room left over a
     /// second (RocksDB's delayed write rate, following space instead of
-    /// compaction debt) towards 63/64 of it; at 100% they wait. Writes never wait
+    /// compaction debt) towards 63/64 of it; from 127/128 they wait. Writes never wait
     /// on work that cannot free space: when nothing is left to collect or
     /// compact, or the budget cannot hold the live data (reported once,
     /// `Stats::budget_impossible`), they go on, each write group delayed
@@ -132,7 +132,7 @@ pub struct Options {
     /// `Stats::budget_stall_micros`.
     pub space_budget_bytes: u64,
     /// Fail a write with `Error::SpaceBudgetExceeded` instead of stopping
-    /// or delaying it when usage has reached the budget; RocksDB's
+    /// or delaying it when usage has reached 127/128 of the budget; RocksDB's
     /// `SstFileManager` max-allowed-space behaves this way.
     pub space_budget_fail_writes: bool,
     /// Share the background threads between compaction and GC by the space

@@ -193,7 +193,8 @@ fn past_the_stop_level_writes_fail_when_asked_to() {
         } => {
             assert_eq!(dir, Path::new("/db"));
             assert_eq!(*budget_bytes, budget);
-            assert!(*usage_bytes >= budget, "{usage_bytes}");
+            // Writers stop at 127/128 of the budget.
+            assert!(*usage_bytes >= budget - budget / 128, "{usage_bytes}");
         }
         e => panic!("expected SpaceBudgetExceeded, got {e}"),
     }
