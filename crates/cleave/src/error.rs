@@ -42,7 +42,7 @@ pub enum Error {
     /// The database has reached its space budget's stop level and
     /// `space_budget_fail_writes` asked for an error rather than a wait;
     /// nothing of the write was applied.
-    #[error("database in {} uses {usage_bytes} bytes, past its space budget of {budget_bytes}", dir.display())]
+    #[error("database in {} uses {usage_bytes} bytes, at the stop level of its space budget of {budget_bytes}", dir.display())]
     SpaceBudgetExceeded {
         dir: PathBuf,
         usage_bytes: u64,

@@ -121,7 +121,7 @@ pub struct Options {
     /// compaction pushes recent writes down to expose the garbage they
     /// hide; from 90% GC takes every background thread and collects any
     /// file holding the share of garbage the budget leaves value files on
-    /// average, best cost-benefit first. Writers are paced, from 75%, at
+    /// average, best cost-benefit first. Writers are paced, from 90%, at
     /// the rate background work frees space plus the room left over a
     /// second (RocksDB's delayed write rate, following space instead of
     /// compaction debt) towards 63/64 of it; from 127/128 they wait. Writes never wait

@@ -3,9 +3,9 @@
 //! may go at.
 //!
 //! Usage is what `du` will see at the next peak: the bytes of every file
-//! in the directory, plus what running work writes before it deletes
-//! (the immutable memtables' flushes, whose WALs go only after their
-//! outputs are written; the rest of each running GC job's output).
+//! in the directory, plus what work writes before it deletes (the
+//! memtables' flushes, whose WALs go only after their outputs are
+//! written; the rest of each running GC job's output).
 //!
 //! As LavaStore's adaptive GC, GC stays lazy while there is room (a higher
 //! garbage threshold costs fewer bytes copied per byte freed). From 75% of
@@ -61,6 +61,8 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(50);
 const MIN_SLEEP: Duration = Duration::from_micros(500);
 /// The longest one write group sleeps; the rest of its debt is carried.
 const MAX_SLEEP: Duration = Duration::from_millis(100);
+/// The most one write group adds to the debt.
+const MAX_DEBT: Duration = Duration::from_secs(60);
 /// The delay of each write group while the budget cannot be met.
 pub(crate) const IMPOSSIBLE_DELAY: Duration = Duration::from_millis(1);
 
@@ -213,6 +215,12 @@ impl Pacer {
         Some(self.reclaim_rate() + room / ROOM_SECONDS)
     }
 
+    /// Forgets the debt of writes that went on without waiting: nothing
+    /// was freeing space, so there was no rate to keep.
+    pub(crate) fn forgive(&mut self, now: Instant) {
+        self.paid_until = now;
+    }
+
     /// What a write group of `bytes` does with `usage` of the budget.
     pub(crate) fn pace(&mut self, budget: &Budget, usage: u64, bytes: u64, now: Instant) -> Pace {
         if budget.bytes > 0 && budget.fill(usage) >= STOP_AT {
@@ -225,7 +233,9 @@ impl Pacer {
         if rate <= 0.0 {
             return Pace::Stop;
         }
-        let cost = Duration::from_secs_f64((bytes as f64 / rate).min(MAX_SLEEP.as_secs_f64()));
+        // Capped only so that the Duration stays finite: the debt past one
+        // sleep is carried, and paid by the next writes.
+        let cost = Duration::from_secs_f64((bytes as f64 / rate).min(MAX_DEBT.as_secs_f64()));
         self.paid_until = self.paid_until.max(now) + cost;
         let owed = self.paid_until.saturating_duration_since(now);
         if owed < MIN_SLEEP {
@@ -338,6 +348,15 @@ mod tests {
         );
         let t1 = t0 + Duration::from_millis(100);
         assert_eq!(p.pace(&b, 98_437_500, 1_000, t1), Pace::Go);
+        // A group worth more than one sleep carries the rest: 5 MB at
+        // 10 MB/s sleeps 100 ms, and the next small write 100 ms more.
+        let mut q = Pacer::new(t0);
+        q.reclaim = 10e6;
+        assert_eq!(q.pace(&b, 98_437_500, 5_000_000, t0), Pace::Wait(MAX_SLEEP));
+        let t2 = t0 + MAX_SLEEP;
+        assert_eq!(q.pace(&b, 98_437_500, 1, t2), Pace::Wait(MAX_SLEEP));
+        q.forgive(t2);
+        assert_eq!(q.pace(&b, 98_437_500, 1, t2), Pace::Go);
         assert_eq!(
             p.pace(&b, 98_437_500, 4_000, t1),
             Pace::Wait(Duration::from_micros(500))

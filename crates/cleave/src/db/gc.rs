@@ -150,14 +150,19 @@ impl DbInner {
     }
 
     /// What the space budget counts (see `budget`): the bytes of every
-    /// file in the directory, plus what running work will write before
-    /// it deletes: the flushes of the immutable memtables, whose WALs go
-    /// only once their outputs are written, and the rest of each running
-    /// GC job's output.
+    /// file in the directory, plus what work will write before it
+    /// deletes: the flushes of the memtables, whose WALs go only once
+    /// their outputs are written (the mutable one too: counted only at
+    /// its switch, its flush made usage jump past the budget, and the
+    /// driver stopped the 0.28 GiB overwrite under a 1.5x limit for
+    /// 0.2 s), and the rest of each running GC job's output.
     pub(super) fn space_usage(&self, st: &State) -> u64 {
-        let flushes = st.imm.iter().fold(0u64, |s, i| {
-            s.saturating_add(i.mem.approximate_memory_usage() as u64)
-        });
+        let flushes = st
+            .imm
+            .iter()
+            .fold(st.mem.approximate_memory_usage() as u64, |s, i| {
+                s.saturating_add(i.mem.approximate_memory_usage() as u64)
+            });
         self.disk
             .bytes()
             .saturating_add(flushes)
@@ -232,7 +237,7 @@ impl DbInner {
         let threads = self.opts.max_background_jobs;
         let short = self.budget.short(usage);
         let cleaning = self.budget.cleaning(usage);
-        let gc_job_bytes = self.gc_job_bytes(cleaning, live_values);
+        let gc_job_bytes = self.gc_job_bytes(usage, cleaning, live_values);
         let gc_has_work = self.opts.enable_gc && {
             let opts = self.gc_picker_options(gc_ratio, gc_job_bytes);
             let mut avoid = self.logs.pinned();
@@ -264,18 +269,24 @@ impl DbInner {
         }
     }
 
-    /// The most live bytes one GC job copies. When cleaning, a sixteenth of
-    /// the budget's room beyond the live values: a job's output takes
-    /// space until its inputs go, and a tight budget has little.
-    fn gc_job_bytes(&self, cleaning: bool, live_values: u64) -> u64 {
-        if !cleaning {
+    /// The most live bytes one GC job copies. Under a budget, no more than
+    /// the room left below the stop level: a job's output takes space
+    /// until its inputs go (a lazy job of a whole value file, started at
+    /// 85% of a 1.5x budget, took the 0.28 GiB overwrite past the
+    /// driver's limit). When cleaning, also no more than a sixteenth of
+    /// the budget's room beyond the live values, since a tight budget has
+    /// little.
+    fn gc_job_bytes(&self, usage: u64, cleaning: bool, live_values: u64) -> u64 {
+        let most = self.opts.value_file_size.max(MIN_GC_JOB_BYTES);
+        if self.budget.bytes == 0 {
             return self.opts.value_file_size;
         }
-        let room = self.budget.bytes.saturating_sub(live_values) / GC_JOB_ROOM_SHARE;
-        room.clamp(
-            MIN_GC_JOB_BYTES,
-            self.opts.value_file_size.max(MIN_GC_JOB_BYTES),
-        )
+        let stop = (self.budget.bytes as f64 * budget::STOP_AT) as u64;
+        let mut bytes = stop.saturating_sub(usage).min(most);
+        if cleaning {
+            bytes = bytes.min(self.budget.bytes.saturating_sub(live_values) / GC_JOB_ROOM_SHARE);
+        }
+        bytes.max(MIN_GC_JOB_BYTES)
     }
 
     /// Runs `plan` with the state lock released, its inputs marked busy,
@@ -360,10 +371,11 @@ impl DbInner {
                     // Counted as it goes, so the loop sees GC's bandwidth
                     // while the job runs.
                     c.gc_bytes_written.fetch_add(bytes, Ordering::Relaxed);
-                    reservation.written(bytes);
                 }
                 self.gc_limiter.pace(direction, bytes, sample)
             },
+            // What the outputs hold counts on disk now, not as reserved.
+            written: &|bytes| reservation.written(bytes),
         };
         let mut created = Vec::new();
         let mut new_number = || self.versions.lock().new_file_number();

@@ -333,7 +333,10 @@ impl DbInner {
                     // Nothing running and nothing to run: waiting would
                     // free nothing. Past the budget the stop below delays
                     // the writes steadily instead.
-                    budget::Pace::Wait(_) if self.nothing_reclaims(&st) => budgeted = false,
+                    budget::Pace::Wait(_) if self.nothing_reclaims(&st) => {
+                        self.pacer.lock().forgive(now);
+                        budgeted = false;
+                    }
                     budget::Pace::Wait(d) => {
                         drop(st);
                         std::thread::sleep(d);

@@ -45,10 +45,10 @@ const BATCH_BYTES: u64 = 8 << 20;
 pub(crate) const READS_IN_FLIGHT: usize = 8;
 /// GC's reads in flight while space is short and writers wait for GC. The
 /// device shares its bandwidth by what is queued, and a job reads and
-/// writes the same bytes: beside two output writes of 1 MiB in flight
-/// (`vfs::os`), 24 reads of 56 KiB balance them (fio on this machine:
-/// 285 MB/s of reads, 345 of writes), where 8 get a fifth of the writes'
-/// bandwidth and 64 starve them (issue 28).
+/// writes the same bytes: beside output writes of 1 MiB written behind
+/// (`vfs::os`), 24 reads of 56 KiB balance two of them (fio on this
+/// machine: 285 MB/s of reads, 345 of writes), where 8 get a fifth of the
+/// writes' bandwidth and 64 starve them (issue 28).
 pub(crate) const SHORT_READS_IN_FLIGHT: usize = 24;
 
 /// The records of `batch`, in order: its runs read with one
@@ -132,6 +132,8 @@ pub(crate) struct GcContext<'a> {
     /// Called before GC reads or writes that many bytes: the rate
     /// limiter, which may sleep. Returns how long it did.
     pub pace: &'a (dyn Fn(Direction, u64) -> Duration + Sync),
+    /// Called once that many bytes of records are in the outputs.
+    pub written: &'a (dyn Fn(u64) + Sync),
 }
 
 /// The synced outputs of a job, not yet named by the manifest.
@@ -188,6 +190,7 @@ pub(crate) fn run(
                 stats.value_bytes_read += record.raw.len() as u64;
                 *kept.entry(record.logical_file).or_default() += 1;
             }
+            (cx.written)(bytes);
             stats.write_time += start.elapsed();
             Ok(())
         };

@@ -27,7 +27,7 @@ const WRITE_BUFFER: usize = 1 << 20;
 /// the next buffer, and shares its bandwidth by what is queued. Beside
 /// GC-like reads (56 KiB, 8 in flight), 1 MiB direct writes ran at 360
 /// MB/s one at a time and 630 MB/s four at a time (fio on this machine,
-/// issue 28).
+/// issue 28). Three leave room for reads.
 const WRITES_BEHIND: usize = 3;
 
 /// The environment variable that, set to `0`, makes [`OsFs::new`] read
@@ -321,6 +321,10 @@ struct OsWritable {
     file: Arc<File>,
     buffer: Buffer,
     len: u64,
+    /// A write behind failed, or could not start: the file has a hole
+    /// where its bytes belong, and every later write, flush and sync
+    /// fails.
+    holed: bool,
 }
 
 impl OsWritable {
@@ -340,6 +344,7 @@ impl OsWritable {
             file: Arc::new(file),
             buffer,
             len: 0,
+            holed: false,
         })
     }
 
@@ -371,6 +376,7 @@ impl OsWritable {
                 }
             }
         }
+        self.holed |= result.is_err();
         result
     }
 
@@ -397,13 +403,24 @@ impl OsWritable {
                 let r = file.write_all_at(&full.full()[..full.len], at);
                 (full, r)
             })
-            .map_err(|e| Error::io(&self.path, "start a writer thread for", e))?;
+            .map_err(|e| {
+                // The buffer went with the thread that never ran.
+                self.holed = true;
+                Error::io(&self.path, "start a writer thread for", e)
+            })?;
         behind.push_back(handle);
         *base += WRITE_BUFFER as u64;
         Ok(())
     }
 
     fn write_out(&mut self, padded_tail: bool) -> Result<()> {
+        if self.holed {
+            return Err(Error::io(
+                &self.path,
+                "write",
+                std::io::Error::other("an earlier write of this file failed"),
+            ));
+        }
         if matches!(&self.buffer, Buffer::Direct { buf, .. } if !padded_tail && buf.len == buf.cap)
         {
             return self.write_behind();
