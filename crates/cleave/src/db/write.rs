@@ -328,24 +328,16 @@ impl DbInner {
                     );
                     pacer.pace(&self.budget, usage, bytes, now)
                 };
-                match pace {
-                    budget::Pace::Go => budgeted = false,
+                let delay = match pace {
+                    budget::Pace::Go => None,
                     // Nothing running and nothing to run: waiting would
                     // free nothing. Past the budget the stop below delays
                     // the writes steadily instead.
                     budget::Pace::Wait(_) if self.nothing_reclaims(&st) => {
                         self.pacer.lock().forgive(now);
-                        budgeted = false;
+                        None
                     }
-                    budget::Pace::Wait(d) => {
-                        drop(st);
-                        std::thread::sleep(d);
-                        self.count_budget_stall(now);
-                        add(&self.counters.budget_slowdown_writes, 1);
-                        budgeted = false;
-                        st = self.state.lock();
-                        continue;
-                    }
+                    budget::Pace::Wait(d) => Some(d),
                     budget::Pace::Stop => {
                         // Writers wait only for work that can free space;
                         // with none, or a budget that cannot be met, they
@@ -359,27 +351,31 @@ impl DbInner {
                                 budget_bytes: self.budget.bytes,
                             });
                         }
-                        if hopeless {
-                            drop(st);
-                            std::thread::sleep(budget::IMPOSSIBLE_DELAY);
+                        if !hopeless {
+                            if !budget_stopped {
+                                budget_stopped = true;
+                                add(&self.counters.budget_stopped_writes, 1);
+                            }
+                            self.bg_cv.notify_all();
+                            // Files deleted by a reader letting go of a
+                            // Version signal nothing, and the reclaim rate
+                            // is learnt as time passes: look again now and
+                            // then.
+                            self.bg_cv.wait_for(&mut st, BUDGET_RECHECK);
                             self.count_budget_stall(now);
-                            add(&self.counters.budget_slowdown_writes, 1);
-                            budgeted = false;
-                            st = self.state.lock();
                             continue;
                         }
-                        if !budget_stopped {
-                            budget_stopped = true;
-                            add(&self.counters.budget_stopped_writes, 1);
-                        }
-                        self.bg_cv.notify_all();
-                        // Files deleted by a reader letting go of a Version
-                        // signal nothing, and the reclaim rate is learnt as
-                        // time passes: look again now and then.
-                        self.bg_cv.wait_for(&mut st, BUDGET_RECHECK);
-                        self.count_budget_stall(now);
-                        continue;
+                        Some(budget::IMPOSSIBLE_DELAY)
                     }
+                };
+                budgeted = false;
+                if let Some(d) = delay {
+                    drop(st);
+                    std::thread::sleep(d);
+                    self.count_budget_stall(now);
+                    add(&self.counters.budget_slowdown_writes, 1);
+                    st = self.state.lock();
+                    continue;
                 }
             }
             // A memtable of handles fills slowly; the values they point
