@@ -365,11 +365,14 @@ pub fn version_edit(data: &[u8]) -> usize {
         picker.dynamic = dynamic;
         compaction::picker::pick(&v, &picker, &Busy::default());
     }
-    let gc = GcPickerOptions {
-        garbage_ratio: opts.gc_garbage_ratio,
-        value_file_size: opts.value_file_size,
-    };
-    gc::picker::pick(&v, &gc, &HashSet::new());
+    for max_live_bytes in [u64::MAX, opts.value_file_size] {
+        let gc = GcPickerOptions {
+            garbage_ratio: opts.gc_garbage_ratio,
+            value_file_size: opts.value_file_size,
+            max_live_bytes,
+        };
+        gc::picker::pick(&v, &gc, &HashSet::new());
+    }
     2
 }
 

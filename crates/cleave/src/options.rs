@@ -274,6 +274,18 @@ const BUDGET_PER_MANIFEST_BYTE: u64 = 64;
 /// Nor smaller than this: each new manifest starts with a snapshot of the
 /// whole Version.
 const MIN_BUDGET_MANIFEST_BYTES: u64 = 64 << 10;
+/// A space budget holds value files of at most this many times fewer
+/// bytes: GC copies a file's live records before it deletes the file, so
+/// the budget keeps room for that copy (`db::budget`), and a file larger
+/// than that room could be collected only once mostly garbage.
+const BUDGET_PER_VALUE_FILE_BYTE: u64 = 128;
+/// Nor smaller than this, while the budget allows: each GC job syncs its
+/// output and commits an edit, which a smaller file pays for more often.
+const MIN_BUDGET_VALUE_FILE_BYTES: u64 = 4 << 20;
+/// Nor larger than this share of the budget, for small budgets.
+const MAX_BUDGET_SHARE_PER_VALUE_FILE: u64 = 64;
+/// The smallest value file `validate` accepts.
+const MIN_VALUE_FILE_BYTES: u64 = 4 << 10;
 
 impl Options {
     /// The smallest value a value log takes; 0 when logs are off.
@@ -294,6 +306,21 @@ impl Options {
         let share =
             (self.space_budget_bytes / BUDGET_PER_MANIFEST_BYTE).max(MIN_BUDGET_MANIFEST_BYTES);
         self.max_manifest_file_size.min(share)
+    }
+
+    /// The size at which flushes, compactions, GC and value logs start a
+    /// new value file: under a space budget at most 1/128 of it (at least
+    /// 4 MiB, and at most 1/64 of a small budget), so that GC can collect
+    /// any file within the room the budget keeps for it.
+    pub(crate) fn effective_value_file_size(&self) -> u64 {
+        if self.space_budget_bytes == 0 {
+            return self.value_file_size;
+        }
+        let share = (self.space_budget_bytes / BUDGET_PER_VALUE_FILE_BYTE)
+            .max(MIN_BUDGET_VALUE_FILE_BYTES)
+            .min(self.space_budget_bytes / MAX_BUDGET_SHARE_PER_VALUE_FILE)
+            .max(MIN_VALUE_FILE_BYTES);
+        self.value_file_size.min(share)
     }
 
     /// Rejects combinations that cannot work, naming the option.
@@ -352,7 +379,7 @@ impl Options {
         }
         // Ordinals of a logical file fit a u32 in the value-references
         // bitmaps: 32 GiB of records of at least 14 bytes stays below 2^32.
-        if self.value_file_size < 4 << 10 || self.value_file_size > 32 << 30 {
+        if self.value_file_size < MIN_VALUE_FILE_BYTES || self.value_file_size > 32 << 30 {
             return bad("value_file_size must be in [4 KiB, 32 GiB]");
         }
         if self.effective_big_value_threshold() > 0 && !(1..=64).contains(&self.value_log_count) {
@@ -393,5 +420,33 @@ impl ReadOptions<'_> {
     /// against its checksum; there is no option to skip that.
     pub fn new() -> Self {
         Self::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_space_budget_bounds_value_files() {
+        let mut o = Options {
+            value_file_size: 64 << 20,
+            ..Options::default()
+        };
+        assert_eq!(o.effective_value_file_size(), 64 << 20);
+        // 1/128 of a 4 GiB budget.
+        o.space_budget_bytes = 4 << 30;
+        assert_eq!(o.effective_value_file_size(), 32 << 20);
+        // Never below 4 MiB while the budget holds 64 of them...
+        o.space_budget_bytes = 300 << 20;
+        assert_eq!(o.effective_value_file_size(), 4 << 20);
+        // ... and a sixty-fourth of a smaller one, but at least 4 KiB.
+        o.space_budget_bytes = 2 << 20;
+        assert_eq!(o.effective_value_file_size(), 32 << 10);
+        o.space_budget_bytes = 100 << 10;
+        assert_eq!(o.effective_value_file_size(), 4 << 10);
+        // Never above the configured size.
+        o.space_budget_bytes = 1 << 40;
+        assert_eq!(o.effective_value_file_size(), 64 << 20);
     }
 }

@@ -22,7 +22,10 @@
 //! writes) plus the room left under a target just below the budget,
 //! spread over [`ROOM_SECONDS`]: far below the budget writes are not
 //! slowed at all, and at the target they go exactly as fast as space
-//! comes back. Just below the budget (127/128) they wait.
+//! comes back. Just below the budget (127/128) they wait. The target
+//! leaves room below that stop level for GC's running jobs, and a job
+//! starts only if its output fits in the room left (`job_room`): GC
+//! copies before it deletes, so its outputs are the peaks `du` sees.
 
 use std::time::{Duration, Instant};
 
@@ -38,10 +41,13 @@ pub(crate) const CLEAN_FROM: f64 = 0.9;
 /// a GC job's before its inputs go). At `1.0` the 2 GiB fixed-8k
 /// overwrite under a 1.25x limit passed the limit for 0.14 s of 199.
 pub(crate) const STOP_AT: f64 = 1.0 - 1.0 / 128.0;
-/// Fill writers are paced towards: a little below the budget, so that
-/// the reclaim rate's errors and the writes of a compaction, which
-/// usage does not foresee, stay within it.
+/// Fill writers are paced towards at most: a little below the budget, so
+/// that the reclaim rate's errors and the writes of a compaction, which
+/// usage does not foresee, stay within it. Lower still by the room GC's
+/// jobs need (`Budget::headroom`).
 pub(crate) const TARGET: f64 = 1.0 - 1.0 / 64.0;
+/// The most of the budget kept as GC's room below the stop level.
+const MAX_HEADROOM_SHARE: u64 = 32;
 /// The smallest garbage share GC collects a file at, however short space
 /// is: below it a job copies more than 49 bytes per byte it frees.
 pub(crate) const MIN_GC_RATIO: f64 = 0.02;
@@ -70,9 +76,43 @@ pub(crate) const IMPOSSIBLE_DELAY: Duration = Duration::from_millis(1);
 pub(crate) struct Budget {
     /// 0: no budget.
     pub bytes: u64,
+    /// Room writers leave below the stop level for GC: a job copies a
+    /// file's live records before the file goes, so its output needs room
+    /// first. Without it writers held usage where no job fitted, and jobs
+    /// that started anyway took the 0.28 GiB overwrite under a 1.5x
+    /// budget to 1.67x (issue 28).
+    pub headroom: u64,
 }
 
 impl Budget {
+    /// A budget of `bytes` whose GC runs up to `jobs` jobs of at most
+    /// `job_bytes` each.
+    pub(crate) fn new(bytes: u64, jobs: usize, job_bytes: u64) -> Budget {
+        Budget {
+            bytes,
+            headroom: (jobs as u64)
+                .saturating_mul(job_bytes)
+                .min(bytes / MAX_HEADROOM_SHARE),
+        }
+    }
+
+    /// The usage at which writers wait outright.
+    pub(crate) fn stop_bytes(&self) -> u64 {
+        (self.bytes as f64 * STOP_AT) as u64
+    }
+
+    /// The usage writers are paced towards.
+    pub(crate) fn target_bytes(&self) -> u64 {
+        ((self.bytes as f64 * TARGET) as u64).min(self.stop_bytes().saturating_sub(self.headroom))
+    }
+
+    /// The most live bytes a GC job may copy now: the room below the stop
+    /// level, past which its output would take the directory over the
+    /// budget before the job frees anything.
+    pub(crate) fn job_room(&self, usage: u64) -> u64 {
+        self.stop_bytes().saturating_sub(usage)
+    }
+
     /// Usage over the budget; 0 without one.
     pub(crate) fn fill(&self, usage: u64) -> f64 {
         if self.bytes == 0 {
@@ -211,7 +251,7 @@ impl Pacer {
         if budget.bytes == 0 || !budget.cleaning(usage) {
             return None;
         }
-        let room = budget.bytes as f64 * TARGET - usage as f64;
+        let room = budget.target_bytes() as f64 - usage as f64;
         Some(self.reclaim_rate() + room / ROOM_SECONDS)
     }
 
@@ -221,12 +261,24 @@ impl Pacer {
         self.paid_until = now;
     }
 
-    /// What a write group of `bytes` does with `usage` of the budget.
-    pub(crate) fn pace(&mut self, budget: &Budget, usage: u64, bytes: u64, now: Instant) -> Pace {
+    /// What a write group of `bytes` does with `usage` of the budget, of
+    /// which `gc_reserved` is the rest of running GC jobs' outputs. Those
+    /// take the headroom, which the target leaves for them: counted
+    /// against the target too, they slowed writers while a job ran,
+    /// and kept the 300 MB overwrite 10 MB short of its 1.25x limit.
+    pub(crate) fn pace(
+        &mut self,
+        budget: &Budget,
+        usage: u64,
+        gc_reserved: u64,
+        bytes: u64,
+        now: Instant,
+    ) -> Pace {
         if budget.bytes > 0 && budget.fill(usage) >= STOP_AT {
             return Pace::Stop;
         }
-        let Some(rate) = self.rate(budget, usage) else {
+        let paced = usage.saturating_sub(gc_reserved.min(budget.headroom));
+        let Some(rate) = self.rate(budget, paced) else {
             self.paid_until = now;
             return Pace::Go;
         };
@@ -252,18 +304,18 @@ mod tests {
 
     #[test]
     fn no_budget_asks_nothing() {
-        let b = Budget { bytes: 0 };
+        let b = Budget::new(0, 2, 1);
         assert_eq!(b.gc_ratio(0.2, u64::MAX, 0, 0), 0.2);
         assert!(!b.short(u64::MAX));
         assert_eq!(b.gc_threads(4, u64::MAX), 0);
         let mut p = Pacer::new(Instant::now());
-        assert_eq!(p.pace(&b, u64::MAX, 1 << 30, Instant::now()), Pace::Go);
+        assert_eq!(p.pace(&b, u64::MAX, 0, 1 << 30, Instant::now()), Pace::Go);
         assert!(b.fits(u64::MAX));
     }
 
     #[test]
     fn gc_collects_what_the_budget_needs_from_ninety_percent() {
-        let b = Budget { bytes: 1000 };
+        let b = Budget::new(1000, 0, 0);
         // Lazy until 90%.
         assert_eq!(b.gc_ratio(0.2, 900, 800, 700), 0.2);
         assert!(!b.short(750) && b.short(751));
@@ -280,8 +332,42 @@ mod tests {
     }
 
     #[test]
+    fn writers_leave_room_for_gc_jobs_below_the_stop_level() {
+        // Two jobs of 10 bytes: paced towards 992 - 20, where both fit.
+        let b = Budget::new(1000, 2, 10);
+        assert_eq!(b.stop_bytes(), 992);
+        assert_eq!(b.target_bytes(), 972);
+        assert_eq!(b.job_room(972), 20);
+        assert_eq!(b.job_room(995), 0);
+        // Never more than a thirty-second of the budget.
+        assert_eq!(Budget::new(1000, 8, 100).headroom, 31);
+        // Small jobs leave the target at 63/64.
+        assert_eq!(Budget::new(1000, 1, 1).target_bytes(), 984);
+        // Running jobs' outputs take that room: they do not slow writers,
+        // up to the headroom. Target 97.21875 MB; at 10 MB/s freed, 0.5 MB
+        // cost 50 ms there, and 58.8 ms 1.5 MB past it.
+        let b = Budget::new(100_000_000, 2, 1_000_000);
+        assert_eq!(b.target_bytes(), 97_218_750);
+        let t0 = Instant::now();
+        let pace = |usage, reserved| {
+            let mut p = Pacer::new(t0);
+            p.reclaim = 10e6;
+            p.pace(&b, usage, reserved, 500_000, t0)
+        };
+        let at_target = Pace::Wait(Duration::from_millis(50));
+        assert_eq!(pace(97_218_750, 0), at_target);
+        assert_eq!(pace(98_718_750, 1_500_000), at_target);
+        assert_eq!(
+            pace(98_718_750, 0),
+            Pace::Wait(Duration::from_secs_f64(0.5 / 8.5))
+        );
+        // Beyond the headroom they count.
+        assert_eq!(pace(98_718_750, 3_500_000), pace(96_718_750, 0));
+    }
+
+    #[test]
     fn a_database_needs_its_live_data_and_room_to_clean() {
-        let b = Budget { bytes: 1000 };
+        let b = Budget::new(1000, 0, 0);
         assert_eq!(least_needed(950, 0), 1000);
         assert!(b.fits(least_needed(900, 50)));
         assert!(!b.fits(least_needed(950, 1)));
@@ -323,13 +409,13 @@ mod tests {
     #[test]
     fn writes_go_at_the_reclaim_rate_plus_the_room_left() {
         // A target of 63/64 of the budget: 98.4375 MB.
-        let b = Budget { bytes: 100_000_000 };
+        let b = Budget::new(100_000_000, 0, 0);
         let t0 = Instant::now();
         let mut p = Pacer::new(t0);
         p.reclaim = 10e6;
         // Below 90% of the budget, where GC is lazy: unlimited.
         assert_eq!(p.rate(&b, 90_000_000), None);
-        assert_eq!(p.pace(&b, 90_000_000, 1 << 20, t0), Pace::Go);
+        assert_eq!(p.pace(&b, 90_000_000, 0, 1 << 20, t0), Pace::Go);
         // 5 MB short of the target: 10 MB/s freed plus 5 MB/s of room.
         assert_eq!(p.rate(&b, 93_437_500), Some(15e6));
         // At the target: the reclaim rate; past it, less; at 127/128 of
@@ -337,28 +423,31 @@ mod tests {
         // enough.
         assert_eq!(p.rate(&b, 98_437_500), Some(10e6));
         assert_eq!(p.rate(&b, 99_437_500), Some(9e6));
-        assert_eq!(p.pace(&b, 99_218_750, 1, t0), Pace::Stop);
+        assert_eq!(p.pace(&b, 99_218_750, 0, 1, t0), Pace::Stop);
         p.reclaim = 0.5e6;
-        assert_eq!(p.pace(&b, 99_000_000, 1, t0), Pace::Stop);
+        assert_eq!(p.pace(&b, 99_000_000, 0, 1, t0), Pace::Stop);
         p.reclaim = 10e6;
         // 1 MB at 10 MB/s costs 100 ms; small writes add up before a sleep.
         assert_eq!(
-            p.pace(&b, 98_437_500, 1_000_000, t0),
+            p.pace(&b, 98_437_500, 0, 1_000_000, t0),
             Pace::Wait(Duration::from_millis(100))
         );
         let t1 = t0 + Duration::from_millis(100);
-        assert_eq!(p.pace(&b, 98_437_500, 1_000, t1), Pace::Go);
+        assert_eq!(p.pace(&b, 98_437_500, 0, 1_000, t1), Pace::Go);
         // A group worth more than one sleep carries the rest: 5 MB at
         // 10 MB/s sleeps 100 ms, and the next small write 100 ms more.
         let mut q = Pacer::new(t0);
         q.reclaim = 10e6;
-        assert_eq!(q.pace(&b, 98_437_500, 5_000_000, t0), Pace::Wait(MAX_SLEEP));
-        let t2 = t0 + MAX_SLEEP;
-        assert_eq!(q.pace(&b, 98_437_500, 1, t2), Pace::Wait(MAX_SLEEP));
-        q.forgive(t2);
-        assert_eq!(q.pace(&b, 98_437_500, 1, t2), Pace::Go);
         assert_eq!(
-            p.pace(&b, 98_437_500, 4_000, t1),
+            q.pace(&b, 98_437_500, 0, 5_000_000, t0),
+            Pace::Wait(MAX_SLEEP)
+        );
+        let t2 = t0 + MAX_SLEEP;
+        assert_eq!(q.pace(&b, 98_437_500, 0, 1, t2), Pace::Wait(MAX_SLEEP));
+        q.forgive(t2);
+        assert_eq!(q.pace(&b, 98_437_500, 0, 1, t2), Pace::Go);
+        assert_eq!(
+            p.pace(&b, 98_437_500, 0, 4_000, t1),
             Pace::Wait(Duration::from_micros(500))
         );
     }

@@ -270,7 +270,7 @@ impl DbInner {
             if builder.is_none() {
                 if moved
                     .as_ref()
-                    .is_some_and(|m| m.file_size() >= self.opts.value_file_size)
+                    .is_some_and(|m| m.file_size() >= self.opts.effective_value_file_size())
                 {
                     if let Some(full) = moved.take() {
                         outputs.value_files.push(full.finish()?);
@@ -361,7 +361,7 @@ impl DbInner {
     ) -> Result<&'b mut ValueFileBuilder> {
         if current
             .get(&class)
-            .is_some_and(|b| b.file_size() >= self.opts.value_file_size)
+            .is_some_and(|b| b.file_size() >= self.opts.effective_value_file_size())
         {
             if let Some(full) = current.remove(&class) {
                 outputs.value_files.push(full.finish()?);

@@ -23,13 +23,6 @@ use crate::gc::GcStats;
 use crate::manifest::edit::VersionEdit;
 use crate::manifest::version::Version;
 
-/// When cleaning, a GC job copies at most this fraction of the budget's room
-/// beyond the live values.
-const GC_JOB_ROOM_SHARE: u64 = 16;
-/// Nor less than this many live bytes: smaller jobs spend more on commits
-/// than they copy.
-const MIN_GC_JOB_BYTES: u64 = 4 << 20;
-
 /// Undoes a running job's registration when dropped, and skips the inputs
 /// of a failed (or panicking) job, under the same lock: a waiter woken here
 /// must never see them free to pick again.
@@ -94,8 +87,9 @@ impl Drop for Reservation<'_> {
 pub(super) struct Schedule {
     /// GC's garbage threshold, lowered when space is short.
     pub gc_ratio: f64,
-    /// The most live bytes one GC job copies.
-    pub gc_job_bytes: u64,
+    /// The most live bytes one GC job may copy now: the room below the
+    /// budget's stop level, or unbounded.
+    pub gc_room: u64,
     /// GC jobs allowed at once.
     pub max_gc: usize,
     /// GC goes before compaction for a free thread.
@@ -119,11 +113,32 @@ pub(super) struct GcTotals {
 }
 
 impl DbInner {
-    fn gc_picker_options(&self, garbage_ratio: f64, job_bytes: u64) -> GcPickerOptions {
+    fn gc_picker_options(&self, garbage_ratio: f64, room: u64) -> GcPickerOptions {
         GcPickerOptions {
             garbage_ratio,
-            value_file_size: job_bytes,
+            value_file_size: self.opts.effective_value_file_size(),
+            max_live_bytes: room,
         }
+    }
+
+    /// The next GC job over `st`'s Version at `sched`, avoiding `avoid`.
+    /// A job must fit in the room below the budget's stop level, unless no
+    /// other job runs: then the room can only shrink while GC waits, so
+    /// the best file goes even if its copy takes usage past the budget
+    /// for a while.
+    fn pick_gc_avoiding(
+        &self,
+        st: &State,
+        sched: &Schedule,
+        avoid: &HashSet<FileNumber>,
+    ) -> Option<GcPlan> {
+        let opts = self.gc_picker_options(sched.gc_ratio, sched.gc_room);
+        picker::pick(&st.current, &opts, avoid).or_else(|| {
+            (st.gc_jobs == 0 && sched.gc_room != u64::MAX).then(|| {
+                let unbounded = self.gc_picker_options(sched.gc_ratio, u64::MAX);
+                picker::pick(&st.current, &unbounded, avoid)
+            })?
+        })
     }
 
     /// The next background GC job, if GC is on and some file reaches the
@@ -133,10 +148,9 @@ impl DbInner {
         if !self.opts.enable_gc {
             return None;
         }
-        let opts = self.gc_picker_options(sched.gc_ratio, sched.gc_job_bytes);
         let mut avoid = self.logs.pinned();
         avoid.extend(st.gc_busy.union(&st.gc_skip));
-        picker::pick(&st.current, &opts, &avoid)
+        self.pick_gc_avoiding(st, sched, &avoid)
     }
 
     /// Whether GC is behind at threshold `garbage_ratio`. A GC that keeps
@@ -151,21 +165,23 @@ impl DbInner {
 
     /// What the space budget counts (see `budget`): the bytes of every
     /// file in the directory, plus what work will write before it
-    /// deletes: the flushes of the memtables, whose WALs go only once
-    /// their outputs are written (the mutable one too: counted only at
-    /// its switch, its flush made usage jump past the budget, and the
-    /// driver stopped the 0.28 GiB overwrite under a 1.5x limit for
-    /// 0.2 s), and the rest of each running GC job's output.
+    /// deletes: the rest of each running GC job's output, and the
+    /// memtables' flushes, whose WALs go only once their outputs are
+    /// written. Memtables flush one at a time, oldest first, and each
+    /// flush deletes a WAL about as large as its output, so the peak is
+    /// the largest memtable's flush, not their sum. The mutable one counts
+    /// too: counted only at its switch, its flush made usage jump past the
+    /// budget, and the driver stopped the 0.28 GiB overwrite under a 1.5x
+    /// limit for 0.2 s.
     pub(super) fn space_usage(&self, st: &State) -> u64 {
-        let flushes = st
+        let flush = st
             .imm
             .iter()
-            .fold(st.mem.approximate_memory_usage() as u64, |s, i| {
-                s.saturating_add(i.mem.approximate_memory_usage() as u64)
-            });
+            .map(|i| i.mem.approximate_memory_usage())
+            .fold(st.mem.approximate_memory_usage(), usize::max) as u64;
         self.disk
             .bytes()
-            .saturating_add(flushes)
+            .saturating_add(flush)
             .saturating_add(self.gc_reserved.load(Ordering::Relaxed))
     }
 
@@ -182,8 +198,8 @@ impl DbInner {
     }
 
     /// Whether the budget can hold the database: its live values at the
-    /// utilization cleaning can sustain, its sstables, and full memtables
-    /// with their WALs. Reported once each time it stops fitting.
+    /// utilization cleaning can sustain, its sstables, full memtables
+    /// with their WALs, and the room GC's jobs copy into. Reported once each time it stops fitting.
     fn check_budget_fits(&self, st: &State, live_values: u64) {
         if self.budget.bytes == 0 {
             return;
@@ -192,7 +208,12 @@ impl DbInner {
         let tables = (0..NUM_LEVELS).fold(0u64, |s, l| s.saturating_add(v.level_bytes(l)));
         let memtables = (self.opts.write_buffer_size as u64)
             .saturating_mul(self.opts.max_write_buffer_number as u64);
-        let needed = budget::least_needed(live_values, tables.saturating_add(memtables));
+        let needed = budget::least_needed(
+            live_values,
+            tables
+                .saturating_add(memtables)
+                .saturating_add(self.budget.headroom),
+        );
         let fits = self.budget.fits(needed);
         if !fits && !self.budget_impossible.swap(true, Ordering::Relaxed) {
             self.counters
@@ -201,7 +222,8 @@ impl DbInner {
             log::warn!(
                 "{}: space budget of {} bytes cannot be met: {} bytes of live values need {} \
                  at the {:.0}% utilization value-file cleaning sustains, sstables take {}, \
-                 memtables and their WALs up to {}; writes past the budget are {}",
+                 memtables and their WALs up to {}, GC's outputs up to {}; writes past the \
+                 budget are {}",
                 self.dir.display(),
                 self.budget.bytes,
                 live_values,
@@ -209,6 +231,7 @@ impl DbInner {
                 budget::MAX_UTILIZATION * 100.0,
                 tables,
                 memtables,
+                self.budget.headroom,
                 if self.opts.space_budget_fail_writes {
                     "refused"
                 } else {
@@ -236,16 +259,28 @@ impl DbInner {
         );
         let threads = self.opts.max_background_jobs;
         let short = self.budget.short(usage);
-        let cleaning = self.budget.cleaning(usage);
-        let gc_job_bytes = self.gc_job_bytes(usage, cleaning, live_values);
+        let gc_room = if self.budget.bytes == 0 {
+            u64::MAX
+        } else {
+            self.budget.job_room(usage)
+        };
+        let mut sched = Schedule {
+            gc_ratio,
+            gc_room,
+            max_gc: 0,
+            gc_first: self.opts.dynamic_gc_threads && pressure.p_value > pressure.p_index,
+            gc_may_borrow: short || Self::gc_behind(&pressure, gc_ratio),
+            pressure,
+            usage,
+            short,
+        };
         let gc_has_work = self.opts.enable_gc && {
-            let opts = self.gc_picker_options(gc_ratio, gc_job_bytes);
             let mut avoid = self.logs.pinned();
             avoid.extend(&st.gc_skip);
-            picker::pick(&st.current, &opts, &avoid).is_some()
+            self.pick_gc_avoiding(st, &sched, &avoid).is_some()
         };
         let mut max_gc = if self.opts.dynamic_gc_threads {
-            pressure::max_gc_jobs(threads, &pressure, gc_has_work)
+            pressure::max_gc_jobs(threads, &sched.pressure, gc_has_work)
         } else if gc_has_work {
             // The static split: at most half of the threads.
             (threads / 2).max(1)
@@ -257,36 +292,8 @@ impl DbInner {
         }
         self.gc_limiter.set_suspended(short);
         self.gc_max_jobs.store(max_gc, Ordering::Relaxed);
-        Schedule {
-            gc_ratio,
-            gc_job_bytes,
-            max_gc,
-            gc_first: self.opts.dynamic_gc_threads && pressure.p_value > pressure.p_index,
-            gc_may_borrow: short || Self::gc_behind(&pressure, gc_ratio),
-            pressure,
-            usage,
-            short,
-        }
-    }
-
-    /// The most live bytes one GC job copies. Under a budget, no more than
-    /// the room left below the stop level: a job's output takes space
-    /// until its inputs go (a lazy job of a whole value file, started at
-    /// 85% of a 1.5x budget, took the 0.28 GiB overwrite past the
-    /// driver's limit). When cleaning, also no more than a sixteenth of
-    /// the budget's room beyond the live values, since a tight budget has
-    /// little.
-    fn gc_job_bytes(&self, usage: u64, cleaning: bool, live_values: u64) -> u64 {
-        let most = self.opts.value_file_size.max(MIN_GC_JOB_BYTES);
-        if self.budget.bytes == 0 {
-            return self.opts.value_file_size;
-        }
-        let stop = (self.budget.bytes as f64 * budget::STOP_AT) as u64;
-        let mut bytes = stop.saturating_sub(usage).min(most);
-        if cleaning {
-            bytes = bytes.min(self.budget.bytes.saturating_sub(live_values) / GC_JOB_ROOM_SHARE);
-        }
-        bytes.max(MIN_GC_JOB_BYTES)
+        sched.max_gc = max_gc;
+        sched
     }
 
     /// Runs `plan` with the state lock released, its inputs marked busy,
@@ -304,6 +311,9 @@ impl DbInner {
         let inputs: Vec<FileNumber> = plan.inputs.iter().map(|f| f.number).collect();
         st.gc_jobs += 1;
         st.gc_busy.extend(&inputs);
+        // Reserved before the lock goes, so that the next pick sees the
+        // room this job takes.
+        let reservation = Reservation::new(&self.gc_reserved, plan.live_bytes);
         drop(st);
         // Undone even if the job panics, or the inputs would stay busy and
         // the job counted for the life of the database.
@@ -312,7 +322,8 @@ impl DbInner {
             inputs,
             failed: true,
         };
-        let r = self.run_gc(&plan, &version);
+        let r = self.run_gc(&plan, &version, &reservation);
+        drop(reservation);
         // As for compactions: the job's Version may be the last to name
         // the inputs.
         drop(plan);
@@ -329,8 +340,12 @@ impl DbInner {
     /// Runs `plan` over `version` to completion: copies, then commits.
     /// On failure before the commit the outputs are removed; a failed
     /// commit poisons the database (the manifest's state is unknown).
-    pub(super) fn run_gc(&self, plan: &GcPlan, version: &Arc<Version>) -> Result<GcStats> {
-        let reservation = Reservation::new(&self.gc_reserved, plan.live_bytes);
+    fn run_gc(
+        &self,
+        plan: &GcPlan,
+        version: &Arc<Version>,
+        reservation: &Reservation<'_>,
+    ) -> Result<GcStats> {
         let cx = GcContext {
             fs: self.fs.as_ref(),
             dir: &self.dir,
@@ -339,7 +354,7 @@ impl DbInner {
             write: GcWriteOptions {
                 compression: self.opts.value_compression,
                 direct_writes: self.opts.use_direct_io_for_flush_and_compaction,
-                value_file_size: self.opts.value_file_size,
+                value_file_size: self.opts.effective_value_file_size(),
             },
             coalesce_reads: self.opts.gc_coalesced_reads,
             reads_in_flight: if self.budget.short(self.disk.bytes()) {
@@ -436,7 +451,8 @@ impl DbInner {
                 "garbage_ratio {garbage_ratio} is not in (0, 1]"
             )));
         }
-        let opts = self.gc_picker_options(garbage_ratio, self.opts.value_file_size);
+        // Asked for: not bounded by the budget's room.
+        let opts = self.gc_picker_options(garbage_ratio, u64::MAX);
         let mut done = GcStats::default();
         let mut st = self.state.lock();
         let eligible: HashSet<FileNumber> = st.current.value_files().map(|f| f.number).collect();

@@ -103,7 +103,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         LogOptions {
             threshold: opts.effective_big_value_threshold(),
             count: opts.value_log_count,
-            file_size: opts.value_file_size,
+            file_size: opts.effective_value_file_size(),
             compression: opts.value_compression,
             recent_bytes: opts.recent_value_cache_bytes,
         },
@@ -154,9 +154,11 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         counters: Counters::default(),
         gc_totals: Default::default(),
         gc_limiter: GcLimiter::new(opts.gc_rate_limiter, opts.device_write_bandwidth),
-        budget: Budget {
-            bytes: opts.space_budget_bytes,
-        },
+        budget: Budget::new(
+            opts.space_budget_bytes,
+            opts.max_background_jobs,
+            opts.effective_value_file_size(),
+        ),
         pacer: Mutex::new(Pacer::new(Instant::now())),
         budget_impossible: AtomicBool::new(false),
         gc_reserved: AtomicU64::new(0),

@@ -326,7 +326,13 @@ impl DbInner {
                         self.disk.bytes(),
                         self.counters.user_bytes_written.load(Ordering::Relaxed),
                     );
-                    pacer.pace(&self.budget, usage, bytes, now)
+                    pacer.pace(
+                        &self.budget,
+                        usage,
+                        self.gc_reserved.load(Ordering::Relaxed),
+                        bytes,
+                        now,
+                    )
                 };
                 let delay = match pace {
                     budget::Pace::Go => None,

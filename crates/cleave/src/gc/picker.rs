@@ -14,7 +14,8 @@
 //! disk (docs/benchmarks.md, issue 5).
 //! Files whose live bytes are small are packed together into one
 //! output of at most `value_file_size` live bytes, so GC does not turn many
-//! small files into as many smaller ones. Files with no live record at all
+//! small files into as many smaller ones. No job copies more than
+//! `max_live_bytes`, the room a space budget leaves it. Files with no live record at all
 //! never reach the picker: the edit that drops their last reference also
 //! drops them.
 
@@ -28,8 +29,11 @@ use crate::manifest::{ValueFileMeta, Version};
 pub(crate) struct GcPickerOptions {
     /// Smallest garbage ratio (0..=1) that makes a file worth collecting.
     pub garbage_ratio: f64,
-    /// Most live bytes one GC output holds.
+    /// Most live bytes one GC output holds when files are packed.
     pub value_file_size: u64,
+    /// Most live bytes one job copies, a single file included: a file
+    /// holding more is left for later.
+    pub max_live_bytes: u64,
 }
 
 /// One GC job: the physical files to collect, and what they hold.
@@ -62,7 +66,9 @@ pub(crate) fn pick(
                 return None;
             }
             let ratio = garbage as f64 / records as f64;
-            (ratio >= opts.garbage_ratio).then_some((ratio, f, records - garbage, garbage))
+            let live = records - garbage;
+            (ratio >= opts.garbage_ratio && live <= opts.max_live_bytes)
+                .then_some((ratio, f, live, garbage))
         })
         .collect();
     let newest = v.value_files().map(|f| f.number.0).max().unwrap_or(0);
@@ -86,7 +92,10 @@ pub(crate) fn pick(
             }
             // Packing: another file joins while the output stays within
             // one value file.
-            Some(p) if p.live_bytes.saturating_add(live) <= opts.value_file_size => {
+            Some(p)
+                if p.live_bytes.saturating_add(live)
+                    <= opts.value_file_size.min(opts.max_live_bytes) =>
+            {
                 p.inputs.push(f.clone());
                 // Saturating: sizes come from the manifest.
                 p.live_bytes = p.live_bytes.saturating_add(live);
@@ -135,6 +144,7 @@ mod tests {
         GcPickerOptions {
             garbage_ratio: ratio,
             value_file_size: size,
+            max_live_bytes: u64::MAX,
         }
     }
 
@@ -185,6 +195,28 @@ mod tests {
         // A first file larger than the target is still collected alone.
         let p = pick(&v, &opts(0.5, 100), &HashSet::new()).unwrap();
         assert_eq!(numbers(&p), vec![1]);
+    }
+
+    #[test]
+    fn a_job_copies_no_more_than_the_room_it_is_given() {
+        // Order 1, 2, 3, 4 as above; live 300, 400, 350, 200.
+        let v = version(&[
+            (1, 1000, 300),
+            (2, 1000, 400),
+            (3, 1000, 350),
+            (4, 1000, 200),
+        ]);
+        // Room for 250 live bytes: the best file that fits, alone.
+        let room = |bytes| GcPickerOptions {
+            max_live_bytes: bytes,
+            ..opts(0.5, 10_000)
+        };
+        let p = pick(&v, &room(250), &HashSet::new()).unwrap();
+        assert_eq!(numbers(&p), vec![4]);
+        // Packing stops at the room too.
+        let p = pick(&v, &room(700), &HashSet::new()).unwrap();
+        assert_eq!(numbers(&p), vec![1, 2]);
+        assert!(pick(&v, &room(199), &HashSet::new()).is_none());
     }
 
     /// Found by review and confirmed through the version_edit fuzz target:
