@@ -65,7 +65,8 @@ pub struct Options {
     /// Smallest value (bytes) that is separated; RocksDB's `min_blob_size`.
     pub min_value_size: usize,
     /// Target bytes of one value file written by a flush; a larger flush
-    /// writes several. Also where a value log is sealed.
+    /// writes several. Also where a value log is sealed. Under a space
+    /// budget, smaller (see `space_budget_bytes`).
     pub value_file_size: u64,
     /// WAL-time separation (BVLSM): a value of at least this many bytes is
     /// appended, in the writer's thread and before its WAL record, to a
@@ -119,12 +120,17 @@ pub struct Options {
     /// `Db::space`), plus what running flushes and GC jobs will write
     /// before their inputs go; 0 means no budget. From 75% of it
     /// compaction pushes recent writes down to expose the garbage they
-    /// hide; from 90% GC takes every background thread and collects any
-    /// file holding the share of garbage the budget leaves value files on
-    /// average, best cost-benefit first. Writers are paced, from 90%, at
-    /// the rate background work frees space plus the room left over a
-    /// second (RocksDB's delayed write rate, following space instead of
-    /// compaction debt) towards 63/64 of it; from 127/128 they wait. Writes never wait
+    /// hide, and neither merges ranges nor re-separates values; from 90%
+    /// GC takes every background thread and collects any file holding the
+    /// share of garbage the budget leaves value files on average, best
+    /// cost-benefit first, if its copy fits below 127/128 of the budget.
+    /// Writers are paced, from 90%, at the rate background work frees
+    /// space plus the room left over a second (RocksDB's delayed write
+    /// rate, following space instead of compaction debt) towards 63/64 of
+    /// it, lower by the room GC's jobs copy into; from 127/128 they wait.
+    /// Value files are then at most 1/128 of the budget, or 4 MiB if more,
+    /// but no more than 1/64 of it, so that GC's room holds them. Writes
+    /// never wait
     /// on work that cannot free space: when nothing is left to collect or
     /// compact, or the budget cannot hold the live data (reported once,
     /// `Stats::budget_impossible`), they go on, each write group delayed
@@ -164,6 +170,8 @@ pub struct Options {
     /// per-table counts) and puts the values of a key range together for
     /// scans, at the price of rewriting those values; off, compaction never
     /// rewrites a value (an ablation switch, to measure what it brings).
+    /// Nor does it while a space budget is short (see
+    /// `space_budget_bytes`): the bound then lapses until space is back.
     pub correlated_compaction: bool,
     /// Most logical value files one sstable written by a compaction may
     /// reference, at least 1. A compaction whose inputs reference more

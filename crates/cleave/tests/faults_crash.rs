@@ -425,8 +425,8 @@ fn crash_at_every_io_step_of_an_open() {
     eprintln!("faults injected by crash_at_every_io_step_of_an_open: {total}");
 }
 
-/// Power losses while flushes, compactions (re-separating values) and GC
-/// run in the background: each crash image holds every write up to the
+/// Power losses while flushes, compactions (re-separating values, with no
+/// budget) and GC run in the background: each crash image holds every write up to the
 /// last synced one and maybe some later ones, whatever the jobs were
 /// doing.
 #[test]
@@ -484,12 +484,14 @@ fn crash_while_jobs_run(budget: u64) {
         stats.to_text()
     );
     assert!(stats.gc.jobs > 0, "{}", stats.to_text());
-    assert!(
-        stats.compaction_values_reseparated > 0,
-        "{}",
-        stats.to_text()
-    );
-    if budget > 0 {
+    // While space is short compactions leave values to GC.
+    if budget == 0 {
+        assert!(
+            stats.compaction_values_reseparated > 0,
+            "{}",
+            stats.to_text()
+        );
+    } else {
         assert!(stats.budget_stall_micros > 0, "{}", stats.to_text());
         assert_eq!(stats.budget_impossible, 0, "{}", stats.to_text());
     }

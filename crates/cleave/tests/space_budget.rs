@@ -486,3 +486,69 @@ fn compactions_do_not_re_separate_values_while_space_is_short() {
     );
     db.close().unwrap();
 }
+
+/// A value file too large for GC's room under the budget (written before
+/// the budget, here) is still collected once writers have filled the
+/// budget to its target and no other job runs: it would otherwise keep
+/// its garbage for ever.
+#[test]
+fn files_larger_than_gc_room_are_still_collected() {
+    use cleave::vfs::Fs;
+    let fs = MemFs::new();
+    let wo = WriteOptions::default();
+    // One value file of all the keys, far above a 1.3 MB budget's room
+    // for GC jobs.
+    let db = Db::open(
+        "/big",
+        Options {
+            write_buffer_size: 2 << 20,
+            value_file_size: 2 << 20,
+            ..options(&fs)
+        },
+    )
+    .unwrap();
+    for i in 0..KEYS {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let vf = |fs: &MemFs| -> Vec<String> {
+        let mut v: Vec<String> = Fs::list(fs, Path::new("/big"))
+            .unwrap()
+            .into_iter()
+            .filter(|n| n.ends_with(".vf"))
+            .collect();
+        v.sort();
+        v
+    };
+    let before = vf(&fs);
+    assert_eq!(before.len(), 1);
+
+    let live = (KEYS * VALUE) as u64;
+    let db = Db::open(
+        "/big",
+        Options {
+            space_budget_bytes: live * 13 / 10,
+            ..options(&fs)
+        },
+    )
+    .unwrap();
+    // Half the keys, again and again: the old files keep half their
+    // records live, so only GC can free them.
+    let mut rounds = vec![0; KEYS];
+    for round in 1..=6 {
+        for i in (0..KEYS).step_by(2) {
+            db.put(&wo, &key(i), &value(i, round)).unwrap();
+            rounds[i] = round;
+        }
+    }
+    db.wait_for_compactions().unwrap();
+    check(&db, &rounds);
+    let after = vf(&fs);
+    assert!(
+        before.iter().all(|f| !after.contains(f)),
+        "before {before:?}, after {after:?}; {}",
+        db.stats().gc
+    );
+    db.close().unwrap();
+}

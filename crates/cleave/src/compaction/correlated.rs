@@ -10,16 +10,18 @@
 //! written again. So a file is chosen only where the rewrite is cheap or
 //! pays for itself, for one of two reasons.
 //!
-//! **Fan-out.** Every output sstable references a subset of the logical
-//! files the compaction's inputs reference, plus at most one new logical
-//! file: the job starts a new value file only where it starts a new
-//! output sstable. So keeping the inputs' union, minus the files chosen,
-//! within `max_value_file_refs − 1` bounds every output by
-//! `max_value_file_refs`, without tracking outputs (the bound is on the
-//! union, so a compaction whose outputs would each stay within the limit
-//! may still rewrite some values; the union is what GC's reverse lookup
-//! and the manifest pay for anyway). Files are chosen fewest bytes in
-//! this compaction first, so the bound costs the fewest rewritten bytes.
+//! **Fan-out.** (Not bounded while a space budget is short: compaction
+//! then re-separates nothing, `db::compact`.) Every output sstable
+//! references a subset of the logical files the compaction's inputs
+//! reference, plus at most one new logical file: the job starts a new
+//! value file only where it starts a new output sstable. So keeping the
+//! inputs' union, minus the files chosen, within `max_value_file_refs − 1`
+//! bounds every output by `max_value_file_refs`, without tracking outputs
+//! (the bound is on the union, so a compaction whose outputs would each
+//! stay within the limit may still rewrite some values; the union is what
+//! GC's reverse lookup and the manifest pay for anyway). Files are chosen
+//! fewest bytes in this compaction first, so the bound costs the fewest
+//! rewritten bytes.
 //! Why the default of 256 keeps that rare: under uniform overwrites of a
 //! data set of `D` bytes flushed `W` bytes at a time, a logical file
 //! written `a` data sets ago keeps `e^−a` of its records, so its share of

@@ -3,9 +3,9 @@
 //! may go at.
 //!
 //! Usage is what `du` will see at the next peak: the bytes of every file
-//! in the directory, plus what work writes before it deletes (the
-//! memtables' flushes, whose WALs go only after their outputs are
-//! written; the rest of each running GC job's output).
+//! in the directory, plus what work writes before it deletes (the largest
+//! memtable's flush, whose WAL goes only after its output is written; the
+//! rest of each running GC job's output).
 //!
 //! As LavaStore's adaptive GC, GC stays lazy while there is room (a higher
 //! garbage threshold costs fewer bytes copied per byte freed). From 75% of
@@ -262,22 +262,23 @@ impl Pacer {
     }
 
     /// What a write group of `bytes` does with `usage` of the budget, of
-    /// which `gc_reserved` is the rest of running GC jobs' outputs. Those
-    /// take the headroom, which the target leaves for them: counted
-    /// against the target too, they slowed writers while a job ran,
-    /// and kept the 300 MB overwrite 10 MB short of its 1.25x limit.
+    /// which `gc_planned` is running GC jobs' outputs (written, or
+    /// reserved). Those take the headroom, which the target leaves for
+    /// them: counted against the target too, they slowed writers while a
+    /// job ran, and kept the 300 MB overwrite 10 MB short of its 1.25x
+    /// limit.
     pub(crate) fn pace(
         &mut self,
         budget: &Budget,
         usage: u64,
-        gc_reserved: u64,
+        gc_planned: u64,
         bytes: u64,
         now: Instant,
     ) -> Pace {
         if budget.bytes > 0 && budget.fill(usage) >= STOP_AT {
             return Pace::Stop;
         }
-        let paced = usage.saturating_sub(gc_reserved.min(budget.headroom));
+        let paced = usage.saturating_sub(gc_planned.min(budget.headroom));
         let Some(rate) = self.rate(budget, paced) else {
             self.paid_until = now;
             return Pace::Go;

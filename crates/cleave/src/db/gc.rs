@@ -48,16 +48,23 @@ impl Drop for Registered<'_> {
 
 /// The part of a running GC job's output not written yet, counted in the
 /// space budget's usage: the output takes space before the inputs go.
+/// The whole output also counts in `planned` until the job is done, the
+/// room it takes of the budget's headroom.
 struct Reservation<'a> {
     total: &'a AtomicU64,
+    planned: &'a AtomicU64,
+    bytes: u64,
     left: AtomicU64,
 }
 
 impl<'a> Reservation<'a> {
-    fn new(total: &'a AtomicU64, bytes: u64) -> Self {
+    fn new(total: &'a AtomicU64, planned: &'a AtomicU64, bytes: u64) -> Self {
         total.fetch_add(bytes, Ordering::Relaxed);
+        planned.fetch_add(bytes, Ordering::Relaxed);
         Reservation {
             total,
+            planned,
+            bytes,
             left: AtomicU64::new(bytes),
         }
     }
@@ -79,6 +86,7 @@ impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         self.total
             .fetch_sub(*self.left.get_mut(), Ordering::Relaxed);
+        self.planned.fetch_sub(self.bytes, Ordering::Relaxed);
     }
 }
 
@@ -123,7 +131,9 @@ impl DbInner {
 
     /// The next GC job over `st`'s Version at `sched`, avoiding `avoid`.
     /// A job must fit in the room below the budget's stop level, unless no
-    /// other job runs: then the room can only shrink while GC waits, so
+    /// other job runs and usage has reached the writers' target: writers
+    /// then add no room, and a file larger than the room (written before
+    /// the budget, or holding one large value) would wait for ever, so
     /// the best file goes even if its copy takes usage past the budget
     /// for a while.
     fn pick_gc_avoiding(
@@ -134,7 +144,8 @@ impl DbInner {
     ) -> Option<GcPlan> {
         let opts = self.gc_picker_options(sched.gc_ratio, sched.gc_room);
         picker::pick(&st.current, &opts, avoid).or_else(|| {
-            (st.gc_jobs == 0 && sched.gc_room != u64::MAX).then(|| {
+            let stuck = st.gc_jobs == 0 && sched.usage >= self.budget.target_bytes();
+            (stuck && sched.gc_room != u64::MAX).then(|| {
                 let unbounded = self.gc_picker_options(sched.gc_ratio, u64::MAX);
                 picker::pick(&st.current, &unbounded, avoid)
             })?
@@ -169,7 +180,8 @@ impl DbInner {
     /// memtables' flushes, whose WALs go only once their outputs are
     /// written. Memtables flush one at a time, oldest first, and each
     /// flush deletes a WAL about as large as its output, so the peak is
-    /// the largest memtable's flush, not their sum. The mutable one counts
+    /// the largest memtable's flush, not their sum (writes with
+    /// `disable_wal` break this a little: their flushes delete no WAL). The mutable one counts
     /// too: counted only at its switch, its flush made usage jump past the
     /// budget, and the driver stopped the 0.28 GiB overwrite under a 1.5x
     /// limit for 0.2 s.
@@ -199,7 +211,8 @@ impl DbInner {
 
     /// Whether the budget can hold the database: its live values at the
     /// utilization cleaning can sustain, its sstables, full memtables
-    /// with their WALs, and the room GC's jobs copy into. Reported once each time it stops fitting.
+    /// with their WALs, and the room GC's jobs copy into. Reported once
+    /// each time it stops fitting.
     fn check_budget_fits(&self, st: &State, live_values: u64) {
         if self.budget.bytes == 0 {
             return;
@@ -311,10 +324,6 @@ impl DbInner {
         let inputs: Vec<FileNumber> = plan.inputs.iter().map(|f| f.number).collect();
         st.gc_jobs += 1;
         st.gc_busy.extend(&inputs);
-        // Reserved before the lock goes, so that the next pick sees the
-        // room this job takes.
-        let reservation = Reservation::new(&self.gc_reserved, plan.live_bytes);
-        drop(st);
         // Undone even if the job panics, or the inputs would stay busy and
         // the job counted for the life of the database.
         let mut registered = Registered {
@@ -322,13 +331,18 @@ impl DbInner {
             inputs,
             failed: true,
         };
+        // Reserved before the lock goes, so that the next pick sees the
+        // room this job takes; released (first, on a panic) once its
+        // inputs are deleted.
+        let reservation = Reservation::new(&self.gc_reserved, &self.gc_planned, plan.live_bytes);
+        drop(st);
         let r = self.run_gc(&plan, &version, &reservation);
-        drop(reservation);
         // As for compactions: the job's Version may be the last to name
         // the inputs.
         drop(plan);
         drop(version);
         self.delete_obsolete_files();
+        drop(reservation);
         registered.failed = r.is_err();
         if r.is_err() {
             self.gc_totals.lock().total.failed_jobs += 1;

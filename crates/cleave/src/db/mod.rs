@@ -170,6 +170,8 @@ pub(crate) struct DbInner {
     budget_impossible: AtomicBool,
     /// Output bytes running GC jobs have still to write.
     gc_reserved: AtomicU64,
+    /// Output bytes of running GC jobs, written or not.
+    gc_planned: AtomicU64,
     /// GC jobs the scheduler allows at once, as it last decided.
     gc_max_jobs: AtomicUsize,
     drop_cache: DropCache,

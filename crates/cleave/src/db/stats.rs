@@ -168,7 +168,8 @@ pub struct Stats {
     pub budget_slowdown_writes: u64,
     pub budget_stopped_writes: u64,
     /// How many times the budget was found impossible to meet (live data,
-    /// memtables and the least garbage cleaning needs do not fit in it),
+    /// memtables, the least garbage cleaning needs and the room GC's
+    /// jobs copy into do not fit in it),
     /// at open or as the data grew; each time is also logged (`log::warn!`).
     pub budget_impossible: u64,
     /// What the space budget is compared with: the bytes of every file in

@@ -329,7 +329,7 @@ impl DbInner {
                     pacer.pace(
                         &self.budget,
                         usage,
-                        self.gc_reserved.load(Ordering::Relaxed),
+                        self.gc_planned.load(Ordering::Relaxed),
                         bytes,
                         now,
                     )

@@ -9,7 +9,8 @@
 //! `ValueLog`, `docs/format/value_file.md`): self-checked records, each
 //! handed to the operating system as it is appended, so a read can find it
 //! at once; sealed (record index, properties, footer, sync) when it reaches
-//! `value_file_size`, or when a flush needs it. Handles name records by
+//! `value_file_size` (smaller under a space budget), or when a flush
+//! needs it. Handles name records by
 //! arrival position, so they are the handles of any value file, and the
 //! log joins the Version as an ordinary value file (GC, liveness bitmaps,
 //! the space report) in the edit of the first flush whose sstable
