@@ -181,10 +181,10 @@ impl DbInner {
     /// written. Memtables flush one at a time, oldest first, and each
     /// flush deletes a WAL about as large as its output, so the peak is
     /// the largest memtable's flush, not their sum (writes with
-    /// `disable_wal` break this a little: their flushes delete no WAL). The mutable one counts
-    /// too: counted only at its switch, its flush made usage jump past the
-    /// budget, and the driver stopped the 0.28 GiB overwrite under a 1.5x
-    /// limit for 0.2 s.
+    /// `disable_wal` break this a little: their flushes delete no WAL).
+    /// The mutable one counts too: counted only at its switch, its flush
+    /// made usage jump past the budget, and the driver stopped the
+    /// 0.28 GiB overwrite under a 1.5x limit for 0.2 s.
     pub(super) fn space_usage(&self, st: &State) -> u64 {
         let flush = st
             .imm
