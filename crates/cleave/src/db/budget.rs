@@ -108,8 +108,11 @@ impl Budget {
 
     /// The most live bytes a GC job may copy now: the room below the stop
     /// level, past which its output would take the directory over the
-    /// budget before the job frees anything.
+    /// budget before the job frees anything; unbounded without a budget.
     pub(crate) fn job_room(&self, usage: u64) -> u64 {
+        if self.bytes == 0 {
+            return u64::MAX;
+        }
         self.stop_bytes().saturating_sub(usage)
     }
 

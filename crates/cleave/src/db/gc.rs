@@ -144,8 +144,10 @@ impl DbInner {
     ) -> Option<GcPlan> {
         let opts = self.gc_picker_options(sched.gc_ratio, sched.gc_room);
         picker::pick(&st.current, &opts, avoid).or_else(|| {
-            let stuck = st.gc_jobs == 0 && sched.usage >= self.budget.target_bytes();
-            (stuck && sched.gc_room != u64::MAX).then(|| {
+            let stuck = self.budget.bytes > 0
+                && st.gc_jobs == 0
+                && sched.usage >= self.budget.target_bytes();
+            stuck.then(|| {
                 let unbounded = self.gc_picker_options(sched.gc_ratio, u64::MAX);
                 picker::pick(&st.current, &unbounded, avoid)
             })?
@@ -272,14 +274,9 @@ impl DbInner {
         );
         let threads = self.opts.max_background_jobs;
         let short = self.budget.short(usage);
-        let gc_room = if self.budget.bytes == 0 {
-            u64::MAX
-        } else {
-            self.budget.job_room(usage)
-        };
         let mut sched = Schedule {
             gc_ratio,
-            gc_room,
+            gc_room: self.budget.job_room(usage),
             max_gc: 0,
             gc_first: self.opts.dynamic_gc_threads && pressure.p_value > pressure.p_index,
             gc_may_borrow: short || Self::gc_behind(&pressure, gc_ratio),

@@ -176,16 +176,20 @@ mod tests {
         assert_eq!(numbers(&p), vec![11, 10]);
     }
 
-    #[test]
-    fn small_files_are_packed_up_to_one_value_file() {
-        let v = version(&[
+    /// Four files of ratios 0.7, 0.6, 0.65, 0.8 and ages 4, 3, 2, 1:
+    /// picked in the order 1, 2, 3, 4; live 300, 400, 350, 200.
+    fn four_partly_live_files() -> Version {
+        version(&[
             (1, 1000, 300),
             (2, 1000, 400),
             (3, 1000, 350),
             (4, 1000, 200),
-        ]);
-        // Ratios 0.7, 0.6, 0.65, 0.8 and ages 4, 3, 2, 1: order 1, 2, 3,
-        // 4; live 300, 400, 350, 200.
+        ])
+    }
+
+    #[test]
+    fn small_files_are_packed_up_to_one_value_file() {
+        let v = four_partly_live_files();
         let p = pick(&v, &opts(0.5, 600), &HashSet::new()).unwrap();
         assert_eq!(numbers(&p), vec![1, 4]);
         assert_eq!(p.live_bytes, 500);
@@ -199,13 +203,7 @@ mod tests {
 
     #[test]
     fn a_job_copies_no_more_than_the_room_it_is_given() {
-        // Order 1, 2, 3, 4 as above; live 300, 400, 350, 200.
-        let v = version(&[
-            (1, 1000, 300),
-            (2, 1000, 400),
-            (3, 1000, 350),
-            (4, 1000, 200),
-        ]);
+        let v = four_partly_live_files();
         // Room for 250 live bytes: the best file that fits, alone.
         let room = |bytes| GcPickerOptions {
             max_live_bytes: bytes,
