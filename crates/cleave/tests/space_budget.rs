@@ -450,6 +450,71 @@ fn gc_outputs_never_take_the_directory_past_the_budget() {
     db.close().unwrap();
 }
 
+/// While a reader's Version names the files GC emptied, GC's jobs free
+/// nothing until it lets go: GC then copies only what fits below the
+/// stop level. Before, with no job running and usage at the writers'
+/// target, GC took itself for stuck and copied file after file past the
+/// room, as it did while a compaction held its input Version.
+#[test]
+fn gc_copies_only_what_fits_while_a_reader_holds_what_it_emptied() {
+    let live = (KEYS * VALUE) as u64;
+    let budget = live * 3 / 2;
+    let fs = MemFs::new();
+    let db = Db::open(
+        "/pinned",
+        Options {
+            space_budget_bytes: budget,
+            ..options(&fs)
+        },
+    )
+    .unwrap();
+    let wo = WriteOptions::default();
+    let (_, mut rounds) = overwrite(&db, 10 * KEYS);
+    db.wait_for_compactions().unwrap();
+    let pinned_rounds = rounds.clone();
+    let it = db.iter(&ReadOptions::new());
+    let room = budget.saturating_sub(db.space());
+    let copied_before = db.stats().gc.bytes_written;
+    let mut rng = StdRng::seed_from_u64(11);
+    for n in 0..2 * KEYS {
+        let i = rng.gen_range(0..KEYS);
+        rounds[i] = 100 * KEYS + n;
+        db.put(&wo, &key(i), &value(i, rounds[i])).unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    let copied = db.stats().gc.bytes_written - copied_before;
+    eprintln!(
+        "room {room}, copied {copied} while pinned; {}",
+        db.stats().gc
+    );
+    assert!(
+        copied <= room,
+        "GC copied {copied} bytes while a reader held what it emptied, room {room}"
+    );
+    // The reader still sees the values of its Version.
+    let mut it = it;
+    it.seek_to_first().unwrap();
+    for (i, &round) in pinned_rounds.iter().enumerate() {
+        assert!(it.valid(), "the scan ended before key {i}");
+        assert_eq!(it.key(), key(i).as_slice());
+        assert_eq!(it.value().unwrap(), value(i, round).as_slice(), "key {i}");
+        it.next().unwrap();
+    }
+    assert!(!it.valid());
+    drop(it);
+    // Once it lets go, GC brings the directory back within the budget.
+    for n in 0..KEYS {
+        let i = rng.gen_range(0..KEYS);
+        rounds[i] = 200 * KEYS + n;
+        db.put(&wo, &key(i), &value(i, rounds[i])).unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    check(&db, &rounds);
+    eprintln!("after: {} of {budget}", db.space());
+    assert!(db.space() <= budget, "{} of {budget}", db.space());
+    db.close().unwrap();
+}
+
 /// While space is short, compactions leave garbage-heavy value files to
 /// GC instead of re-separating their values: those copies take space
 /// before the files they empty go, which the budget does not foresee.

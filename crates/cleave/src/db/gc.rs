@@ -130,12 +130,16 @@ impl DbInner {
     }
 
     /// The next GC job over `st`'s Version at `sched`, avoiding `avoid`.
-    /// A job must fit in the room below the budget's stop level, unless no
-    /// other job runs and usage has reached the writers' target: writers
-    /// then add no room, and a file larger than the room (written before
-    /// the budget, or holding one large value) would wait for ever, so
-    /// the best file goes even if its copy takes usage past the budget
-    /// for a while.
+    /// A job must fit in the room below the budget's stop level, unless
+    /// nothing else will make room: no other job runs, usage has reached
+    /// the writers' target (writers add no room), and every file out of
+    /// the current Version is deleted. A file larger than the room
+    /// (written before the budget, or holding one large value) would wait
+    /// for ever, so the best file then goes even if its copy takes usage
+    /// past the budget for a while. While a compaction's or a reader's
+    /// Version still names the files GC emptied, GC's jobs free nothing:
+    /// taking those jobs for stuck, GC copied file after file past the
+    /// room, and the directory reached 1.2x its budget.
     fn pick_gc_avoiding(
         &self,
         st: &State,
@@ -146,7 +150,8 @@ impl DbInner {
         picker::pick(&st.current, &opts, avoid).or_else(|| {
             let stuck = self.budget.bytes > 0
                 && st.gc_jobs == 0
-                && sched.usage >= self.budget.target_bytes();
+                && sched.usage >= self.budget.target_bytes()
+                && self.purger.retained() == 0;
             stuck.then(|| {
                 let unbounded = self.gc_picker_options(sched.gc_ratio, u64::MAX);
                 picker::pick(&st.current, &unbounded, avoid)

@@ -52,7 +52,8 @@ impl Purger {
         if !self.has_pending() {
             return;
         }
-        for f in self.obsolete.take() {
+        let files = self.obsolete.take();
+        for f in &files {
             // Closing the cached handle first, so the space is freed now
             // rather than when the cache would have evicted it.
             if f.kind == FileKind::ValueFile {
@@ -64,6 +65,13 @@ impl Purger {
                 let _ = self.fs.remove(&path);
             }
         }
+        self.obsolete.deleted(files.len());
+    }
+
+    /// Files out of the current Version that still take space
+    /// (`ObsoleteFiles::retained`).
+    pub(crate) fn retained(&self) -> usize {
+        self.obsolete.retained()
     }
 }
 

@@ -9,7 +9,7 @@
 //! drains. A file never marked (every live file at close) is never queued.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
@@ -101,7 +101,13 @@ pub(crate) struct ObsoleteMark(OnceLock<(ObsoleteFile, Arc<ObsoleteFiles>)>);
 impl ObsoleteMark {
     pub(crate) fn mark(&self, kind: FileKind, number: FileNumber, sink: &Arc<ObsoleteFiles>) {
         // A second mark (cannot happen: numbers are never reused) is ignored.
-        let _ = self.0.set((ObsoleteFile { kind, number }, sink.clone()));
+        if self
+            .0
+            .set((ObsoleteFile { kind, number }, sink.clone()))
+            .is_ok()
+        {
+            sink.retained.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -156,6 +162,9 @@ pub(crate) struct ObsoleteFile {
 #[derive(Debug, Default)]
 pub(crate) struct ObsoleteFiles {
     files: Mutex<Vec<ObsoleteFile>>,
+    /// Files out of the current Version and not deleted yet: named by a
+    /// Version a reader or a job still holds, or queued in `files`.
+    retained: AtomicUsize,
     /// Whether `files` may be non-empty, readable without the lock: a
     /// reader that drops the last Version naming a file checks it on every
     /// release, so it must cost next to nothing.
@@ -176,6 +185,19 @@ impl ObsoleteFiles {
         let mut files = self.files.lock();
         self.pending.store(false, Ordering::Release);
         std::mem::take(&mut *files)
+    }
+
+    /// How many files have left the current Version but still take
+    /// space: space that comes back without any new work.
+    pub(crate) fn retained(&self) -> usize {
+        self.retained.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` files `take`n from here as gone (deleted, or left to
+    /// the next open as orphans).
+    pub(crate) fn deleted(&self, n: usize) {
+        let before = self.retained.fetch_sub(n, Ordering::Relaxed);
+        debug_assert!(before >= n, "{n} files deleted of {before} retained");
     }
 }
 
@@ -209,8 +231,12 @@ mod tests {
         a.mark_obsolete(&sink);
         drop(a);
         assert!(sink.take().is_empty(), "a reader still holds the file");
+        assert_eq!(sink.retained(), 1);
         drop(held);
         assert_eq!(sink.take(), vec![table(7)]);
+        assert_eq!(sink.retained(), 1, "queued, not deleted yet");
+        sink.deleted(1);
+        assert_eq!(sink.retained(), 0);
     }
 
     #[test]
@@ -223,6 +249,7 @@ mod tests {
         drop(copy);
         drop(meta(9));
         assert!(sink.take().is_empty());
+        assert_eq!(sink.retained(), 1, "only the marked file");
         drop(a);
         assert_eq!(sink.take(), vec![table(8)]);
     }
