@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::gc::Schedule;
+use super::gc::{Reservation, Schedule};
 use super::{DbInner, State};
 use crate::base::limits::NUM_LEVELS;
 use crate::compaction::picker::{self, Busy, CompactionPlan};
@@ -172,6 +172,19 @@ fn run_registered<'a>(
     let mut busy = Busy::default();
     busy.add(&plan);
     st.compactions.push(RunningCompaction { id, busy, tidy });
+    // Its outputs take space before its inputs go, up to their bytes
+    // (values re-separated aside: range merges, which re-separate most,
+    // do not run while space is short): counted in the budget's usage,
+    // writers leave room for them as for GC's.
+    let outputs = if plan.trivial_move {
+        0
+    } else {
+        plan.inputs
+            .iter()
+            .chain(&plan.output_level_inputs)
+            .fold(0u64, |sum, f| sum.saturating_add(f.size))
+    };
+    let reservation = Reservation::new(&db.reserved, None, outputs);
     drop(st);
     let r = db.run_compaction(&plan, &version);
     if let Err(e) = &r {
@@ -182,6 +195,7 @@ fn run_registered<'a>(
     drop(plan);
     drop(version);
     db.delete_obsolete_files();
+    drop(reservation);
     let mut st = db.state.lock();
     st.compactions.retain(|c| c.id != id);
     db.bg_cv.notify_all();

@@ -5,7 +5,8 @@
 //! Usage is what `du` will see at the next peak: the bytes of every file
 //! in the directory, plus what work writes before it deletes (the largest
 //! memtable's flush, whose WAL goes only after its output is written; the
-//! rest of each running GC job's output).
+//! rest of each running GC job's output; each running compaction's
+//! inputs' bytes, which its output may take before they go).
 //!
 //! As LavaStore's adaptive GC, GC stays lazy while there is room (a higher
 //! garbage threshold costs fewer bytes copied per byte freed). From 75% of
@@ -35,10 +36,11 @@ pub(crate) const SHORT_FROM: f64 = 0.75;
 /// cheap, on every background thread.
 pub(crate) const CLEAN_FROM: f64 = 0.9;
 /// Fill at which writers wait outright: a little below the budget, for
-/// what usage does not foresee (a compaction's outputs, the tail blocks
-/// of direct writes padded until they are truncated). Usage counts the
-/// peaks running work will reach (a flush's output before its WAL goes,
-/// a GC job's before its inputs go). At `1.0` the 2 GiB fixed-8k
+/// what usage does not foresee (a manifest's rewrite, the tail blocks of
+/// direct writes padded until they are truncated, the record indexes of
+/// value files). Usage counts the peaks running work will reach (a
+/// flush's output before its WAL goes, a GC job's or a compaction's
+/// before its inputs go). At `1.0` the 2 GiB fixed-8k
 /// overwrite under a 1.25x limit passed the limit for 0.14 s of 199.
 pub(crate) const STOP_AT: f64 = 1.0 - 1.0 / 128.0;
 /// Fill writers are paced towards at most: a little below the budget, so
@@ -48,6 +50,9 @@ pub(crate) const STOP_AT: f64 = 1.0 - 1.0 / 128.0;
 pub(crate) const TARGET: f64 = 1.0 - 1.0 / 64.0;
 /// The most of the budget kept as GC's room below the stop level.
 const MAX_HEADROOM_SHARE: u64 = 32;
+/// The most of the budget the value-log records one memtable points to
+/// may take (`Budget::mem_log_bytes`).
+const MAX_MEM_LOG_SHARE: u64 = 32;
 /// The smallest garbage share GC collects a file at, however short space
 /// is: below it a job copies more than 49 bytes per byte it frees.
 pub(crate) const MIN_GC_RATIO: f64 = 0.02;
@@ -93,6 +98,23 @@ impl Budget {
             headroom: (jobs as u64)
                 .saturating_mul(job_bytes)
                 .min(bytes / MAX_HEADROOM_SHARE),
+        }
+    }
+
+    /// The value-log bytes one memtable may point to before it is
+    /// switched, at most `bound`. Until its flush, what its writes
+    /// overwrote is garbage GC cannot see: bounded by four times the
+    /// memtables' bytes alone (512 MiB), that took all the room a 1.25x
+    /// budget leaves at 2 GiB with 64 MiB buffers, and the overwrite ran
+    /// past the limit at 2,104 ops/s. A 16th, 32nd, 64th and 128th of the
+    /// budget held it at 4,866, 5,001, 4,475 and 3,828: more hides more
+    /// garbage, less makes small tables that cost compaction and GC's
+    /// bitmap reads more than the garbage they expose saves.
+    pub(crate) fn mem_log_bytes(&self, bound: u64) -> u64 {
+        if self.bytes == 0 {
+            bound
+        } else {
+            bound.min(self.bytes / MAX_MEM_LOG_SHARE)
         }
     }
 
@@ -333,6 +355,13 @@ mod tests {
         assert_eq!(b.gc_ratio(0.2, 950, 850, 899), MIN_GC_RATIO);
         // At the budget, anything worth collecting at all.
         assert_eq!(b.gc_ratio(0.2, 1000, 850, 100), MIN_GC_RATIO);
+    }
+
+    #[test]
+    fn a_memtable_points_to_a_32nd_of_the_budget_in_value_logs() {
+        assert_eq!(Budget::new(0, 2, 10).mem_log_bytes(1 << 30), 1 << 30);
+        assert_eq!(Budget::new(3200, 2, 10).mem_log_bytes(1 << 30), 100);
+        assert_eq!(Budget::new(3200, 2, 10).mem_log_bytes(50), 50);
     }
 
     #[test]

@@ -46,21 +46,23 @@ impl Drop for Registered<'_> {
     }
 }
 
-/// The part of a running GC job's output not written yet, counted in the
+/// The part of a running job's output not written yet, counted in the
 /// space budget's usage: the output takes space before the inputs go.
-/// The whole output also counts in `planned` until the job is done, the
-/// room it takes of the budget's headroom.
-struct Reservation<'a> {
+/// A GC job's whole output also counts in `planned` until the job is
+/// done, the room it takes of the budget's headroom.
+pub(super) struct Reservation<'a> {
     total: &'a AtomicU64,
-    planned: &'a AtomicU64,
+    planned: Option<&'a AtomicU64>,
     bytes: u64,
     left: AtomicU64,
 }
 
 impl<'a> Reservation<'a> {
-    fn new(total: &'a AtomicU64, planned: &'a AtomicU64, bytes: u64) -> Self {
+    pub(super) fn new(total: &'a AtomicU64, planned: Option<&'a AtomicU64>, bytes: u64) -> Self {
         total.fetch_add(bytes, Ordering::Relaxed);
-        planned.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(p) = planned {
+            p.fetch_add(bytes, Ordering::Relaxed);
+        }
         Reservation {
             total,
             planned,
@@ -86,7 +88,9 @@ impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         self.total
             .fetch_sub(*self.left.get_mut(), Ordering::Relaxed);
-        self.planned.fetch_sub(self.bytes, Ordering::Relaxed);
+        if let Some(p) = self.planned {
+            p.fetch_sub(self.bytes, Ordering::Relaxed);
+        }
     }
 }
 
@@ -183,7 +187,8 @@ impl DbInner {
 
     /// What the space budget counts (see `budget`): the bytes of every
     /// file in the directory, plus what work will write before it
-    /// deletes: the rest of each running GC job's output, and the
+    /// deletes: the rest of each running GC job's output, each running
+    /// compaction's inputs' bytes, and the
     /// memtables' flushes, whose WALs go only once their outputs are
     /// written. Memtables flush one at a time, oldest first, and each
     /// flush deletes a WAL about as large as its output, so the peak is
@@ -201,7 +206,7 @@ impl DbInner {
         self.disk
             .bytes()
             .saturating_add(flush)
-            .saturating_add(self.gc_reserved.load(Ordering::Relaxed))
+            .saturating_add(self.reserved.load(Ordering::Relaxed))
     }
 
     /// Value bytes of the current Version: in value files, and of those
@@ -336,7 +341,7 @@ impl DbInner {
         // Reserved before the lock goes, so that the next pick sees the
         // room this job takes; released (first, on a panic) once its
         // inputs are deleted.
-        let reservation = Reservation::new(&self.gc_reserved, &self.gc_planned, plan.live_bytes);
+        let reservation = Reservation::new(&self.reserved, Some(&self.gc_planned), plan.live_bytes);
         drop(st);
         let r = self.run_gc(&plan, &version, &reservation);
         // As for compactions: the job's Version may be the last to name

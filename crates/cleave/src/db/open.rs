@@ -161,7 +161,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         ),
         pacer: Mutex::new(Pacer::new(Instant::now())),
         budget_impossible: AtomicBool::new(false),
-        gc_reserved: AtomicU64::new(0),
+        reserved: AtomicU64::new(0),
         gc_planned: AtomicU64::new(0),
         gc_max_jobs: AtomicUsize::new(0),
         drop_cache,

@@ -419,11 +419,13 @@ impl DbInner {
     /// switched: as RocksDB bounds its WALs (`max_total_wal_size`, by
     /// default four times the memtables' bytes), so that overwritten big
     /// values become garbage GC can reclaim, and a reopen scans a bounded
-    /// amount of log.
+    /// amount of log; under a space budget, a share of it.
     fn max_mem_log_bytes(&self) -> u64 {
-        MEM_LOG_BYTES_PER_BUFFER_BYTE
-            .saturating_mul(self.opts.write_buffer_size as u64)
-            .saturating_mul(self.opts.max_write_buffer_number as u64)
+        self.budget.mem_log_bytes(
+            MEM_LOG_BYTES_PER_BUFFER_BYTE
+                .saturating_mul(self.opts.write_buffer_size as u64)
+                .saturating_mul(self.opts.max_write_buffer_number as u64),
+        )
     }
 
     fn count_budget_stall(&self, start: Instant) {
