@@ -80,11 +80,13 @@ pub struct Options {
     /// 1.5-2.5x faster than flush-time separation from 4 KiB up with an
     /// async WAL or none, but a synced write then pays two fsyncs (the
     /// log's and the WAL's), which costs more than it saves below 32 KiB.
-    /// Under a tight `space_budget_bytes` with unsynced writes, a lower
-    /// threshold pays: 8 KiB values through value logs overwrote 1.4x
-    /// faster under a 1.25x budget than with flush-time separation
-    /// (docs/benchmarks.md, issue 28). A memtable then points to at most
-    /// a 32nd of the budget in value logs.
+    /// Under a tight `space_budget_bytes` with unsynced writes and
+    /// uniform overwrites, a lower threshold pays: 8 KiB values through
+    /// value logs overwrote 1.4x faster under a 1.25x budget than with
+    /// flush-time separation. With skewed overwrites it costs: memtables
+    /// absorb hot keys' overwrites before a value file sees them, and
+    /// zipfian Mixed-8K ran 0.66x (docs/benchmarks.md, issue 28). A
+    /// memtable points to at most a 32nd of a budget in value logs.
     pub big_value_threshold: usize,
     /// Value logs written at once: each writer thread appends to its own
     /// when it is free, so concurrent writers rarely wait for one another.
