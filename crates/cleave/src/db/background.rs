@@ -174,8 +174,12 @@ fn run_registered<'a>(
     st.compactions.push(RunningCompaction { id, busy, tidy });
     // Its outputs take space before its inputs go, up to their bytes
     // (values re-separated aside: range merges, which re-separate most,
-    // do not run while space is short): counted in the budget's usage,
-    // writers leave room for them as for GC's.
+    // do not run while space is short): counted in the budget's usage
+    // until written, so that writers leave room for them as for GC's.
+    // Counted also once written, outputs and reservation together held
+    // usage past the stop level for each push-down's length: GC could
+    // start no job then, and ran none for a tenth of the 2 GiB
+    // overwrite under a 1.25x budget.
     let outputs = if plan.trivial_move {
         0
     } else {
@@ -186,7 +190,7 @@ fn run_registered<'a>(
     };
     let reservation = Reservation::new(&db.reserved, None, outputs);
     drop(st);
-    let r = db.run_compaction(&plan, &version);
+    let r = db.run_compaction(&plan, &version, &|bytes| reservation.written(bytes));
     if let Err(e) = &r {
         db.set_bg_error(e);
     }

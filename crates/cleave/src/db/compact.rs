@@ -178,6 +178,7 @@ impl DbInner {
     /// values in its files move to new value files, in key order. A user
     /// key never straddles two outputs, so that the outputs' key ranges do
     /// not overlap. On failure every file the job created is removed.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn write_outputs(
         &self,
         input: &mut dyn InternalIterator,
@@ -186,6 +187,7 @@ impl DbInner {
         max_file_size: u64,
         flush: bool,
         reseparate: Option<&mut Reseparate>,
+        written: &dyn Fn(u64),
     ) -> Result<Outputs> {
         let mut outputs = Outputs::default();
         let mut created = Created::default();
@@ -196,6 +198,7 @@ impl DbInner {
             max_file_size,
             flush,
             reseparate,
+            written,
             &mut outputs,
             &mut created,
         );
@@ -222,6 +225,7 @@ impl DbInner {
         max_file_size: u64,
         flush: bool,
         mut reseparate: Option<&mut Reseparate>,
+        written: &dyn Fn(u64),
         outputs: &mut Outputs,
         created: &mut Created,
     ) -> Result<()> {
@@ -235,6 +239,13 @@ impl DbInner {
         let mut moved: Option<ValueFileBuilder> = None;
         let mut last_user_key: Vec<u8> = Vec::new();
         let mut handle_buf = Vec::new();
+        // Output bytes reported to `written` so far.
+        let mut reported = 0;
+        let mut report = |outputs: &Outputs| {
+            let bytes = outputs.bytes();
+            written(bytes - reported);
+            reported = bytes;
+        };
         while input.valid() {
             let ikey = input.key();
             let decision = rules
@@ -268,6 +279,7 @@ impl DbInner {
                 }
             }
             if builder.is_none() {
+                report(outputs);
                 if moved
                     .as_ref()
                     .is_some_and(|m| m.file_size() >= self.opts.effective_value_file_size())
@@ -342,6 +354,7 @@ impl DbInner {
                 summary: b.finish()?,
             });
         }
+        report(outputs);
         let dropped = rules.stats();
         add(
             &self.counters.entries_dropped,
@@ -444,6 +457,7 @@ impl DbInner {
         &self,
         plan: &CompactionPlan,
         version: &Arc<Version>,
+        written: &dyn Fn(u64),
     ) -> Result<()> {
         if plan.trivial_move {
             self.apply_edit(plan.edit_for_trivial_move())?;
@@ -517,6 +531,7 @@ impl DbInner {
             plan.max_output_file_size,
             false,
             reseparate.as_mut(),
+            written,
         )?;
 
         let mut edit = VersionEdit::default();
@@ -581,5 +596,60 @@ impl DbInner {
         let current = v.current();
         self.state.lock().current = current.clone();
         Ok(current)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::path::Path;
+
+    use super::*;
+    use crate::memtable::MemTable;
+    use crate::options::Options;
+    use crate::vfs::MemFs;
+    use crate::Db;
+
+    /// A compaction's space reservation is drawn down by what it has
+    /// written: each output is reported once finished, not all at the
+    /// end, so that the budget never counts an output both on disk and
+    /// as still to come.
+    #[test]
+    fn outputs_are_reported_as_each_is_finished() {
+        let opts = Options {
+            create_if_missing: true,
+            fs: Arc::new(MemFs::new()),
+            ..Options::default()
+        };
+        let db = Db::open(Path::new("/db"), opts).unwrap();
+        let mem = Arc::new(MemTable::new());
+        for i in 0..2_000u64 {
+            let key = format!("key{i:06}");
+            mem.add(i + 1, ValueKind::Value, key.as_bytes(), &[b'v'; 100]);
+        }
+        let mut it = mem.iter();
+        it.seek_to_first().unwrap();
+        let mut rules = DropRules::new(Vec::new(), false);
+        let reports = RefCell::new(Vec::new());
+        let outputs = db
+            .inner
+            .write_outputs(
+                &mut it,
+                &mut rules,
+                &|_| true,
+                16 << 10,
+                false,
+                None,
+                &|bytes| reports.borrow_mut().push(bytes),
+            )
+            .unwrap();
+        assert!(outputs.tables.len() > 3, "{} tables", outputs.tables.len());
+        let reports: Vec<u64> = reports
+            .into_inner()
+            .into_iter()
+            .filter(|&b| b > 0)
+            .collect();
+        let sizes: Vec<u64> = outputs.tables.iter().map(|o| o.summary.file_size).collect();
+        assert_eq!(reports, sizes);
     }
 }

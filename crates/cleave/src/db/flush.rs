@@ -38,7 +38,15 @@ impl DbInner {
         // Shadowed versions no snapshot needs are dropped already here;
         // deletions stay, since older versions may live in the levels.
         let mut rules = DropRules::new(self.snapshots.sequence_numbers(), false);
-        let outputs = self.write_outputs(&mut it, &mut rules, &|_| true, u64::MAX, true, None)?;
+        let outputs = self.write_outputs(
+            &mut it,
+            &mut rules,
+            &|_| true,
+            u64::MAX,
+            true,
+            None,
+            &|_| {},
+        )?;
 
         // The sstable and the value files its handles point into become
         // live in one edit: a crash before it leaves only orphans, which

@@ -72,7 +72,7 @@ impl<'a> Reservation<'a> {
     }
 
     /// `bytes` of the output were written: they count on disk now.
-    fn written(&self, bytes: u64) {
+    pub(super) fn written(&self, bytes: u64) {
         let mut taken = 0;
         let _ = self
             .left

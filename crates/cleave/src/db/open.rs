@@ -442,8 +442,16 @@ impl DbInner {
         let mut it = mem.iter();
         it.seek_to_first()?;
         let mut rules = DropRules::new(Vec::new(), false);
-        self.write_outputs(&mut it, &mut rules, &|_| true, u64::MAX, true, None)?
-            .add_to(edit, 0);
+        self.write_outputs(
+            &mut it,
+            &mut rules,
+            &|_| true,
+            u64::MAX,
+            true,
+            None,
+            &|_| {},
+        )?
+        .add_to(edit, 0);
         Ok(())
     }
 
