@@ -5,8 +5,9 @@
 //! Usage is what `du` will see at the next peak: the bytes of every file
 //! in the directory, plus what work writes before it deletes (the largest
 //! memtable's flush, whose WAL goes only after its output is written; the
-//! rest of each running GC job's output; each running compaction's
-//! inputs' bytes, which its output may take before they go).
+//! rest of each running GC job's output; of each running compaction's
+//! inputs' bytes, which its output may take before they go, the part
+//! not yet written).
 //!
 //! As LavaStore's adaptive GC, GC stays lazy while there is room (a higher
 //! garbage threshold costs fewer bytes copied per byte freed). From 75% of

@@ -279,7 +279,6 @@ impl DbInner {
                 }
             }
             if builder.is_none() {
-                report(outputs);
                 if moved
                     .as_ref()
                     .is_some_and(|m| m.file_size() >= self.opts.effective_value_file_size())
@@ -288,6 +287,7 @@ impl DbInner {
                         outputs.value_files.push(full.finish()?);
                     }
                 }
+                report(outputs);
                 let number = self.versions.lock().new_file_number();
                 // Registered before creation so a failure can remove it.
                 created.0.push((FileKind::Sstable, number));
@@ -541,7 +541,7 @@ impl DbInner {
         for f in &plan.output_level_inputs {
             edit.delete_file(plan.output_level, f.number);
         }
-        let written = outputs.bytes();
+        let output_bytes = outputs.bytes();
         outputs.add_to(&mut edit, plan.output_level);
         // On failure the manifest may or may not hold the edit (a failed
         // fsync says nothing about what reached the disk): keep the outputs;
@@ -555,7 +555,7 @@ impl DbInner {
             .sum();
         let (records, values_read) = reseparate.map_or((0, 0), |r| (r.records, r.bytes_read));
         add(&self.counters.compaction_bytes_read, read + values_read);
-        add(&self.counters.compaction_bytes_written, written);
+        add(&self.counters.compaction_bytes_written, output_bytes);
         add(
             &self.counters.compaction_value_bytes_written,
             outputs.value_file_bytes(),
@@ -607,7 +607,7 @@ mod tests {
     use super::*;
     use crate::memtable::MemTable;
     use crate::options::Options;
-    use crate::vfs::MemFs;
+    use crate::vfs::{Fs, MemFs};
     use crate::Db;
 
     /// A compaction's space reservation is drawn down by what it has
@@ -616,9 +616,10 @@ mod tests {
     /// as still to come.
     #[test]
     fn outputs_are_reported_as_each_is_finished() {
+        let fs = MemFs::new();
         let opts = Options {
             create_if_missing: true,
-            fs: Arc::new(MemFs::new()),
+            fs: Arc::new(fs.clone()),
             ..Options::default()
         };
         let db = Db::open(Path::new("/db"), opts).unwrap();
@@ -630,7 +631,15 @@ mod tests {
         let mut it = mem.iter();
         it.seek_to_first().unwrap();
         let mut rules = DropRules::new(Vec::new(), false);
+        // Each report, with the sstables in the directory when it came.
         let reports = RefCell::new(Vec::new());
+        let tables_on_disk = || {
+            fs.list(Path::new("/db"))
+                .unwrap()
+                .iter()
+                .filter(|name| name.ends_with(".sst"))
+                .count()
+        };
         let outputs = db
             .inner
             .write_outputs(
@@ -640,16 +649,23 @@ mod tests {
                 16 << 10,
                 false,
                 None,
-                &|bytes| reports.borrow_mut().push(bytes),
+                &|bytes| reports.borrow_mut().push((bytes, tables_on_disk())),
             )
             .unwrap();
         assert!(outputs.tables.len() > 3, "{} tables", outputs.tables.len());
-        let reports: Vec<u64> = reports
+        let reports: Vec<(u64, usize)> = reports
             .into_inner()
             .into_iter()
-            .filter(|&b| b > 0)
+            .filter(|&(bytes, _)| bytes > 0)
             .collect();
-        let sizes: Vec<u64> = outputs.tables.iter().map(|o| o.summary.file_size).collect();
-        assert_eq!(reports, sizes);
+        // The k-th table is reported while it is the newest on disk: as it
+        // is finished, before the next is created.
+        let expected: Vec<(u64, usize)> = outputs
+            .tables
+            .iter()
+            .enumerate()
+            .map(|(k, o)| (o.summary.file_size, k + 1))
+            .collect();
+        assert_eq!(reports, expected);
     }
 }

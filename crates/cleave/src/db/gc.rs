@@ -187,8 +187,9 @@ impl DbInner {
 
     /// What the space budget counts (see `budget`): the bytes of every
     /// file in the directory, plus what work will write before it
-    /// deletes: the rest of each running GC job's output, each running
-    /// compaction's inputs' bytes, and the
+    /// deletes: the rest of each running GC job's output, of each running
+    /// compaction's inputs' bytes the part its outputs have not yet
+    /// taken, and the
     /// memtables' flushes, whose WALs go only once their outputs are
     /// written. Memtables flush one at a time, oldest first, and each
     /// flush deletes a WAL about as large as its output, so the peak is

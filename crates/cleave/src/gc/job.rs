@@ -33,11 +33,11 @@ use crate::vfs::Fs;
 use crate::Compression;
 
 /// Bytes of live records one batch of reads holds at most (a larger run is
-/// a batch alone). The writer starts on a job's first batch once it is
-/// read, and the reader idles while the writer copies the last: with 8 MiB
-/// batches, two or three to a job, the 2 GiB overwrite under a 1.25x
-/// budget ran 11,849 ops/s with 1 MiB and 10,748 with 8 MiB (medians of
-/// three, docs/benchmarks.md, issue 28).
+/// a batch alone). A job's writer waits for its first batch, and its reader
+/// idles while the writer copies the last. A job of 8 MiB batches holds
+/// two or three, so these waits took much of it: the 2 GiB overwrite
+/// under a 1.25x budget ran 11,849 ops/s with 1 MiB and 10,748 with 8 MiB
+/// (medians of three; docs/benchmarks.md, issue 28).
 const BATCH_BYTES: u64 = 1 << 20;
 /// Batches the reader may have read that the writer has not taken: enough
 /// that the reader's queue of reads never waits on one slow copy.
@@ -201,8 +201,8 @@ pub(crate) fn run(
             stats.write_time += start.elapsed();
             Ok(())
         };
-        // The next batch is read while this one is written, by a reader
-        // thread; if none can be started, in turn here.
+        // Up to `BATCHES_AHEAD` batches are read while one is written, by
+        // a reader thread; if none can be started, in turn here.
         let read_throttle = Mutex::new(Duration::ZERO);
         std::thread::scope(|s| -> Result<()> {
             let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
