@@ -623,6 +623,55 @@ fn compactions_do_not_re_separate_values_while_space_is_short() {
     db.close().unwrap();
 }
 
+/// While space is short, push-downs rewrite the last level again and
+/// again: its tables are cut at an eighth of the budget of referenced
+/// values, not at the target file size, so they are fewer, each a sync
+/// less and a value-references block less for GC to read, and a range
+/// merge of one still fits in the room below the short level.
+#[test]
+fn the_last_level_is_written_in_wider_tables_while_space_is_short() {
+    let live = (KEYS * VALUE) as u64;
+    let budget = live * 13 / 10;
+    let fs = MemFs::new();
+    let opts = Options {
+        // Past the live data alone, 77% of the budget: short from the
+        // end of the first pass on.
+        space_budget_bytes: budget,
+        ..options(&fs)
+    };
+    let target = opts.target_file_size_base;
+    let db = Db::open("/wide", opts).unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..KEYS {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    let (_, rounds) = overwrite(&db, 5 * KEYS);
+    db.wait_for_compactions().unwrap();
+    check(&db, &rounds);
+    let stats = db.stats();
+    let last = stats
+        .levels
+        .iter()
+        .rev()
+        .find(|l| l.files > 0)
+        .expect("a level with tables");
+    let compensated = last.bytes + last.value_bytes;
+    let files = last.files as u64;
+    // Cut at the target, the tables would average just past it.
+    assert!(
+        compensated / files > target * 3 / 2,
+        "{files} tables of {compensated} bytes in all, target {target}"
+    );
+    // A table passes its cut by one entry at most.
+    let widest = budget / 8 + 2 * VALUE as u64;
+    assert!(
+        files >= compensated.div_ceil(widest),
+        "{files} tables of {compensated} bytes in all, none wider than {widest}"
+    );
+    db.close().unwrap();
+}
+
 /// A value file too large for GC's room under the budget (written before
 /// the budget, here) is still collected once writers have filled the
 /// budget to its target and no other job runs: it would otherwise keep

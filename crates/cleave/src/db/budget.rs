@@ -54,6 +54,12 @@ const MAX_HEADROOM_SHARE: u64 = 32;
 /// The most of the budget the value-log records one memtable points to
 /// may take (`Budget::mem_log_bytes`).
 const MAX_MEM_LOG_SHARE: u64 = 32;
+/// While space is short, a compaction into the last level cuts its tables
+/// at the budget over this (sstable bytes plus the values they reference),
+/// not at the target file size. A later range merge of one of them, which
+/// rewrites its values whole, then writes at most an eighth of the budget,
+/// inside the quarter left free below `SHORT_FROM`.
+pub(crate) const MAX_OUTPUT_SHARE: u64 = 8;
 /// The smallest garbage share GC collects a file at, however short space
 /// is: below it a job copies more than 49 bytes per byte it frees.
 pub(crate) const MIN_GC_RATIO: f64 = 0.02;

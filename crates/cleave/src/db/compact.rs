@@ -5,6 +5,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
+use super::budget;
 use super::stats::add;
 use super::DbInner;
 use crate::base::filename::FileKind;
@@ -491,11 +492,25 @@ impl DbInner {
         let output_level = plan.output_level;
         let below = |uk: &[u8]| version.key_may_exist_below(output_level, uk);
         let inputs = plan.inputs.iter().chain(&plan.output_level_inputs);
+        let short = self.budget.short(self.disk.bytes());
+        let max_file_size = if short && plan.bottommost {
+            // While space is short each push-down rewrites the last level
+            // to expose the garbage one memtable hid. Cut by the values
+            // they reference, its tables are many and tiny (33 of 330 KB
+            // at 2 GiB), and each costs a sync, and GC a value-references
+            // block to read per job. Larger ones are bounded so that a
+            // range merge, which rewrites a table's values whole and runs
+            // only below `budget::SHORT_FROM`, still fits in the room left.
+            plan.max_output_file_size
+                .max(self.budget.bytes / budget::MAX_OUTPUT_SHARE)
+        } else {
+            plan.max_output_file_size
+        };
         let files = if plan.range_merge {
             inputs
                 .flat_map(|f| f.value_refs.iter().map(|r| r.logical_file))
                 .collect()
-        } else if self.budget.short(self.disk.bytes()) {
+        } else if short {
             // Values re-separated take space before the files they empty
             // go, which the budget does not foresee; GC, whose outputs it
             // does, frees those files instead. Re-separating to keep
@@ -528,7 +543,7 @@ impl DbInner {
             &mut merged,
             &mut rules,
             &below,
-            plan.max_output_file_size,
+            max_file_size,
             false,
             reseparate.as_mut(),
             written,
