@@ -210,7 +210,9 @@ pub struct Options {
     /// How long no write may have arrived before range merges start, so
     /// that they use the disk only while writes leave it idle. A write
     /// does not stop a merge already running (one sstable's values, about
-    /// `target_file_size_base` compensated bytes).
+    /// `target_file_size_base` compensated bytes, or up to eight times that
+    /// and at most an eighth of `space_budget_bytes` for a table written while
+    /// space was short).
     pub range_merge_idle: Duration,
     /// `O_DIRECT` for sstable and value-file reads.
     pub use_direct_reads: bool,

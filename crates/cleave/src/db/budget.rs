@@ -57,8 +57,11 @@ const MAX_MEM_LOG_SHARE: u64 = 32;
 /// While space is short, a compaction into the last level cuts its tables
 /// at the budget over this (sstable bytes plus the values they reference),
 /// not at the target file size. A later range merge of one of them, which
-/// rewrites its values whole, then writes at most an eighth of the budget,
-/// inside the quarter left free below `SHORT_FROM`.
+/// rewrites its values whole, then writes at most an eighth of the
+/// budget: two at once (three background jobs) take at most the quarter
+/// left free below `SHORT_FROM`. A 16th (13 tables at 2 GiB, not 7) ran
+/// the 2 GiB overwrite under a 1.25x budget at 11,482 ops/s, where an
+/// eighth ran 13,624 (docs/benchmarks.md, issue 28).
 pub(crate) const MAX_OUTPUT_SHARE: u64 = 8;
 /// The smallest garbage share GC collects a file at, however short space
 /// is: below it a job copies more than 49 bytes per byte it frees.

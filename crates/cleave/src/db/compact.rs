@@ -10,6 +10,7 @@ use super::stats::add;
 use super::DbInner;
 use crate::base::filename::FileKind;
 use crate::base::key::{self, ValueKind};
+use crate::base::limits::NUM_LEVELS;
 use crate::base::{filename, FileNumber, InternalKey};
 use crate::compaction::correlated::{self, CorrelatedOptions};
 use crate::compaction::picker::CompactionPlan;
@@ -28,6 +29,10 @@ use crate::value_file::{
     ValueHandle,
 };
 use crate::vfs::FileOptions;
+
+/// How many times the target file size a last-level table written while
+/// space is short may reference at most (see `budget::MAX_OUTPUT_SHARE`).
+const MAX_WIDENING: u64 = 8;
 
 /// One sstable written by a flush or compaction.
 pub(super) struct Output {
@@ -493,16 +498,21 @@ impl DbInner {
         let below = |uk: &[u8]| version.key_may_exist_below(output_level, uk);
         let inputs = plan.inputs.iter().chain(&plan.output_level_inputs);
         let short = self.budget.short(self.disk.bytes());
-        let max_file_size = if short && plan.bottommost {
+        // The last level with data (before this compaction lands).
+        let last = (1..NUM_LEVELS).rev().find(|&l| version.num_files(l) > 0);
+        let into_last = plan.bottommost && last.is_none_or(|l| plan.output_level >= l);
+        let max_file_size = if short && into_last && self.picker_opts.compensated {
             // While space is short each push-down rewrites the last level
             // to expose the garbage one memtable hid. Cut by the values
             // they reference, its tables are many and tiny (33 of 330 KB
             // at 2 GiB), and each costs a sync, and GC a value-references
             // block to read per job. Larger ones are bounded so that a
             // range merge, which rewrites a table's values whole and runs
-            // only below `budget::SHORT_FROM`, still fits in the room left.
-            plan.max_output_file_size
-                .max(self.budget.bytes / budget::MAX_OUTPUT_SHARE)
+            // only below `budget::SHORT_FROM`, still fits in the room left,
+            // and takes no longer than eight tables' worth.
+            let wide = (self.budget.bytes / budget::MAX_OUTPUT_SHARE)
+                .min(plan.max_output_file_size.saturating_mul(MAX_WIDENING));
+            plan.max_output_file_size.max(wide)
         } else {
             plan.max_output_file_size
         };
