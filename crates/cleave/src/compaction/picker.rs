@@ -391,7 +391,7 @@ pub(crate) fn pick_manual(
 }
 
 /// The deepest level below L0 holding files.
-fn last_level(v: &Version) -> Option<usize> {
+pub(crate) fn last_level(v: &Version) -> Option<usize> {
     (1..NUM_LEVELS).rev().find(|&l| v.num_files(l) > 0)
 }
 

@@ -10,10 +10,9 @@ use super::stats::add;
 use super::DbInner;
 use crate::base::filename::FileKind;
 use crate::base::key::{self, ValueKind};
-use crate::base::limits::NUM_LEVELS;
 use crate::base::{filename, FileNumber, InternalKey};
 use crate::compaction::correlated::{self, CorrelatedOptions};
-use crate::compaction::picker::CompactionPlan;
+use crate::compaction::picker::{self, CompactionPlan};
 use crate::compaction::stream::DropRules;
 use crate::error::{Error, Result};
 use crate::iter::level::LevelIterator;
@@ -499,7 +498,7 @@ impl DbInner {
         let inputs = plan.inputs.iter().chain(&plan.output_level_inputs);
         let short = self.budget.short(self.disk.bytes());
         // The last level with data (before this compaction lands).
-        let last = (1..NUM_LEVELS).rev().find(|&l| version.num_files(l) > 0);
+        let last = picker::last_level(version);
         let into_last = plan.bottommost && last.is_none_or(|l| plan.output_level >= l);
         let max_file_size = if short && into_last && self.picker_opts.compensated {
             // While space is short each push-down rewrites the last level
