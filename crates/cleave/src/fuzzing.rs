@@ -280,7 +280,7 @@ pub fn value_file(data: &[u8]) -> usize {
     if vf.verify().is_ok() {
         decoded += 1;
     }
-    if let Ok(runs) = vf.live_runs(&|_, ordinal| ordinal % 3 != 1) {
+    if let Ok(runs) = vf.live_runs(&|_, ordinal| ordinal % 3 != 1, 64 << 10) {
         for run in runs {
             let Ok(records) = vf.read_run(&run) else {
                 continue;

@@ -43,6 +43,16 @@ const BATCH_BYTES: u64 = 1 << 20;
 /// that the reader's queue of reads never waits on one slow copy.
 const BATCHES_AHEAD: usize = 4;
 
+/// Unselected bytes a read of live records may take in between two of
+/// them, rather than end there and start another read: under load a read
+/// costs about what 64 KiB of bandwidth does. In files at the 75%
+/// utilization a tight budget leaves, live runs average four records
+/// with one or two dead ones between, so a batch becomes one read. The 2
+/// GiB uniform overwrite under a 1.25x budget then read a third more
+/// bytes but waited 53-64 s for them instead of 66-68, and ran 13,013
+/// ops/s against 12,158 (medians of three; docs/benchmarks.md, issue 28).
+const READ_THROUGH_GAP: u64 = 64 << 10;
+
 /// GC's reads in flight at once. Live records of a collected file are
 /// scattered between dead ones, so runs are short, and several submitted
 /// together take about the time of one; but GC is background work, and a
@@ -81,8 +91,12 @@ fn read_batch(
     Ok(records)
 }
 
+/// Bytes one read of `run` takes: its records and the gaps between them.
 fn run_bytes(run: &[IndexEntry]) -> u64 {
-    run.iter().map(|e| u64::from(e.len)).sum()
+    match (run.first(), run.last()) {
+        (Some(first), Some(last)) => last.offset + u64::from(last.len) - first.offset,
+        _ => 0,
+    }
 }
 
 fn batch_bytes(batch: &[Vec<IndexEntry>]) -> u64 {
@@ -174,33 +188,35 @@ pub(crate) fn run(
         let file = cx.values.file(input.number)?;
         let class = file.properties().class;
         let start = Instant::now();
-        let runs = file.live_runs(&|logical, ordinal| {
+        let selected = |logical, ordinal| {
             u32::try_from(ordinal).is_ok_and(|o| live.get(&logical).is_some_and(|b| b.contains(o)))
-        })?;
+        };
         let runs: Vec<Vec<IndexEntry>> = if cx.coalesce_reads {
-            runs
+            file.live_runs(&selected, READ_THROUGH_GAP)?
         } else {
+            let runs = file.live_runs(&selected, 0)?;
             runs.into_iter().flatten().map(|e| vec![e]).collect()
         };
         stats.index_time += start.elapsed();
         stats.index_bytes_read += file.properties().index_size;
 
         let mut kept: BTreeMap<FileNumber, u64> = BTreeMap::new();
-        let mut write = |records: Vec<ValueRecord>, stats: &mut GcStats| -> Result<()> {
-            let bytes = records.iter().map(|r| r.raw.len() as u64).sum();
-            stats.throttle_time += (cx.pace)(Direction::Write, bytes);
-            let start = Instant::now();
-            for record in records {
-                let out =
-                    outputs.for_record(cx, record.logical_file, class, new_number, created)?;
-                out.add_moved(&record)?;
-                stats.value_bytes_read += record.raw.len() as u64;
-                *kept.entry(record.logical_file).or_default() += 1;
-            }
-            (cx.written)(bytes);
-            stats.write_time += start.elapsed();
-            Ok(())
-        };
+        let mut write =
+            |(records, read): (Vec<ValueRecord>, u64), stats: &mut GcStats| -> Result<()> {
+                stats.value_bytes_read += read;
+                let bytes = records.iter().map(|r| r.raw.len() as u64).sum();
+                stats.throttle_time += (cx.pace)(Direction::Write, bytes);
+                let start = Instant::now();
+                for record in records {
+                    let out =
+                        outputs.for_record(cx, record.logical_file, class, new_number, created)?;
+                    out.add_moved(&record)?;
+                    *kept.entry(record.logical_file).or_default() += 1;
+                }
+                (cx.written)(bytes);
+                stats.write_time += start.elapsed();
+                Ok(())
+            };
         // Up to `BATCHES_AHEAD` batches are read while one is written, by
         // a reader thread; if none can be started, in turn here.
         let read_throttle = Mutex::new(Duration::ZERO);
@@ -211,7 +227,8 @@ pub(crate) fn run(
                 for batch in batches(&runs) {
                     let waited = (cx.pace)(Direction::Read, batch_bytes(batch));
                     *read_throttle.lock() += waited;
-                    let read = read_batch(cx.fs, cx.reads_in_flight, &file, batch);
+                    let read = read_batch(cx.fs, cx.reads_in_flight, &file, batch)
+                        .map(|records| (records, batch_bytes(batch)));
                     let failed = read.is_err();
                     // A closed channel means the writer failed: stop.
                     if tx.send(read).is_err() || failed {
@@ -225,7 +242,7 @@ pub(crate) fn run(
                     let start = Instant::now();
                     let records = read_batch(cx.fs, cx.reads_in_flight, &file, batch)?;
                     stats.value_read_time += start.elapsed();
-                    write(records, &mut stats)?;
+                    write((records, batch_bytes(batch)), &mut stats)?;
                 }
                 return Ok(());
             }

@@ -20,7 +20,8 @@ pub struct GcStats {
     /// Records copied, and records left behind as garbage.
     pub records_kept: u64,
     pub records_dropped: u64,
-    /// Bytes of record index read, and of live records read.
+    /// Bytes of record index read, and of records read: the live ones and
+    /// the dead ones a read took in between them.
     pub index_bytes_read: u64,
     pub value_bytes_read: u64,
     /// Bytes of the output files.

@@ -289,7 +289,7 @@ impl ValueFile {
     ) -> Result<RecordIter<'_>> {
         Ok(RecordIter {
             file: self,
-            runs: self.live_runs(live)?.into_iter(),
+            runs: self.live_runs(live, 0)?.into_iter(),
             records: Vec::new().into_iter(),
             done: false,
         })
@@ -297,11 +297,14 @@ impl ValueFile {
 
     /// The runs [`Self::iter_live`] reads, for a caller that reads them
     /// itself (GC reads several at once): reads the whole record index and
-    /// groups the selected records into runs of adjacent ones of at most
-    /// `RUN_BYTES` (a larger record is a run alone), in file order.
+    /// groups the selected records into runs of at most `RUN_BYTES` (a
+    /// larger record is a run alone), in file order. A run's records are
+    /// adjacent, or apart by at most `max_gap` bytes of unselected records
+    /// that its read then takes too.
     pub(crate) fn live_runs(
         &self,
         live: &dyn Fn(FileNumber, u64) -> bool,
+        max_gap: u64,
     ) -> Result<Vec<Vec<IndexEntry>>> {
         let mut entries = Vec::new();
         // A whole-file pass (GC, verification) does not fill the cache:
@@ -338,7 +341,7 @@ impl ValueFile {
                 Some(run)
                     if run
                         .last()
-                        .is_some_and(|l| l.offset + u64::from(l.len) == e.offset)
+                        .is_some_and(|l| e.offset - (l.offset + u64::from(l.len)) <= max_gap)
                         && e.offset + u64::from(e.len) - run_start <= RUN_BYTES =>
                 {
                     run.push(e)
@@ -352,8 +355,8 @@ impl ValueFile {
         Ok(runs)
     }
 
-    /// The records of `run` (adjacent, as [`Self::live_runs`] gives), read
-    /// with one `pread` and each checked.
+    /// The records of `run` (as [`Self::live_runs`] gives), read with one
+    /// `pread` and each checked.
     pub(crate) fn read_run(&self, run: &[IndexEntry]) -> Result<Vec<ValueRecord>> {
         let Some(r) = self.run_request(run)? else {
             return Ok(Vec::new());

@@ -750,6 +750,55 @@ fn iter_live_reads_only_live_runs() {
     assert_eq!(reads, 1 + 25);
 }
 
+/// GC's runs read through small gaps: records a few hundred bytes apart
+/// share one read, which yields only the selected ones; a gap wider than
+/// the bound starts a new read.
+#[test]
+fn live_runs_read_through_small_gaps_only() {
+    let fault = FaultFs::new(Arc::new(MemFs::new()));
+    let path = PathBuf::from("/v/000007.vf");
+    let recs: Vec<Rec> = (0..100)
+        .map(|i| Rec {
+            key: format!("key{i:03}").into_bytes(),
+            seq: i + 1,
+            value: vec![b'v'; 1000],
+        })
+        .collect();
+    let (handles, _) = build(&fault, &path, 7, ValueFileOptions::default(), &recs);
+    let vf = open(&fault, &path, 7).unwrap();
+    // Every other record from 30 to 40, and 60: one dead record (about
+    // 1 KiB) between each of the first, 19 before the last.
+    let live = |_: FileNumber, ordinal: u64| {
+        ((30..=40).contains(&ordinal) && ordinal.is_multiple_of(2)) || ordinal == 60
+    };
+    let ordinals = |runs: &[Vec<IndexEntry>]| -> Vec<Vec<u64>> {
+        runs.iter()
+            .map(|r| r.iter().map(|e| e.ordinal).collect())
+            .collect()
+    };
+    let apart = vf.live_runs(&live, 0).unwrap();
+    assert_eq!(apart.len(), 7);
+    let runs = vf.live_runs(&live, 4 << 10).unwrap();
+    assert_eq!(
+        ordinals(&runs),
+        vec![vec![30, 32, 34, 36, 38, 40], vec![60]]
+    );
+    let before = fault.count(FaultOp::Read);
+    let mut got = Vec::new();
+    for run in &runs {
+        got.extend(vf.read_run(run).unwrap());
+    }
+    assert_eq!(fault.count(FaultOp::Read) - before, 2);
+    let expected: Vec<u64> = (0..100).filter(|&o| live(FileNumber(7), o)).collect();
+    assert_eq!(got.iter().map(|r| r.ordinal).collect::<Vec<_>>(), expected);
+    for r in &got {
+        let i = r.ordinal as usize;
+        assert_eq!((&r.key, &r.value), (&recs[i].key, &recs[i].value));
+        assert_eq!(r.logical_file, handles[i].logical_file);
+        assert_eq!(r.raw.len(), handles[i].len as usize);
+    }
+}
+
 /// `testdata/v1_gc_output.vf`, written by the version-1 builder (commit
 /// 8bc07f0) as a GC output hosting logical files 9, 3 and 5 in that order,
 /// lz4, record index blocks cut at 300 bytes, records as the two functions
