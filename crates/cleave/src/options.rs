@@ -161,8 +161,9 @@ pub struct Options {
     /// limiter compares background writes against; 0 learns it as the
     /// highest write bandwidth the database has reached.
     pub device_write_bandwidth: u64,
-    /// GC reads runs of adjacent live records with one read each (sized by
-    /// the run). Off, every live record is read on its own: the ablation
+    /// GC reads runs of live records with one read each (sized by the
+    /// run), a run taking in gaps of up to 64 KiB of dead records between
+    /// live ones. Off, every live record is read on its own: the ablation
     /// of Scavenger+'s adaptive readahead.
     pub gc_coalesced_reads: bool,
     /// Level sizes and the choice of file to compact count the value bytes
