@@ -200,8 +200,9 @@ pub struct Flags {
     #[arg(long, default_value_t = 0)]
     pub device_write_bandwidth: u64,
 
-    /// cleave only: GC reads runs of adjacent live records at once
-    /// (gc_coalesced_reads); false reads each record alone.
+    /// cleave only: GC reads runs of live records at once, through gaps
+    /// of up to 64 KiB of dead ones (gc_coalesced_reads); false reads each
+    /// record alone.
     #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = parse_bool)]
     pub gc_coalesced_reads: bool,

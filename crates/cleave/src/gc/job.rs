@@ -32,8 +32,8 @@ use crate::value_file::{
 use crate::vfs::Fs;
 use crate::Compression;
 
-/// Bytes of live records one batch of reads holds at most (a larger run is
-/// a batch alone). A job's writer waits for its first batch, and its reader
+/// Bytes one batch of reads takes at most, live records and the gaps read
+/// through between them (a larger run is a batch alone). A job's writer waits for its first batch, and its reader
 /// idles while the writer copies the last. A job of 8 MiB batches holds
 /// two or three, so these waits took much of it: the 2 GiB overwrite
 /// under a 1.25x budget ran 11,849 ops/s with 1 MiB and 10,748 with 8 MiB
@@ -53,19 +53,25 @@ const BATCHES_AHEAD: usize = 4;
 /// ops/s against 12,158 (medians of three; docs/benchmarks.md, issue 28).
 const READ_THROUGH_GAP: u64 = 64 << 10;
 
-/// GC's reads in flight at once. Live records of a collected file are
-/// scattered between dead ones, so runs are short, and several submitted
-/// together take about the time of one; but GC is background work, and a
+/// GC's reads in flight at once, within one batch. Before runs read
+/// through gaps, a batch held dozens of short runs, and several submitted
+/// together took about the time of one; but GC is background work, and a
 /// deeper queue takes the device from flushes: with the ring's full depth
 /// (64) the fixed-8k overwrite ran 13% slower than with the eight reader
-/// threads this replaced (docs/benchmarks.md, issue 15).
+/// threads this replaced (docs/benchmarks.md, issue 15). Now a batch is
+/// one to a few reads where victims are mostly live; the bound still
+/// matters where gaps wider than `READ_THROUGH_GAP` split it, and with
+/// `coalesce_reads` off.
 pub(crate) const READS_IN_FLIGHT: usize = 8;
 /// GC's reads in flight while space is short and writers wait for GC. The
 /// device shares its bandwidth by what is queued, and a job reads and
 /// writes the same bytes: beside output writes of 1 MiB written behind
 /// (`vfs::os`), 24 reads of 56 KiB balance two of them (fio on this
 /// machine: 285 MB/s of reads, 345 of writes), where 8 get a fifth of the
-/// writes' bandwidth and 64 starve them (issue 28).
+/// writes' bandwidth and 64 starve them (issue 28). Measured before runs
+/// read through gaps; with them, a batch of 1 MiB rarely holds more than
+/// a few reads, and larger batches (more bytes queued) took bandwidth
+/// from GC's own writes (issue 28).
 pub(crate) const SHORT_READS_IN_FLIGHT: usize = 24;
 
 /// The records of `batch`, in order: its runs read with one
@@ -141,8 +147,9 @@ pub(crate) struct GcContext<'a> {
     pub tables: &'a TableCache,
     pub values: &'a ValueStore,
     pub write: GcWriteOptions,
-    /// Read each run of adjacent live records at once; off, each record
-    /// alone (the ablation of coalesced reads).
+    /// Read each run of live records at once, through gaps of up to
+    /// `READ_THROUGH_GAP` dead bytes; off, each record alone (the ablation
+    /// of coalesced reads).
     pub coalesce_reads: bool,
     /// Reads in flight at once.
     pub reads_in_flight: usize,
@@ -419,6 +426,30 @@ mod tests {
             offset: 0,
             len,
         }]
+    }
+
+    /// A run read through a gap costs its whole span, in the batch's size,
+    /// the rate limiter's charge and the bytes GC reports reading.
+    #[test]
+    fn a_run_counts_the_gaps_its_read_takes() {
+        let entry = |offset, len| IndexEntry {
+            logical_file: 1,
+            ordinal: offset,
+            offset,
+            len,
+        };
+        let gapped = vec![entry(100, 10), entry(150, 10)];
+        assert_eq!(run_bytes(&gapped), 60);
+        assert_eq!(run_bytes(&[]), 0);
+        let half = (BATCH_BYTES / 2) as u32;
+        // Each run holds under half a batch of records but spans more.
+        let wide = |at: u64| vec![entry(at, half / 2), entry(at + u64::from(half), half / 2)];
+        let runs = vec![wide(0), wide(1 << 30), wide(2 << 30)];
+        assert_eq!(batches(&runs).count(), 3);
+        assert_eq!(
+            batch_bytes(&runs),
+            3 * (u64::from(half) + u64::from(half / 2))
+        );
     }
 
     #[test]

@@ -10,7 +10,10 @@
 //! bytes), not at flushes: a flush writes a whole memtable at once, so
 //! per-second flush bytes swing between zero and a memtable however
 //! steady the writers are. GC reads about what it writes (the live
-//! records it copies), so the read bucket gets the same rate.
+//! records it copies, and the dead ones between them that a read takes
+//! in, a third more at 75% live), so the read bucket gets the same rate;
+//! it is charged the bytes actually read. While space is short the
+//! limiter stands aside.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

@@ -295,10 +295,10 @@ impl ValueFile {
         })
     }
 
-    /// The runs [`Self::iter_live`] reads, for a caller that reads them
-    /// itself (GC reads several at once): reads the whole record index and
-    /// groups the selected records into runs of at most `RUN_BYTES` (a
-    /// larger record is a run alone), in file order. A run's records are
+    /// The runs [`Self::iter_live`] reads (with `max_gap` 0), for a caller
+    /// that reads them itself (GC reads several at once): reads the whole
+    /// record index and groups the selected records into runs of at most
+    /// `RUN_BYTES` (a larger record is a run alone), in file order. A run's records are
     /// adjacent, or apart by at most `max_gap` bytes of unselected records
     /// that its read then takes too.
     pub(crate) fn live_runs(
@@ -582,8 +582,8 @@ struct DecodedRecord<'b> {
     value: Vec<u8>,
 }
 
-/// Most bytes one read of a run of adjacent records takes; a larger
-/// record is read alone.
+/// Most bytes one read of a run takes, gaps included; a larger record is
+/// read alone.
 const RUN_BYTES: u64 = 1 << 20;
 
 /// Records in file order, each with its id, a run at a time. Stops after
