@@ -1,16 +1,43 @@
 //! Flushing the oldest immutable memtable to an L0 sstable.
 
+use std::sync::Arc;
+
 use super::stats::add;
 use super::DbInner;
+use crate::base::SeqNo;
 use crate::compaction::stream::DropRules;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::manifest::edit::VersionEdit;
+use crate::memtable::MemTable;
 use crate::value_file::ValueClass;
 
-use super::compact::value_file_meta;
+use super::compact::{value_file_meta, Outputs};
 
 impl DbInner {
+    /// Writes `mem` as L0 sstables, its separable values into new value
+    /// files, as a flush and recovery's replay both do. Shadowed versions
+    /// no snapshot in `snapshots` needs are dropped already here;
+    /// deletions stay, since older versions may live in the levels.
+    pub(super) fn write_memtable(
+        &self,
+        mem: &Arc<MemTable>,
+        snapshots: Vec<SeqNo>,
+    ) -> Result<Outputs> {
+        let mut it = mem.iter();
+        it.seek_to_first()?;
+        let mut rules = DropRules::new(snapshots, false);
+        self.write_outputs(
+            &mut it,
+            &mut rules,
+            &|_| true,
+            u64::MAX,
+            true,
+            None,
+            &|_| {},
+        )
+    }
+
     /// Writes the oldest immutable memtable to L0 and retires its WAL.
     /// REQUIRES: the caller set `flush_running`, so flushes stay in order.
     pub(super) fn flush_oldest(&self) -> Result<()> {
@@ -33,20 +60,7 @@ impl DbInner {
                 .filter(|&n| version.physical_file(n).is_none()),
         )?;
         drop(version);
-        let mut it = mem.iter();
-        it.seek_to_first()?;
-        // Shadowed versions no snapshot needs are dropped already here;
-        // deletions stay, since older versions may live in the levels.
-        let mut rules = DropRules::new(self.snapshots.sequence_numbers(), false);
-        let outputs = self.write_outputs(
-            &mut it,
-            &mut rules,
-            &|_| true,
-            u64::MAX,
-            true,
-            None,
-            &|_| {},
-        )?;
+        let outputs = self.write_memtable(&mem, self.snapshots.sequence_numbers())?;
 
         // The sstable and the value files its handles point into become
         // live in one edit: a crash before it leaves only orphans, which

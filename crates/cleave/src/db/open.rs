@@ -18,11 +18,9 @@ use crate::base::key::ValueKind;
 use crate::base::FileNumber;
 use crate::batch::WriteBatch;
 use crate::compaction::picker::PickerOptions;
-use crate::compaction::stream::DropRules;
 use crate::error::{Error, Result};
 use crate::gc::drop_cache::DropCache;
 use crate::gc::rate_limiter::GcLimiter;
-use crate::iter::InternalIterator;
 use crate::manifest::edit::VersionEdit;
 use crate::manifest::version_set::VersionSet;
 use crate::memtable::MemTable;
@@ -439,19 +437,7 @@ impl DbInner {
                 edit.add_value_file(value_file_meta(&summary));
             }
         }
-        let mut it = mem.iter();
-        it.seek_to_first()?;
-        let mut rules = DropRules::new(Vec::new(), false);
-        self.write_outputs(
-            &mut it,
-            &mut rules,
-            &|_| true,
-            u64::MAX,
-            true,
-            None,
-            &|_| {},
-        )?
-        .add_to(edit, 0);
+        self.write_memtable(mem, Vec::new())?.add_to(edit, 0);
         Ok(())
     }
 
