@@ -33,11 +33,12 @@ use crate::vfs::Fs;
 use crate::Compression;
 
 /// Bytes one batch of reads takes at most, live records and the gaps read
-/// through between them (a larger run is a batch alone). A job's writer waits for its first batch, and its reader
-/// idles while the writer copies the last. A job of 8 MiB batches holds
-/// two or three, so these waits took much of it: the 2 GiB overwrite
-/// under a 1.25x budget ran 11,849 ops/s with 1 MiB and 10,748 with 8 MiB
-/// (medians of three; docs/benchmarks.md, issue 28).
+/// through between them (a larger run is a batch alone). A job's writer
+/// waits for its first batch, and its reader idles while the writer
+/// copies the last. A job of 8 MiB batches holds two or three, so these
+/// waits took much of it: the 2 GiB overwrite under a 1.25x budget ran
+/// 11,849 ops/s with 1 MiB and 10,748 with 8 MiB (medians of three;
+/// docs/benchmarks.md, issue 28).
 const BATCH_BYTES: u64 = 1 << 20;
 /// Batches the reader may have read that the writer has not taken: enough
 /// that the reader's queue of reads never waits on one slow copy.
@@ -232,10 +233,10 @@ pub(crate) fn run(
             let reader = std::thread::Builder::new().spawn_scoped(s, || {
                 let tx = tx;
                 for batch in batches(&runs) {
-                    let waited = (cx.pace)(Direction::Read, batch_bytes(batch));
-                    *read_throttle.lock() += waited;
+                    let bytes = batch_bytes(batch);
+                    *read_throttle.lock() += (cx.pace)(Direction::Read, bytes);
                     let read = read_batch(cx.fs, cx.reads_in_flight, &file, batch)
-                        .map(|records| (records, batch_bytes(batch)));
+                        .map(|records| (records, bytes));
                     let failed = read.is_err();
                     // A closed channel means the writer failed: stop.
                     if tx.send(read).is_err() || failed {
@@ -245,11 +246,12 @@ pub(crate) fn run(
             });
             if reader.is_err() {
                 for batch in batches(&runs) {
-                    stats.throttle_time += (cx.pace)(Direction::Read, batch_bytes(batch));
+                    let bytes = batch_bytes(batch);
+                    stats.throttle_time += (cx.pace)(Direction::Read, bytes);
                     let start = Instant::now();
                     let records = read_batch(cx.fs, cx.reads_in_flight, &file, batch)?;
                     stats.value_read_time += start.elapsed();
-                    write((records, batch_bytes(batch)), &mut stats)?;
+                    write((records, bytes), &mut stats)?;
                 }
                 return Ok(());
             }

@@ -298,9 +298,9 @@ impl ValueFile {
     /// The runs [`Self::iter_live`] reads (with `max_gap` 0), for a caller
     /// that reads them itself (GC reads several at once): reads the whole
     /// record index and groups the selected records into runs of at most
-    /// `RUN_BYTES` (a larger record is a run alone), in file order. A run's records are
-    /// adjacent, or apart by at most `max_gap` bytes of unselected records
-    /// that its read then takes too.
+    /// `RUN_BYTES` (a larger record is a run alone), in file order. A run's
+    /// records are adjacent, or apart by at most `max_gap` bytes of
+    /// unselected records that its read then takes too.
     pub(crate) fn live_runs(
         &self,
         live: &dyn Fn(FileNumber, u64) -> bool,

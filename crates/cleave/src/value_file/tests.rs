@@ -713,12 +713,9 @@ fn direct_writes_on_a_real_file_system() {
     check_all(&vf, &recs, &handles);
 }
 
-/// Iterating live records reads each run of adjacent live records once and
-/// never a dead record: 11 adjacent live records cost one read, 25
-/// scattered ones a read each.
-#[test]
-fn iter_live_reads_only_live_runs() {
-    let fault = FaultFs::new(Arc::new(MemFs::new()));
+/// Value file 7 of 100 records of 1,000-byte values (`key000`...), for the
+/// tests that count the reads of live runs.
+fn file_of_100_records(fs: &dyn Fs) -> (Vec<Rec>, Vec<ValueHandle>, ValueFile) {
     let path = PathBuf::from("/v/000007.vf");
     let recs: Vec<Rec> = (0..100)
         .map(|i| Rec {
@@ -727,8 +724,18 @@ fn iter_live_reads_only_live_runs() {
             value: vec![b'v'; 1000],
         })
         .collect();
-    let (handles, _) = build(&fault, &path, 7, ValueFileOptions::default(), &recs);
-    let vf = open(&fault, &path, 7).unwrap();
+    let (handles, _) = build(fs, &path, 7, ValueFileOptions::default(), &recs);
+    let vf = open(fs, &path, 7).unwrap();
+    (recs, handles, vf)
+}
+
+/// Iterating live records reads each run of adjacent live records once and
+/// never a dead record: 11 adjacent live records cost one read, 25
+/// scattered ones a read each.
+#[test]
+fn iter_live_reads_only_live_runs() {
+    let fault = FaultFs::new(Arc::new(MemFs::new()));
+    let (recs, handles, vf) = file_of_100_records(&fault);
     let live = |_: FileNumber, ordinal: u64| {
         (10..=20).contains(&ordinal) || (ordinal >= 50 && ordinal.is_multiple_of(2))
     };
@@ -756,16 +763,7 @@ fn iter_live_reads_only_live_runs() {
 #[test]
 fn live_runs_read_through_small_gaps_only() {
     let fault = FaultFs::new(Arc::new(MemFs::new()));
-    let path = PathBuf::from("/v/000007.vf");
-    let recs: Vec<Rec> = (0..100)
-        .map(|i| Rec {
-            key: format!("key{i:03}").into_bytes(),
-            seq: i + 1,
-            value: vec![b'v'; 1000],
-        })
-        .collect();
-    let (handles, _) = build(&fault, &path, 7, ValueFileOptions::default(), &recs);
-    let vf = open(&fault, &path, 7).unwrap();
+    let (recs, handles, vf) = file_of_100_records(&fault);
     // Every other record from 30 to 40, and 60: one dead record (about
     // 1 KiB) between each of the first, 19 before the last.
     let live = |_: FileNumber, ordinal: u64| {
