@@ -169,8 +169,8 @@ fn run(cli: Cli) -> Result<bool> {
                 .map_or_else(|| "none".to_string(), |b| format!("{:.1} MB/s", mb(b)));
             writeln!(
                 out,
-                "pressure: index {:.3}, values {:.3}; GC may run {} of {} background jobs, rate limit {rate}",
-                r.index_pressure, r.value_pressure, r.gc_max_jobs, r.background_jobs
+                "pressure: index {:.3}, values {:.3}; GC jobs allowed {} (compaction and GC threads {}), rate limit {rate}",
+                r.index_pressure, r.value_pressure, r.gc_max_jobs, r.pool_threads
             )?;
             if r.budget_bytes > 0 {
                 writeln!(

@@ -55,7 +55,7 @@ fn space_prints_garbage_pressures_and_gc_share() {
     assert!(text.contains("hidden garbage (estimate): 0.0 MB"), "{text}");
     // No file reaches the threshold: GC gets no thread, and no limit.
     assert!(
-        text.contains("GC may run 0 of 2 background jobs, rate limit none"),
+        text.contains("GC jobs allowed 0 (compaction and GC threads 1), rate limit none"),
         "{text}"
     );
     assert!(!text.contains("space budget"), "{text}");

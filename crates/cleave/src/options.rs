@@ -42,7 +42,9 @@ pub struct Options {
     /// Size levels from the last level up (RocksDB's
     /// level_compaction_dynamic_level_bytes).
     pub level_compaction_dynamic_level_bytes: bool,
-    /// Background threads shared by flushes and compactions.
+    /// Background threads: one for flushes, the rest (at least one) a
+    /// pool that compaction and GC share, as RocksDB splits its
+    /// `max_background_jobs` between its flush and compaction pools.
     pub max_background_jobs: usize,
     /// Target uncompressed size of an sstable data block.
     pub block_size: usize,
@@ -128,7 +130,7 @@ pub struct Options {
     /// before their inputs go; 0 means no budget. From 75% of it
     /// compaction pushes recent writes down to expose the garbage they
     /// hide, and neither merges ranges nor re-separates values; from 90%
-    /// GC takes every background thread and collects any file holding the
+    /// GC takes every compaction and GC thread and collects any file holding the
     /// share of garbage the budget leaves value files on average, best
     /// cost-benefit first, if its copy fits below 127/128 of the budget.
     /// Writers are paced, from 90%, at the rate background work frees
@@ -306,6 +308,12 @@ const MAX_BUDGET_SHARE_PER_VALUE_FILE: u64 = 64;
 const MIN_VALUE_FILE_BYTES: u64 = 4 << 10;
 
 impl Options {
+    /// The threads compaction and GC share: all background jobs but the
+    /// flush thread, and at least one.
+    pub(crate) fn pool_threads(&self) -> usize {
+        self.max_background_jobs.saturating_sub(1).max(1)
+    }
+
     /// The smallest value a value log takes; 0 when logs are off.
     pub(crate) fn effective_big_value_threshold(&self) -> usize {
         if !self.enable_value_separation || self.big_value_threshold == 0 {

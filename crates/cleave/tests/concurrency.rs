@@ -1,12 +1,16 @@
 //! Many writers and readers at once while flushes and compactions run:
 //! batches are atomic, snapshots are consistent, writers read their writes,
 //! also while value-file GC runs; a snapshot reads the same thing however
-//! long it is held, and no reader ever sees time go backwards.
+//! long it is held, and no reader ever sees time go backwards; a flush
+//! never waits for a thread that compaction or GC holds.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
+use cleave::vfs::{FileLock, FileOptions, Fs, MemFs, RandomAccessFile, WritableFile};
 use cleave::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 const WRITERS: usize = 4;
@@ -455,4 +459,181 @@ fn snapshots_repeat_and_views_only_move_forward() {
     assert_eq!(last, vec![Some(ROUNDS / 3 - 1); WRITERS]);
     let report = db.verify();
     assert!(report.is_ok(), "{report}");
+}
+
+/// Holds the compaction and GC pool's threads (`cleave-bg-*`) at their
+/// next write to a file while armed; other threads pass. (Held in a write,
+/// not in `create`: the engine's usage accounting creates files under a
+/// lock of its own.)
+#[derive(Debug, Default)]
+struct Gate {
+    /// (armed, threads held)
+    state: Mutex<(bool, usize)>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn set_armed(&self, armed: bool) {
+        self.state.lock().unwrap().0 = armed;
+        self.cv.notify_all();
+    }
+
+    fn pass(&self) {
+        let pooled = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("cleave-bg"));
+        let mut s = self.state.lock().unwrap();
+        if pooled && s.0 {
+            s.1 += 1;
+            self.cv.notify_all();
+            while s.0 {
+                s = self.cv.wait(s).unwrap();
+            }
+            s.1 -= 1;
+        }
+    }
+
+    /// Waits until a pool thread is held; a hang guard, not a timing.
+    fn wait_held(&self) {
+        let deadline = Instant::now() + HANG_GUARD;
+        let mut s = self.state.lock().unwrap();
+        while s.1 == 0 {
+            assert!(Instant::now() < deadline, "no pool job started");
+            s = self
+                .cv
+                .wait_timeout(s, Duration::from_millis(10))
+                .unwrap()
+                .0;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct GateFs {
+    inner: MemFs,
+    gate: Arc<Gate>,
+}
+
+struct GatedFile {
+    inner: Box<dyn WritableFile>,
+    gate: Arc<Gate>,
+}
+
+impl WritableFile for GatedFile {
+    fn append(&mut self, data: &[u8]) -> cleave::Result<()> {
+        self.gate.pass();
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> cleave::Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> cleave::Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+impl Fs for GateFs {
+    fn create(&self, path: &Path, opts: FileOptions) -> cleave::Result<Box<dyn WritableFile>> {
+        Ok(Box::new(GatedFile {
+            inner: self.inner.create(path, opts)?,
+            gate: self.gate.clone(),
+        }))
+    }
+    fn open(&self, path: &Path, opts: FileOptions) -> cleave::Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open(path, opts)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> cleave::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> cleave::Result<()> {
+        self.inner.remove(path)
+    }
+    fn list(&self, dir: &Path) -> cleave::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> cleave::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn exists(&self, path: &Path) -> cleave::Result<bool> {
+        self.inner.exists(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> cleave::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn sync_file(&self, path: &Path) -> cleave::Result<()> {
+        self.inner.sync_file(path)
+    }
+    fn lock(&self, path: &Path) -> cleave::Result<Box<dyn FileLock>> {
+        self.inner.lock(path)
+    }
+}
+
+/// How long a flush may take before the test calls it hung.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// Writes `round` of 200 keys and flushes, in another thread, so that a
+/// flush that never comes fails the test instead of hanging it.
+fn write_and_flush(db: &Arc<Db>, round: u8) {
+    let db = db.clone();
+    let (done, flushed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for i in 0..200u32 {
+            let key = format!("k{i:04}");
+            db.put(&WriteOptions::default(), key.as_bytes(), &[round; 1000])
+                .unwrap();
+        }
+        let _ = done.send(db.flush());
+    });
+    flushed
+        .recv_timeout(HANG_GUARD)
+        .unwrap_or_else(|e| panic!("round {round}: the flush waited for a pool thread: {e}"))
+        .unwrap();
+}
+
+/// A flush has a thread of its own: with every compaction and GC thread
+/// held inside a job, memtables still reach L0, so writes never wait
+/// behind a long GC job or compaction for the memtable to drain.
+#[test]
+fn a_flush_never_waits_for_a_compaction_or_gc_thread() {
+    let gate = Arc::new(Gate::default());
+    let fs = Arc::new(GateFs {
+        inner: MemFs::new(),
+        gate: gate.clone(),
+    });
+    let db = Arc::new(
+        Db::open(
+            "/db",
+            Options {
+                create_if_missing: true,
+                fs: fs.clone(),
+                level0_file_num_compaction_trigger: 2,
+                // One pool thread; before flushes had their own, this was
+                // the only background thread.
+                max_background_jobs: 1,
+                ..Options::default()
+            },
+        )
+        .unwrap(),
+    );
+    gate.set_armed(true);
+    write_and_flush(&db, 1);
+    write_and_flush(&db, 2);
+    // Two L0 tables: the pool's thread starts their compaction and is held
+    // creating its output.
+    gate.wait_held();
+    write_and_flush(&db, 3);
+    write_and_flush(&db, 4);
+    let l0: usize = db
+        .property("cleave.num-files-at-level0")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(l0 >= 3, "{l0} L0 tables: the held compaction took two");
+    gate.set_armed(false);
+    db.wait_for_compactions().unwrap();
+    let got = db.get(&ReadOptions::new(), b"k0199").unwrap();
+    assert_eq!(got.as_deref(), Some(&[4u8; 1000][..]));
 }

@@ -301,7 +301,7 @@ fn the_report_shows_garbage_ratios_hidden_garbage_and_gc_share() {
     assert!(r.index_pressure > 0.0, "L0 over L6 is above a settled tree");
     assert!(r.value_pressure > 0.0, "half the values are garbage");
     // GC is off: it gets no thread, and nothing limits it.
-    assert_eq!((r.gc_max_jobs, r.background_jobs), (0, 2));
+    assert_eq!((r.gc_max_jobs, r.pool_threads), (0, 1));
     assert_eq!(r.gc_rate_limit, None);
     assert_eq!(r.budget_bytes, 0);
     assert!(r.budget_usage_bytes >= r.sstable_bytes + r.value_file_bytes);

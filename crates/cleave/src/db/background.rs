@@ -32,11 +32,15 @@ impl State {
     }
 }
 
-/// The body of each background thread.
-pub(super) fn run(db: &DbInner) {
+/// The body of the flush thread. Flushes have a thread of their own, as
+/// in RocksDB's high-priority pool: a flush waiting behind a GC job or a
+/// compaction stops writes once the memtables fill, however much room the
+/// budget has.
+pub(super) fn run_flushes(db: &DbInner) {
     let mut st = db.state.lock();
-    'outer: loop {
-        if st.bg_error.is_none() && !st.imm.is_empty() && !st.flush_running {
+    loop {
+        if st.bg_error.is_none() && !st.imm.is_empty() {
+            debug_assert!(!st.flush_running, "one thread flushes");
             st.flush_running = true;
             drop(st);
             let r = db.flush_oldest();
@@ -48,6 +52,19 @@ pub(super) fn run(db: &DbInner) {
             db.bg_cv.notify_all();
             continue;
         }
+        // Memtables left at shutdown were flushed above: their WALs would
+        // replay them, but a clean close leaves none to replay.
+        if st.shutting_down {
+            return;
+        }
+        db.bg_cv.wait(&mut st);
+    }
+}
+
+/// The body of each thread of the pool, which compaction and GC share.
+pub(super) fn run(db: &DbInner) {
+    let mut st = db.state.lock();
+    'outer: loop {
         if st.shutting_down {
             return;
         }
@@ -58,23 +75,17 @@ pub(super) fn run(db: &DbInner) {
         let sched = db.schedule(&st);
         let mut idle_wait = None;
         let jobs = st.compactions.len() + st.gc_jobs;
-        let threads_busy = jobs + usize::from(st.flush_running);
         // A compaction may start whenever a compaction slot and a thread
         // are free, whatever GC runs: GC waits for compactions to expose
         // its garbage, so it must never hold them back for long.
-        let compaction_slot = st.compactions.len() < db.max_compactions()
-            && threads_busy < db.opts.max_background_jobs;
-        // GC runs, within its share, in the threads flushes leave; while
-        // it falls behind or space is short, also in the thread kept for
-        // flushes when none waits: the writes then wait for a flush now
-        // and then, which is what keeps the disk from filling up with
-        // garbage faster than GC frees it.
-        // While space is short, GC may take every thread: a flush then
-        // waits for the next thread to finish, as writes wait for space.
+        let compaction_slot =
+            st.compactions.len() < db.max_compactions() && jobs < db.opts.pool_threads();
+        // GC runs, within its share, in the threads compactions leave;
+        // while it falls behind or space is short, also in the one kept
+        // for compactions when none runs.
         let gc_slot = st.gc_jobs < sched.max_gc
             && (jobs < db.max_compactions()
-                || (threads_busy < db.opts.max_background_jobs
-                    && (sched.short || (st.imm.is_empty() && sched.gc_may_borrow))));
+                || (jobs < db.opts.pool_threads() && sched.gc_may_borrow));
         // Range merges (and the push-downs before them) go before GC once
         // writes have paused, unless space is short: each empties value
         // files of references, which then die whole, where GC would copy
@@ -207,11 +218,11 @@ fn run_registered<'a>(
 }
 
 impl DbInner {
-    /// Background compactions allowed at once: all threads but one, so that
-    /// a flush never waits behind long compactions (writes would stop while
-    /// memtables pile up). RocksDB splits its background jobs the same way.
+    /// Background compactions allowed at once: all of the pool's threads
+    /// but one, which GC may then count on: it frees the space writes
+    /// take, and long compactions must not hold it back.
     fn max_compactions(&self) -> usize {
-        self.opts.max_background_jobs.saturating_sub(1).max(1)
+        self.opts.pool_threads().saturating_sub(1).max(1)
     }
 
     /// The range merge to run now (or first the compaction moving recent

@@ -13,7 +13,7 @@
 //! garbage threshold costs fewer bytes copied per byte freed). From 75% of
 //! the budget space is short: compaction pushes recent writes down to
 //! expose the garbage they hide, and range merges, whose outputs come
-//! before their inputs go, wait. From 90% GC takes every background thread
+//! before their inputs go, wait. From 90% GC takes every pool thread
 //! and collects, best cost-benefit first, any file holding at least the
 //! share of garbage the budget leaves value files on average.
 //!
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 /// Fill from which space is short.
 pub(crate) const SHORT_FROM: f64 = 0.75;
 /// Fill from which GC collects what the budget needs rather than what is
-/// cheap, on every background thread.
+/// cheap, on every thread of the compaction and GC pool.
 pub(crate) const CLEAN_FROM: f64 = 0.9;
 /// Fill at which writers wait outright: a little below the budget, for
 /// what usage does not foresee (a manifest's rewrite, the tail blocks of

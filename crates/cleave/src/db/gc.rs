@@ -106,7 +106,7 @@ pub(super) struct Schedule {
     pub max_gc: usize,
     /// GC goes before compaction for a free thread.
     pub gc_first: bool,
-    /// GC may use the thread kept for flushes while none waits.
+    /// GC may use the pool's thread kept for compactions while none runs.
     pub gc_may_borrow: bool,
     pub pressure: Pressure,
     /// What the space budget counts.
@@ -283,7 +283,7 @@ impl DbInner {
             self.opts.max_bytes_for_level_multiplier,
             gc_ratio,
         );
-        let threads = self.opts.max_background_jobs;
+        let threads = self.opts.pool_threads();
         let short = self.budget.short(usage);
         let mut sched = Schedule {
             gc_ratio,

@@ -201,11 +201,17 @@ impl Db {
             inner,
             threads: Mutex::new(Vec::new()),
         };
-        for i in 0..db.inner.opts.max_background_jobs {
+        let pool = (0..db.inner.opts.pool_threads())
+            .map(|i| (format!("cleave-bg-{i}"), background::run as fn(&DbInner)));
+        let flusher = (
+            "cleave-flush".to_string(),
+            background::run_flushes as fn(&DbInner),
+        );
+        for (name, body) in std::iter::once(flusher).chain(pool) {
             let worker = db.inner.clone();
             let spawned = std::thread::Builder::new()
-                .name(format!("cleave-bg-{i}"))
-                .spawn(move || background::run(&worker))
+                .name(name)
+                .spawn(move || body(&worker))
                 .map_err(|e| Error::io(&db.inner.dir, "spawn background thread", e));
             match spawned {
                 Ok(t) => db.threads.lock().push(t),

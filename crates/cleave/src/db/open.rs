@@ -154,7 +154,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         gc_limiter: GcLimiter::new(opts.gc_rate_limiter, opts.device_write_bandwidth),
         budget: Budget::new(
             opts.space_budget_bytes,
-            opts.max_background_jobs,
+            opts.pool_threads(),
             opts.effective_value_file_size(),
         ),
         pacer: Mutex::new(Pacer::new(Instant::now())),

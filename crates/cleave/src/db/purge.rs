@@ -11,6 +11,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use crate::base::filename::{self, FileKind};
 use crate::manifest::ObsoleteFiles;
 use crate::sstable::TableCache;
@@ -23,6 +25,9 @@ pub(crate) struct Purger {
     obsolete: Arc<ObsoleteFiles>,
     table_cache: Arc<TableCache>,
     values: Arc<ValueStore>,
+    /// Held for each purge, from `take` to the last removal: files taken
+    /// are no longer pending, but still on disk until then.
+    running: Mutex<()>,
 }
 
 impl Purger {
@@ -39,6 +44,7 @@ impl Purger {
             obsolete,
             table_cache,
             values,
+            running: Mutex::new(()),
         }
     }
 
@@ -49,9 +55,17 @@ impl Purger {
     /// Deletes every queued file. Best effort: a file that cannot be
     /// removed now is an orphan, removed by the next open.
     pub(crate) fn purge(&self) {
-        if !self.has_pending() {
-            return;
+        if self.has_pending() {
+            self.purge_settled();
         }
+    }
+
+    /// Deletes every queued file, and returns only once files another
+    /// thread took to delete are gone too: for whoever then measures the
+    /// directory, as a purge in flight elsewhere left a job's inputs on
+    /// disk after `wait_for_compactions`.
+    pub(crate) fn purge_settled(&self) {
+        let _running = self.running.lock();
         let files = self.obsolete.take();
         for f in &files {
             // Closing the cached handle first, so the space is freed now

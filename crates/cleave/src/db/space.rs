@@ -63,10 +63,10 @@ pub struct SpaceReport {
     /// compaction and GC.
     pub index_pressure: f64,
     pub value_pressure: f64,
-    /// GC jobs the scheduler allows at once now, of the background
-    /// threads.
+    /// GC jobs the scheduler allows at once now, of the `pool_threads`
+    /// compaction and GC share.
     pub gc_max_jobs: usize,
-    pub background_jobs: usize,
+    pub pool_threads: usize,
     /// GC's bandwidth limit now, bytes per second; `None` when unlimited.
     pub gc_rate_limit: Option<u64>,
     /// What the space budget counts (sstables, value files, memtables'
@@ -136,13 +136,13 @@ impl DbInner {
             r.gc_max_jobs = sched.max_gc;
             r.budget_usage_bytes = sched.usage;
         }
-        r.background_jobs = self.opts.max_background_jobs;
+        r.pool_threads = self.opts.pool_threads();
         r.gc_rate_limit = self.gc_limiter.rate();
         r.budget_bytes = self.budget.bytes;
         // The copy may have been the last to name a compacted file: delete
         // it before measuring.
         drop(version);
-        self.purger.purge();
+        self.purger.purge_settled();
         for name in self.fs.list(&self.dir)? {
             let path = self.dir.join(&name);
             let size = match self.fs.open(&path, FileOptions::default()) {

@@ -180,7 +180,8 @@ pub struct Stats {
     /// Net bytes per second that background work has lately freed, which
     /// writes near the budget are paced by.
     pub space_reclaim_rate: u64,
-    /// GC jobs the scheduler allows at once now, of `max_background_jobs`.
+    /// GC jobs the scheduler allows at once now, of the threads compaction
+    /// and GC share (`max_background_jobs` but the flush thread).
     pub gc_max_jobs: usize,
     /// GC's bandwidth limit now, bytes per second; `None` when unlimited.
     pub gc_rate_limit: Option<u64>,
