@@ -452,23 +452,52 @@ pub(crate) fn pick_range_merge(
 /// of a level above the last one level down (L0's, into the base level),
 /// so that recent writes reach the last level, where merges gather their
 /// values. Range merges leave upper levels alone, and a scan reads each
-/// of their values from its own flush's file. Only where the value bytes
-/// the moved files reference are at least the sstable bytes the
-/// compaction rewrites: with values separated the tree is small, and a
-/// trickle of writes does not rewrite the last level's tables for a few
-/// values. Deepest level first, so a key range empties downwards, and L0
-/// straight into the last level once the levels between hold none of its
-/// keys.
+/// of their values from its own flush's file. Also while space is short,
+/// to expose the garbage recent writes hide. Only where the value bytes
+/// the moved files reference are at least some times the sstable bytes
+/// the compaction rewrites (`PushDownFor::values_per_byte`): with values
+/// separated the tree is small, and a trickle of writes does not rewrite
+/// the last level's tables for a few values. Deepest level first, so a
+/// key range empties downwards, and L0 straight into the last level once
+/// the levels between hold none of its keys.
+/// What a push-down is for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum PushDownFor {
+    /// Gathering recent writes in the last level before range merges.
+    RangeMerge,
+    /// Exposing hidden garbage while space is short.
+    Space,
+}
+
+impl PushDownFor {
+    /// Value bytes the moved files must reference per sstable byte the
+    /// push-down rewrites. For space, two: it reads and writes each byte
+    /// it rewrites, and exposes at most the moved values as garbage. At
+    /// one, the 2 GiB zipfian Mixed-8K overwrite under a 1.5x budget
+    /// (small values inline, so a last level of 47 MB) pushed each L0
+    /// table down alone, for 1.15 GB of compaction writes; at two, 0.83
+    /// GB, and 42,201 ops/s against 38,995 (medians of three, interleaved;
+    /// docs/benchmarks.md, issue 28). Uniform overwrites, whose tables
+    /// hold little but handles, move as often as before.
+    fn values_per_byte(self) -> u64 {
+        match self {
+            PushDownFor::RangeMerge => 1,
+            PushDownFor::Space => 2,
+        }
+    }
+}
+
 pub(crate) fn pick_push_down(
     v: &Version,
     opts: &PickerOptions,
     busy: &Busy,
+    purpose: PushDownFor,
 ) -> Option<CompactionPlan> {
     let last = last_level(v).unwrap_or(0);
     let worth = |p: &CompactionPlan| {
         let values: u64 = p.inputs.iter().map(|f| f.value_bytes()).sum();
         let rewritten: u64 = p.all_inputs().map(|f| f.size).sum();
-        values >= rewritten && !busy.conflicts(p)
+        values >= purpose.values_per_byte().saturating_mul(rewritten) && !busy.conflicts(p)
     };
     for level in (1..last).rev() {
         let files = v.files(level);
@@ -727,7 +756,7 @@ mod tests {
 
     /// Push-downs move upper levels' files down, deepest level first, L0
     /// into the base level, only where the moved files' value bytes are
-    /// at least the sstable bytes rewritten.
+    /// at least the sstable bytes rewritten (twice them for space).
     #[test]
     fn push_down_moves_value_heavy_files_down() {
         use crate::manifest::{HostedLogical, TableValueRefs, ValueFileMeta, VersionEdit};
@@ -760,7 +789,7 @@ mod tests {
         e.add_file(0, with_values(5, "c", "q", 10, 500));
         let v = Version::default().apply(e).unwrap();
         let o = opts(true);
-        let p = pick_push_down(&v, &o, &Busy::default()).unwrap();
+        let p = pick_push_down(&v, &o, &Busy::default(), PushDownFor::RangeMerge).unwrap();
         assert!(!p.range_merge);
         assert_eq!((p.level, p.output_level), (5, 6));
         assert_eq!(nums(&p.inputs), vec![4]);
@@ -769,7 +798,7 @@ mod tests {
         // L5, below it, holds some of its keys.
         let mut busy = Busy::default();
         busy.add(&p);
-        let p0 = pick_push_down(&v, &o, &busy).unwrap();
+        let p0 = pick_push_down(&v, &o, &busy, PushDownFor::RangeMerge).unwrap();
         assert_eq!(p0.level, 0);
         assert_eq!(p0.output_level, level_targets(&v, &o).base_level);
         assert!(p0.output_level < 6);
@@ -779,13 +808,36 @@ mod tests {
         e.delete_file(5, FileNumber(4));
         e.add_file(5, with_values(7, "r", "s", 10, 15));
         let v = v.apply(e).unwrap();
-        let p0 = pick_push_down(&v, &o, &Busy::default()).unwrap();
+        let p0 = pick_push_down(&v, &o, &Busy::default(), PushDownFor::RangeMerge).unwrap();
         assert_eq!((p0.level, p0.output_level), (0, 6));
         assert_eq!(nums(&p0.inputs), vec![5]);
         assert_eq!(nums(&p0.output_level_inputs), vec![1, 2]);
         assert!(p0.bottommost);
         // Nothing above the last level: nothing to push.
-        assert!(pick_push_down(&version("L6 1 a m 10"), &o, &Busy::default()).is_none());
+        assert!(pick_push_down(
+            &version("L6 1 a m 10"),
+            &o,
+            &Busy::default(),
+            PushDownFor::RangeMerge
+        )
+        .is_none());
+        // 30 value bytes for 20 rewritten (its own 10 and file 1's): before
+        // a range merge, worth it; for space, not twice, so it stays.
+        let mut e = VersionEdit::default();
+        e.delete_file(5, FileNumber(7));
+        e.delete_file(0, FileNumber(5));
+        e.add_file(5, with_values(8, "b", "c", 10, 30));
+        let v = v.apply(e).unwrap();
+        let busy = Busy::default();
+        let p = pick_push_down(&v, &o, &busy, PushDownFor::RangeMerge).unwrap();
+        assert_eq!(nums(&p.inputs), vec![8]);
+        assert!(pick_push_down(&v, &o, &busy, PushDownFor::Space).is_none());
+        let mut e = VersionEdit::default();
+        e.delete_file(5, FileNumber(8));
+        e.add_file(5, with_values(9, "b", "c", 10, 40));
+        let v = v.apply(e).unwrap();
+        let p = pick_push_down(&v, &o, &busy, PushDownFor::Space).unwrap();
+        assert_eq!(nums(&p.inputs), vec![9]);
     }
 
     /// A table that keeps its values in value files counts them: the level

@@ -1,6 +1,6 @@
-//! The background pool: flushes first, then compactions of disjoint key
-//! ranges in parallel, then GC; also manual compaction and waiting for
-//! idleness.
+//! The background threads: a flush thread, and a pool that runs
+//! compactions of disjoint key ranges in parallel, then GC; also manual
+//! compaction and waiting for idleness.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::gc::{Reservation, Schedule};
 use super::{DbInner, State};
 use crate::base::limits::NUM_LEVELS;
-use crate::compaction::picker::{self, Busy, CompactionPlan};
+use crate::compaction::picker::{self, Busy, CompactionPlan, PushDownFor};
 use crate::error::Result;
 use crate::manifest::version::Version;
 
@@ -98,7 +98,12 @@ pub(super) fn run(db: &DbInner) {
             // Space is short: move recent writes down to meet what they
             // overwrote, exposing the garbage they hide to GC. With values
             // separated the tree is small, and this costs little.
-            compaction = picker::pick_push_down(&st.current, &db.picker_opts, &st.busy());
+            compaction = picker::pick_push_down(
+                &st.current,
+                &db.picker_opts,
+                &st.busy(),
+                PushDownFor::Space,
+            );
         }
         let merge = if compaction.is_none() {
             db.range_merge(&st, &sched)
@@ -234,9 +239,13 @@ impl DbInner {
             return RangeMerge::Nothing;
         }
         let busy = st.busy();
-        let Some(plan) = picker::pick_push_down(&st.current, &self.picker_opts, &busy)
-            .or_else(|| picker::pick_range_merge(&st.current, &self.picker_opts, runs, &busy))
-        else {
+        let Some(plan) = picker::pick_push_down(
+            &st.current,
+            &self.picker_opts,
+            &busy,
+            PushDownFor::RangeMerge,
+        )
+        .or_else(|| picker::pick_range_merge(&st.current, &self.picker_opts, runs, &busy)) else {
             return RangeMerge::Nothing;
         };
         match self

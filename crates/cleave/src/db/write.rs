@@ -13,7 +13,7 @@ use super::stats::add;
 use super::{DbInner, Immutable, State};
 use crate::base::FileNumber;
 use crate::batch::WriteBatch;
-use crate::compaction::picker;
+use crate::compaction::picker::{self, PushDownFor};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
@@ -452,8 +452,13 @@ impl DbInner {
             || st.gc_jobs > 0
             || (st.bg_error.is_none()
                 && (picker::pick(&st.current, &self.picker_opts, &Default::default()).is_some()
-                    || picker::pick_push_down(&st.current, &self.picker_opts, &Default::default())
-                        .is_some()
+                    || picker::pick_push_down(
+                        &st.current,
+                        &self.picker_opts,
+                        &Default::default(),
+                        PushDownFor::Space,
+                    )
+                    .is_some()
                     || self.pick_gc(st, &self.schedule(st)).is_some()))
     }
 
