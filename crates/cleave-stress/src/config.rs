@@ -68,7 +68,7 @@ pub fn options(variant: u64) -> Options {
         target_file_size_base: 64 << 10,
         max_bytes_for_level_base: 256 << 10,
         level0_file_num_compaction_trigger: 2,
-        max_background_jobs: 3,
+        max_background_jobs: 4,
         block_cache_capacity: rng.gen_range(0..4) << 18,
         compression: codecs[rng.gen_range(0..3)],
         min_value_size: MIN_SEPARATED,

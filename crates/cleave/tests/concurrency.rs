@@ -32,7 +32,7 @@ fn atomic_batches_consistent_snapshots_and_read_your_writes() {
                 target_file_size_base: 32 << 10,
                 max_bytes_for_level_base: 128 << 10,
                 level0_file_num_compaction_trigger: 2,
-                max_background_jobs: 3,
+                max_background_jobs: 4,
                 ..Options::default()
             },
         )
@@ -125,7 +125,7 @@ fn separated_options() -> Options {
         target_file_size_base: 32 << 10,
         max_bytes_for_level_base: 128 << 10,
         level0_file_num_compaction_trigger: 2,
-        max_background_jobs: 3,
+        max_background_jobs: 4,
         min_value_size: 512,
         value_file_size: 64 << 10,
         cache_values: true,
@@ -508,6 +508,16 @@ impl Gate {
     }
 }
 
+/// Disarms the gate when dropped: a failing test must not leave a pool
+/// thread held, or dropping the database would wait for it for ever.
+struct Disarm(Arc<Gate>);
+
+impl Drop for Disarm {
+    fn drop(&mut self) {
+        self.0.set_armed(false);
+    }
+}
+
 #[derive(Debug)]
 struct GateFs {
     inner: MemFs,
@@ -619,6 +629,8 @@ fn a_flush_never_waits_for_a_compaction_or_gc_thread() {
         .unwrap(),
     );
     gate.set_armed(true);
+    // Dropped before `db`.
+    let disarm = Disarm(gate.clone());
     write_and_flush(&db, 1);
     write_and_flush(&db, 2);
     // Two L0 tables: the pool's thread starts their compaction and is held
@@ -632,7 +644,7 @@ fn a_flush_never_waits_for_a_compaction_or_gc_thread() {
         .parse()
         .unwrap();
     assert!(l0 >= 3, "{l0} L0 tables: the held compaction took two");
-    gate.set_armed(false);
+    drop(disarm);
     db.wait_for_compactions().unwrap();
     let got = db.get(&ReadOptions::new(), b"k0199").unwrap();
     assert_eq!(got.as_deref(), Some(&[4u8; 1000][..]));

@@ -345,7 +345,8 @@ fn crash_at_every_io_step_of_a_range_merge() {
     let merging = |fs: FaultFs| Options {
         range_merge_sorted_runs: 1,
         range_merge_idle: Duration::ZERO,
-        // One background thread: the same I/O steps in every run.
+        // One pool thread (and the flush thread, idle here): the same I/O
+        // steps in every run.
         max_background_jobs: 1,
         ..uncached_options(Arc::new(fs))
     };
@@ -447,7 +448,7 @@ fn crash_while_jobs_run(budget: u64) {
     let opts = |fs: Arc<dyn Fs>| Options {
         enable_gc: true,
         gc_garbage_ratio: 0.1,
-        max_background_jobs: 3,
+        max_background_jobs: 4,
         max_value_file_refs: 3,
         space_budget_bytes: budget,
         ..options(fs)

@@ -448,18 +448,6 @@ pub(crate) fn pick_range_merge(
     })
 }
 
-/// Before range merges, while writes pause: a compaction moving the files
-/// of a level above the last one level down (L0's, into the base level),
-/// so that recent writes reach the last level, where merges gather their
-/// values. Range merges leave upper levels alone, and a scan reads each
-/// of their values from its own flush's file. Also while space is short,
-/// to expose the garbage recent writes hide. Only where the value bytes
-/// the moved files reference are at least some times the sstable bytes
-/// the compaction rewrites (`PushDownFor::values_per_byte`): with values
-/// separated the tree is small, and a trickle of writes does not rewrite
-/// the last level's tables for a few values. Deepest level first, so a
-/// key range empties downwards, and L0 straight into the last level once
-/// the levels between hold none of its keys.
 /// What a push-down is for.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum PushDownFor {
@@ -487,6 +475,18 @@ impl PushDownFor {
     }
 }
 
+/// Before range merges, while writes pause: a compaction moving the files
+/// of a level above the last one level down (L0's, into the base level),
+/// so that recent writes reach the last level, where merges gather their
+/// values. Range merges leave upper levels alone, and a scan reads each
+/// of their values from its own flush's file. Also while space is short,
+/// to expose the garbage recent writes hide. Only where the value bytes
+/// the moved files reference are at least some times the sstable bytes
+/// the compaction rewrites (`PushDownFor::values_per_byte`): with values
+/// separated the tree is small, and a trickle of writes does not rewrite
+/// the last level's tables for a few values. Deepest level first, so a
+/// key range empties downwards, and L0 straight into the last level once
+/// the levels between hold none of its keys.
 pub(crate) fn pick_push_down(
     v: &Version,
     opts: &PickerOptions,

@@ -75,14 +75,15 @@ pub(super) fn run(db: &DbInner) {
         let sched = db.schedule(&st);
         let mut idle_wait = None;
         let jobs = st.compactions.len() + st.gc_jobs;
-        // A compaction may start whenever a compaction slot and a thread
-        // are free, whatever GC runs: GC waits for compactions to expose
-        // its garbage, so it must never hold them back for long.
+        // A compaction may start whenever a compaction slot and a pool
+        // thread are free. With one pool thread (the default two
+        // background jobs, as RocksDB's one flush and one compaction
+        // thread) compactions and GC jobs take turns.
         let compaction_slot =
             st.compactions.len() < db.max_compactions() && jobs < db.opts.pool_threads();
-        // GC runs, within its share, in the threads compactions leave;
-        // while it falls behind or space is short, also in the one kept
-        // for compactions when none runs.
+        // GC runs, within its share, in the threads compactions may not
+        // take; while it falls behind or space is short, also in the last
+        // free one.
         let gc_slot = st.gc_jobs < sched.max_gc
             && (jobs < db.max_compactions()
                 || (jobs < db.opts.pool_threads() && sched.gc_may_borrow));
@@ -224,8 +225,9 @@ fn run_registered<'a>(
 
 impl DbInner {
     /// Background compactions allowed at once: all of the pool's threads
-    /// but one, which GC may then count on: it frees the space writes
-    /// take, and long compactions must not hold it back.
+    /// but one, which GC may then count on (it frees the space writes
+    /// take, and long compactions must not hold it back); one with a pool
+    /// of one.
     fn max_compactions(&self) -> usize {
         self.opts.pool_threads().saturating_sub(1).max(1)
     }

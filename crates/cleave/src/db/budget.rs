@@ -58,7 +58,7 @@ const MAX_MEM_LOG_SHARE: u64 = 32;
 /// at the budget over this (sstable bytes plus the values they reference),
 /// not at the target file size. A later range merge of one of them, which
 /// rewrites its values whole, then writes at most an eighth of the
-/// budget: two at once (three background jobs) take at most the quarter
+/// budget: two at once (four background jobs) take at most the quarter
 /// left free below `SHORT_FROM`. A 16th (13 tables at 2 GiB, not 7) ran
 /// the 2 GiB overwrite under a 1.25x budget at 11,482 ops/s, where an
 /// eighth ran 13,624 (docs/benchmarks.md, issue 28).

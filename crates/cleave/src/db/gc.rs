@@ -106,7 +106,7 @@ pub(super) struct Schedule {
     pub max_gc: usize,
     /// GC goes before compaction for a free thread.
     pub gc_first: bool,
-    /// GC may use the pool's thread kept for compactions while none runs.
+    /// GC may also use the last free pool thread, which compactions leave.
     pub gc_may_borrow: bool,
     pub pressure: Pressure,
     /// What the space budget counts.

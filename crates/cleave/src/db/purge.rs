@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 
 use crate::base::filename::{self, FileKind};
 use crate::manifest::ObsoleteFiles;
@@ -25,9 +25,10 @@ pub(crate) struct Purger {
     obsolete: Arc<ObsoleteFiles>,
     table_cache: Arc<TableCache>,
     values: Arc<ValueStore>,
-    /// Held for each purge, from `take` to the last removal: files taken
-    /// are no longer pending, but still on disk until then.
-    running: Mutex<()>,
+    /// Held shared by each purge from `take` to its last removal (files
+    /// taken are no longer pending, but still on disk until then), and
+    /// exclusively by a purge that must see them gone.
+    running: RwLock<()>,
 }
 
 impl Purger {
@@ -44,7 +45,7 @@ impl Purger {
             obsolete,
             table_cache,
             values,
-            running: Mutex::new(()),
+            running: RwLock::new(()),
         }
     }
 
@@ -56,7 +57,8 @@ impl Purger {
     /// removed now is an orphan, removed by the next open.
     pub(crate) fn purge(&self) {
         if self.has_pending() {
-            self.purge_settled();
+            let _running = self.running.read();
+            self.delete_taken();
         }
     }
 
@@ -65,7 +67,12 @@ impl Purger {
     /// directory, as a purge in flight elsewhere left a job's inputs on
     /// disk after `wait_for_compactions`.
     pub(crate) fn purge_settled(&self) {
-        let _running = self.running.lock();
+        let _running = self.running.write();
+        self.delete_taken();
+    }
+
+    /// Deletes the files queued now. REQUIRES: `running` held.
+    fn delete_taken(&self) {
         let files = self.obsolete.take();
         for f in &files {
             // Closing the cached handle first, so the space is freed now

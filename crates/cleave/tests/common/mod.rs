@@ -37,7 +37,8 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         block_size: rng.gen_range(256..4096),
         bloom_bits_per_key: if rng.gen_bool(0.8) { 10 } else { 0 },
         block_cache_capacity: rng.gen_range(0..1 << 20),
-        max_background_jobs: rng.gen_range(1..4),
+        // Up to four: a flush thread and a pool where two compactions run at once.
+        max_background_jobs: rng.gen_range(1..5),
         level_compaction_dynamic_level_bytes: rng.gen_bool(0.6),
         max_manifest_file_size: rng.gen_range(1 << 10..64 << 10),
         compression: codec(rng),
