@@ -130,9 +130,10 @@ pub struct Options {
     /// before their inputs go; 0 means no budget. From 75% of it
     /// compaction pushes recent writes down to expose the garbage they
     /// hide, and neither merges ranges nor re-separates values; from 90%
-    /// GC takes every compaction and GC thread and collects any file holding the
-    /// share of garbage the budget leaves value files on average, best
-    /// cost-benefit first, if its copy fits below 127/128 of the budget.
+    /// GC takes every compaction and GC thread and collects any file
+    /// holding the share of garbage the budget leaves value files on
+    /// average, best cost-benefit first, if its copy fits below 127/128 of
+    /// the budget.
     /// Writers are paced, from 90%, at the rate background work frees
     /// space plus the room left over a second (RocksDB's delayed write
     /// rate, following space instead of compaction debt) towards 63/64 of
