@@ -461,29 +461,51 @@ fn snapshots_repeat_and_views_only_move_forward() {
     assert!(report.is_ok(), "{report}");
 }
 
-/// Holds the compaction and GC pool's threads (`cleave-bg-*`) at their
-/// next write to a file while armed; other threads pass. (Held in a write,
-/// not in `create`: the engine's usage accounting creates files under a
-/// lock of its own.)
-#[derive(Debug, Default)]
+/// Holds the threads whose names start with `threads` at their next
+/// write (or sync) of a file whose name ends with `files`, while armed;
+/// other threads and files pass. (Held in a write, not in `create`: the
+/// engine's usage accounting creates files under a lock of its own.)
+/// Where a gate holds a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Point {
+    Append,
+    Sync,
+}
+
+#[derive(Debug)]
 struct Gate {
+    threads: &'static str,
+    files: &'static str,
+    at: Point,
     /// (armed, threads held)
     state: Mutex<(bool, usize)>,
     cv: Condvar,
 }
 
 impl Gate {
+    fn new(threads: &'static str, files: &'static str, at: Point) -> Gate {
+        Gate {
+            threads,
+            files,
+            at,
+            state: Mutex::default(),
+            cv: Condvar::new(),
+        }
+    }
+
     fn set_armed(&self, armed: bool) {
         self.state.lock().unwrap().0 = armed;
         self.cv.notify_all();
     }
 
-    fn pass(&self) {
-        let pooled = std::thread::current()
+    fn pass(&self, path: &Path, point: Point) {
+        let held = point == self.at
+            && std::thread::current()
             .name()
-            .is_some_and(|n| n.starts_with("cleave-bg"));
+            .is_some_and(|n| n.starts_with(self.threads))
+            && path.to_str().is_some_and(|p| p.ends_with(self.files));
         let mut s = self.state.lock().unwrap();
-        if pooled && s.0 {
+        if held && s.0 {
             s.1 += 1;
             self.cv.notify_all();
             while s.0 {
@@ -493,12 +515,12 @@ impl Gate {
         }
     }
 
-    /// Waits until a pool thread is held; a hang guard, not a timing.
+    /// Waits until a thread is held; a hang guard, not a timing.
     fn wait_held(&self) {
         let deadline = Instant::now() + HANG_GUARD;
         let mut s = self.state.lock().unwrap();
         while s.1 == 0 {
-            assert!(Instant::now() < deadline, "no pool job started");
+            assert!(Instant::now() < deadline, "no thread was held");
             s = self
                 .cv
                 .wait_timeout(s, Duration::from_millis(10))
@@ -508,8 +530,8 @@ impl Gate {
     }
 }
 
-/// Disarms the gate when dropped: a failing test must not leave a pool
-/// thread held, or dropping the database would wait for it for ever.
+/// Disarms the gate when dropped: a failing test must not leave a
+/// background thread held, or dropping the database would wait for it for ever.
 struct Disarm(Arc<Gate>);
 
 impl Drop for Disarm {
@@ -526,18 +548,20 @@ struct GateFs {
 
 struct GatedFile {
     inner: Box<dyn WritableFile>,
+    path: std::path::PathBuf,
     gate: Arc<Gate>,
 }
 
 impl WritableFile for GatedFile {
     fn append(&mut self, data: &[u8]) -> cleave::Result<()> {
-        self.gate.pass();
+        self.gate.pass(&self.path, Point::Append);
         self.inner.append(data)
     }
     fn flush(&mut self) -> cleave::Result<()> {
         self.inner.flush()
     }
     fn sync(&mut self) -> cleave::Result<()> {
+        self.gate.pass(&self.path, Point::Sync);
         self.inner.sync()
     }
     fn len(&self) -> u64 {
@@ -549,6 +573,7 @@ impl Fs for GateFs {
     fn create(&self, path: &Path, opts: FileOptions) -> cleave::Result<Box<dyn WritableFile>> {
         Ok(Box::new(GatedFile {
             inner: self.inner.create(path, opts)?,
+            path: path.to_path_buf(),
             gate: self.gate.clone(),
         }))
     }
@@ -608,7 +633,7 @@ fn write_and_flush(db: &Arc<Db>, round: u8) {
 /// behind a long GC job or compaction for the memtable to drain.
 #[test]
 fn a_flush_never_waits_for_a_compaction_or_gc_thread() {
-    let gate = Arc::new(Gate::default());
+    let gate = Arc::new(Gate::new("cleave-bg", "", Point::Append));
     let fs = Arc::new(GateFs {
         inner: MemFs::new(),
         gate: gate.clone(),
@@ -648,4 +673,60 @@ fn a_flush_never_waits_for_a_compaction_or_gc_thread() {
     db.wait_for_compactions().unwrap();
     let got = db.get(&ReadOptions::new(), b"k0199").unwrap();
     assert_eq!(got.as_deref(), Some(&[4u8; 1000][..]));
+}
+
+/// The space budget counts a flush's output once: what it has written is
+/// on disk, and only the rest is still to come. Counted as the whole
+/// memtable until the flush ended, as well as on disk, the output made
+/// usage jump by a memtable at every flush, and writers under a tight
+/// budget stopped for space in most flushes.
+#[test]
+fn a_flush_counts_its_output_once_in_the_budget_usage() {
+    // The flush thread is held syncing its sstable, with every record
+    // written.
+    let gate = Arc::new(Gate::new("cleave-flush", ".sst", Point::Sync));
+    let fs = Arc::new(GateFs {
+        inner: MemFs::new(),
+        gate: gate.clone(),
+    });
+    let db = Arc::new(
+        Db::open(
+            "/db",
+            Options {
+                create_if_missing: true,
+                fs: fs.clone(),
+                min_value_size: 512,
+                ..Options::default()
+            },
+        )
+        .unwrap(),
+    );
+    const KEYS: u32 = 1000;
+    const VALUE: usize = 1000;
+    for i in 0..KEYS {
+        let key = format!("k{i:05}");
+        db.put(&WriteOptions::default(), key.as_bytes(), &[7; VALUE])
+            .unwrap();
+    }
+    // Before the flush the memtable's output is all still to come.
+    let ahead = db.stats().space_usage_bytes - db.space();
+    assert!(ahead >= u64::from(KEYS) * VALUE as u64, "{ahead}");
+    gate.set_armed(true);
+    let disarm = Disarm(gate.clone());
+    let flusher = {
+        let db = db.clone();
+        std::thread::spawn(move || db.flush())
+    };
+    gate.wait_held();
+    // The value file is on disk; what is still to come is at most the
+    // entries since the last report and the memtable's own overhead.
+    let ahead = db.stats().space_usage_bytes - db.space();
+    assert!(
+        ahead < u64::from(KEYS) * VALUE as u64 / 4,
+        "{ahead} bytes counted ahead with the value file written"
+    );
+    drop(disarm);
+    flusher.join().unwrap().unwrap();
+    let got = db.get(&ReadOptions::new(), b"k00999").unwrap();
+    assert_eq!(got.as_deref(), Some(&[7u8; VALUE][..]));
 }

@@ -33,6 +33,10 @@ use crate::vfs::FileOptions;
 /// space is short may reference at most (see `budget::MAX_OUTPUT_SHARE`).
 const MAX_WIDENING: u64 = 8;
 
+/// Entries a flush or compaction writes between two reports of its output
+/// bytes to the space budget: 512 KiB of 8 KiB values.
+const REPORT_EVERY_ENTRIES: u32 = 64;
+
 /// One sstable written by a flush or compaction.
 pub(super) struct Output {
     pub number: FileNumber,
@@ -244,13 +248,17 @@ impl DbInner {
         let mut moved: Option<ValueFileBuilder> = None;
         let mut last_user_key: Vec<u8> = Vec::new();
         let mut handle_buf = Vec::new();
-        // Output bytes reported to `written` so far.
+        // Output bytes reported to `written` so far: finished files, and
+        // those being written as they grow, so that the space budget does
+        // not count a job's output both on disk and as still to come.
         let mut reported = 0;
-        let mut report = |outputs: &Outputs| {
-            let bytes = outputs.bytes();
-            written(bytes - reported);
-            reported = bytes;
+        let mut report = |bytes: u64| {
+            if bytes > reported {
+                written(bytes - reported);
+                reported = bytes;
+            }
         };
+        let mut kept_since_report = 0;
         while input.valid() {
             let ikey = input.key();
             let decision = rules
@@ -292,7 +300,7 @@ impl DbInner {
                         outputs.value_files.push(full.finish()?);
                     }
                 }
-                report(outputs);
+                report(outputs.bytes());
                 let number = self.versions.lock().new_file_number();
                 // Registered before creation so a failure can remove it.
                 created.0.push((FileKind::Sstable, number));
@@ -342,6 +350,17 @@ impl DbInner {
                 last_user_key.clear();
                 last_user_key.extend_from_slice(user_key);
             }
+            kept_since_report += 1;
+            if kept_since_report == REPORT_EVERY_ENTRIES {
+                kept_since_report = 0;
+                let growing = builder.as_ref().map_or(0, |(_, b)| b.estimated_size())
+                    + values
+                        .values()
+                        .map(ValueFileBuilder::file_size)
+                        .sum::<u64>()
+                    + moved.as_ref().map_or(0, ValueFileBuilder::file_size);
+                report(outputs.bytes() + growing);
+            }
             input.next()?;
         }
         // Cold first, for a stable order of outputs.
@@ -359,7 +378,7 @@ impl DbInner {
                 summary: b.finish()?,
             });
         }
-        report(outputs);
+        report(outputs.bytes());
         let dropped = rules.stats();
         add(
             &self.counters.entries_dropped,

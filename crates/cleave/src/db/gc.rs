@@ -189,8 +189,9 @@ impl DbInner {
     /// file in the directory, plus what work will write before it
     /// deletes: the rest of each running GC job's output, of each running
     /// compaction's inputs' bytes the part its outputs have not yet
-    /// taken, and the
-    /// memtables' flushes, whose WALs go only once their outputs are
+    /// taken, of the memtable being flushed the part its output has not
+    /// yet taken (all three in `reserved`, as they are written), and the
+    /// other memtables' flushes, whose WALs go only once their outputs are
     /// written. Memtables flush one at a time, oldest first, and each
     /// flush deletes a WAL about as large as its output, so the peak is
     /// the largest memtable's flush, not their sum (writes with
@@ -202,6 +203,7 @@ impl DbInner {
         let flush = st
             .imm
             .iter()
+            .filter(|i| !i.flushing)
             .map(|i| i.mem.approximate_memory_usage())
             .fold(st.mem.approximate_memory_usage(), usize::max) as u64;
         self.disk

@@ -97,6 +97,9 @@ struct Immutable {
     mem: Arc<MemTable>,
     wal: FileNumber,
     log_refs: LogRefs,
+    /// Being flushed: the budget counts what its flush has still to write
+    /// as a reservation, not its whole size (`DbInner::space_usage`).
+    flushing: bool,
 }
 
 /// State shared by foreground and background threads, behind `DbInner::state`.
@@ -168,7 +171,8 @@ pub(crate) struct DbInner {
     pacer: Mutex<budget::Pacer>,
     /// Whether the budget was last found impossible to meet.
     budget_impossible: AtomicBool,
-    /// Output bytes running GC jobs and compactions have still to write.
+    /// Output bytes running flushes, GC jobs and compactions have still to
+    /// write.
     reserved: AtomicU64,
     /// Output bytes of running GC jobs, written or not.
     gc_planned: AtomicU64,

@@ -437,7 +437,8 @@ impl DbInner {
                 edit.add_value_file(value_file_meta(&summary));
             }
         }
-        self.write_memtable(mem, Vec::new())?.add_to(edit, 0);
+        self.write_memtable(mem, Vec::new(), &|_| {})?
+            .add_to(edit, 0);
         Ok(())
     }
 

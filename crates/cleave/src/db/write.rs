@@ -494,6 +494,7 @@ impl DbInner {
             mem: old,
             wal: old_wal,
             log_refs,
+            flushing: false,
         });
         st.live_wals.push(number);
         st.mem_has_unlogged = false;
