@@ -501,8 +501,8 @@ impl Gate {
     fn pass(&self, path: &Path, point: Point) {
         let held = point == self.at
             && std::thread::current()
-            .name()
-            .is_some_and(|n| n.starts_with(self.threads))
+                .name()
+                .is_some_and(|n| n.starts_with(self.threads))
             && path.to_str().is_some_and(|p| p.ends_with(self.files));
         let mut s = self.state.lock().unwrap();
         if held && s.0 {
