@@ -461,10 +461,6 @@ fn snapshots_repeat_and_views_only_move_forward() {
     assert!(report.is_ok(), "{report}");
 }
 
-/// Holds the threads whose names start with `threads` at their next
-/// write (or sync) of a file whose name ends with `files`, while armed;
-/// other threads and files pass. (Held in a write, not in `create`: the
-/// engine's usage accounting creates files under a lock of its own.)
 /// Where a gate holds a thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Point {
@@ -472,6 +468,10 @@ enum Point {
     Sync,
 }
 
+/// Holds the threads whose names start with `threads` at their next
+/// write (or sync) of a file whose name ends with `files`, while armed;
+/// other threads and files pass. (Held in a write, not in `create`: the
+/// engine's usage accounting creates files under a lock of its own.)
 #[derive(Debug)]
 struct Gate {
     threads: &'static str,
@@ -709,7 +709,7 @@ fn a_flush_counts_its_output_once_in_the_budget_usage() {
             .unwrap();
     }
     // Before the flush the memtable's output is all still to come.
-    let ahead = db.stats().space_usage_bytes - db.space();
+    let ahead = db.stats().space_usage_bytes.saturating_sub(db.space());
     assert!(ahead >= u64::from(KEYS) * VALUE as u64, "{ahead}");
     gate.set_armed(true);
     let disarm = Disarm(gate.clone());
@@ -720,7 +720,7 @@ fn a_flush_counts_its_output_once_in_the_budget_usage() {
     gate.wait_held();
     // The value file is on disk; what is still to come is at most the
     // entries since the last report and the memtable's own overhead.
-    let ahead = db.stats().space_usage_bytes - db.space();
+    let ahead = db.stats().space_usage_bytes.saturating_sub(db.space());
     assert!(
         ahead < u64::from(KEYS) * VALUE as u64 / 4,
         "{ahead} bytes counted ahead with the value file written"

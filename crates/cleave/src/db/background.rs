@@ -49,6 +49,13 @@ pub(super) fn run_flushes(db: &DbInner) {
             }
             st = db.state.lock();
             st.flush_running = false;
+            // A failed flush left its memtable: the budget counts it whole
+            // again.
+            if r.is_err() {
+                if let Some(i) = st.imm.front_mut() {
+                    i.flushing = false;
+                }
+            }
             db.bg_cv.notify_all();
             continue;
         }

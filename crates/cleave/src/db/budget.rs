@@ -80,7 +80,7 @@ pub(crate) const MAX_UTILIZATION: f64 = 0.95;
 /// 1.25x budget held usage 12 MB below the target, at a value-file
 /// utilization of 0.89 and 4,970-5,137 ops/s; over 0.25 s with the
 /// credit, 2 MB above it (short of the stop level), at 0.86 and
-/// 6,096-7,058 ops/s (docs/benchmarks.md, issue 28).
+/// 6,096-7,378 ops/s (docs/benchmarks.md, issue 28).
 pub(crate) const ROOM_SECONDS: f64 = 0.25;
 /// Time constant of the reclaim rate's moving average.
 const RECLAIM_SECONDS: f64 = 2.0;
@@ -442,7 +442,7 @@ mod tests {
             p.pace(&b, at_target, 0, 1_000_000, late),
             Pace::Wait(mb - Duration::from_millis(5))
         );
-        // Idle for a second, it may catch up on `MAX_CREDIT` only.
+        // Idle for two seconds, it may catch up on `MAX_CREDIT` only.
         let idle = t0 + Duration::from_secs(2);
         assert_eq!(
             p.pace(&b, at_target, 0, 1_000_000, idle),

@@ -53,7 +53,7 @@ impl DbInner {
             st.imm.front_mut().map(|i| {
                 i.flushing = true;
                 let bytes = i.mem.approximate_memory_usage() as u64;
-                let reservation = Reservation::new(&self.reserved, None, bytes);
+                let reservation = Reservation::new(&self.flush_left, None, bytes);
                 (i.mem.clone(), i.log_refs.clone(), current, reservation)
             })
         }) else {
@@ -70,17 +70,9 @@ impl DbInner {
                 .filter(|&n| version.physical_file(n).is_none()),
         )?;
         drop(version);
-        let outputs = match self.write_memtable(&mem, self.snapshots.sequence_numbers(), &|b| {
+        let outputs = self.write_memtable(&mem, self.snapshots.sequence_numbers(), &|b| {
             reservation.written(b)
-        }) {
-            Ok(outputs) => outputs,
-            Err(e) => {
-                if let Some(i) = self.state.lock().imm.front_mut() {
-                    i.flushing = false;
-                }
-                return Err(e);
-            }
-        };
+        })?;
 
         // The sstable and the value files its handles point into become
         // live in one edit: a crash before it leaves only orphans, which
@@ -111,6 +103,8 @@ impl DbInner {
             self.logs.installed(&installed);
             st.imm.pop_front();
         }
+        // All of its output is on disk now, beside its WAL until that goes.
+        drop(reservation);
         // The flushed sstable now references what the entries pointed at.
         self.logs.unpin(log_refs);
         add(&self.counters.flush_bytes_written, outputs.bytes());

@@ -80,7 +80,7 @@ impl<'a> Reservation<'a> {
                 taken = left.min(bytes);
                 Some(left - taken)
             });
-        self.total.fetch_sub(taken, Ordering::Relaxed);
+        self.total.fetch_sub(taken, Ordering::Release);
     }
 }
 
@@ -189,27 +189,33 @@ impl DbInner {
     /// file in the directory, plus what work will write before it
     /// deletes: the rest of each running GC job's output, of each running
     /// compaction's inputs' bytes the part its outputs have not yet
-    /// taken, of the memtable being flushed the part its output has not
-    /// yet taken (all three in `reserved`, as they are written), and the
-    /// other memtables' flushes, whose WALs go only once their outputs are
-    /// written. Memtables flush one at a time, oldest first, and each
-    /// flush deletes a WAL about as large as its output, so the peak is
-    /// the largest memtable's flush, not their sum (writes with
-    /// `disable_wal` break this a little: their flushes delete no WAL).
+    /// taken, and the memtables' flushes, whose WALs go only once their
+    /// outputs are written (of the one being flushed, the part of its
+    /// output not yet written). Memtables flush one at a time, oldest
+    /// first, and each flush deletes a WAL about as large as its output,
+    /// so the peak is the largest flush to come, not their sum (writes
+    /// with `disable_wal` break this a little: their flushes delete no
+    /// WAL).
     /// The mutable one counts too: counted only at its switch, its flush
     /// made usage jump past the budget, and the driver stopped the
     /// 0.28 GiB overwrite under a 1.5x limit for 0.2 s.
     pub(super) fn space_usage(&self, st: &State) -> u64 {
+        // Read before the disk: a job adds its output to the disk before
+        // it takes it from what is left (`Reservation::written`), so this
+        // order may count a report twice, never miss one.
+        let reserved = self.reserved.load(Ordering::Acquire);
+        let flush_left = self.flush_left.load(Ordering::Acquire);
         let flush = st
             .imm
             .iter()
             .filter(|i| !i.flushing)
-            .map(|i| i.mem.approximate_memory_usage())
-            .fold(st.mem.approximate_memory_usage(), usize::max) as u64;
+            .map(|i| i.mem.approximate_memory_usage() as u64)
+            .fold(st.mem.approximate_memory_usage() as u64, u64::max)
+            .max(flush_left);
         self.disk
             .bytes()
             .saturating_add(flush)
-            .saturating_add(self.reserved.load(Ordering::Relaxed))
+            .saturating_add(reserved)
     }
 
     /// Value bytes of the current Version: in value files, and of those

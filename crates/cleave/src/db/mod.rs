@@ -171,9 +171,10 @@ pub(crate) struct DbInner {
     pacer: Mutex<budget::Pacer>,
     /// Whether the budget was last found impossible to meet.
     budget_impossible: AtomicBool,
-    /// Output bytes running flushes, GC jobs and compactions have still to
-    /// write.
+    /// Output bytes running GC jobs and compactions have still to write.
     reserved: AtomicU64,
+    /// Output bytes the running flush has still to write.
+    flush_left: AtomicU64,
     /// Output bytes of running GC jobs, written or not.
     gc_planned: AtomicU64,
     /// GC jobs the scheduler allows at once, as it last decided.

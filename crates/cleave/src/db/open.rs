@@ -160,6 +160,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         pacer: Mutex::new(Pacer::new(Instant::now())),
         budget_impossible: AtomicBool::new(false),
         reserved: AtomicU64::new(0),
+        flush_left: AtomicU64::new(0),
         gc_planned: AtomicU64::new(0),
         gc_max_jobs: AtomicUsize::new(0),
         drop_cache,
