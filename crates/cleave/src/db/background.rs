@@ -312,10 +312,22 @@ impl DbInner {
         loop {
             Self::check_bg_error(&st)?;
             let sched = self.schedule(&st);
+            // While space is short the pool also pushes recent writes down
+            // (`run`): missed here, one could start after this returned,
+            // and a test found the manifest grown past a measurement.
+            let push_down = sched.short
+                && picker::pick_push_down(
+                    &st.current,
+                    &self.picker_opts,
+                    &st.busy(),
+                    PushDownFor::Space,
+                )
+                .is_some();
             let idle = st.imm.is_empty()
                 && !st.flush_running
                 && st.compactions.is_empty()
                 && st.gc_jobs == 0
+                && !push_down
                 && picker::pick(&st.current, &self.picker_opts, &st.busy()).is_none()
                 && self.pick_gc(&st, &sched).is_none()
                 && matches!(self.range_merge(&st, &sched), RangeMerge::Nothing);
