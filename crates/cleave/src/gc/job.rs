@@ -46,13 +46,17 @@ const BATCHES_AHEAD: usize = 4;
 
 /// Unselected bytes a read of live records may take in between two of
 /// them, rather than end there and start another read: under load a read
-/// costs about what 64 KiB of bandwidth does. In files at the 75%
+/// costs about what 16 KiB of bandwidth does. In files at the 75%
 /// utilization a tight budget leaves, live runs average four records
-/// with one or two dead ones between, so a batch becomes one read. The 2
-/// GiB uniform overwrite under a 1.25x budget then read a third more
-/// bytes but waited 53-64 s for them instead of 66-68, and ran 13,013
-/// ops/s against 12,158 (medians of three; docs/benchmarks.md, issue 28).
-const READ_THROUGH_GAP: u64 = 64 << 10;
+/// with one or two dead ones between. Reading through no gap at all, GC
+/// issued 32 reads per 1 MiB batch and waited longest for them; reading
+/// through up to 64 KiB, it read a third more bytes than it kept, and
+/// those bytes took the device from its own writes. Through one dead
+/// 8 KiB record but not two, the 300 MB fixed-8k overwrite under a 1.25x
+/// budget ran 8,292 ops/s where 64 KiB ran 6,657 and none 5,989, and the
+/// 2 GiB one 13,762 where 64 KiB ran 12,680 (medians, interleaved;
+/// docs/benchmarks.md, issue 28).
+const READ_THROUGH_GAP: u64 = 16 << 10;
 
 /// GC's reads in flight at once, within one batch. Before runs read
 /// through gaps, a batch held dozens of short runs, and several submitted
@@ -60,9 +64,8 @@ const READ_THROUGH_GAP: u64 = 64 << 10;
 /// deeper queue takes the device from flushes: with the ring's full depth
 /// (64) the fixed-8k overwrite ran 13% slower than with the eight reader
 /// threads this replaced (docs/benchmarks.md, issue 15). Now a batch is
-/// one to a few reads where victims are mostly live; the bound still
-/// matters where gaps wider than `READ_THROUGH_GAP` split it, and with
-/// `coalesce_reads` off.
+/// about ten reads of 100 KiB where victims are three-quarters live, and
+/// one or two where they are mostly live.
 pub(crate) const READS_IN_FLIGHT: usize = 8;
 /// GC's reads in flight while space is short and writers wait for GC. The
 /// device shares its bandwidth by what is queued, and a job reads and
@@ -70,9 +73,9 @@ pub(crate) const READS_IN_FLIGHT: usize = 8;
 /// (`vfs::os`), 24 reads of 56 KiB balance two of them (fio on this
 /// machine: 285 MB/s of reads, 345 of writes), where 8 get a fifth of the
 /// writes' bandwidth and 64 starve them (issue 28). Measured before runs
-/// read through gaps; with them, a batch of 1 MiB rarely holds more than
-/// a few reads, and larger batches (more bytes queued) took bandwidth
-/// from GC's own writes (issue 28).
+/// read through gaps; with them, a batch of 1 MiB holds about ten reads,
+/// and larger batches (more bytes queued) took bandwidth from GC's own
+/// writes (issue 28).
 pub(crate) const SHORT_READS_IN_FLIGHT: usize = 24;
 
 /// The records of `batch`, in order: its runs read with one
