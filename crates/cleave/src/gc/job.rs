@@ -194,10 +194,13 @@ pub(crate) fn run(
     let live = live_ordinals(cx, version, plan, &mut stats)?;
     stats.bitmap_time = start.elapsed();
 
-    let mut outputs = Outputs::default();
+    // Every input's live runs first (record indexes are small), so that
+    // one reader goes through the job's inputs without a pause between
+    // them: read input by input, the writer waited for each file's first
+    // batch and the reader idled while each file's last was written.
+    let mut inputs = Vec::with_capacity(plan.inputs.len());
     for input in &plan.inputs {
         let file = cx.values.file(input.number)?;
-        let class = file.properties().class;
         let start = Instant::now();
         let selected = |logical, ordinal| {
             u32::try_from(ordinal).is_ok_and(|o| live.get(&logical).is_some_and(|b| b.contains(o)))
@@ -210,67 +213,80 @@ pub(crate) fn run(
         };
         stats.index_time += start.elapsed();
         stats.index_bytes_read += file.properties().index_size;
+        inputs.push((file, runs));
+    }
+    // The job's batches in order, each with the input it reads.
+    let all_batches = || {
+        inputs
+            .iter()
+            .flat_map(|(file, runs)| batches(runs).map(move |batch| (file, batch)))
+    };
 
-        let mut kept: BTreeMap<FileNumber, u64> = BTreeMap::new();
-        let mut write =
-            |(records, read): (Vec<ValueRecord>, u64), stats: &mut GcStats| -> Result<()> {
-                stats.value_bytes_read += read;
-                let bytes = records.iter().map(|r| r.raw.len() as u64).sum();
-                stats.throttle_time += (cx.pace)(Direction::Write, bytes);
-                let start = Instant::now();
-                for record in records {
-                    let out =
-                        outputs.for_record(cx, record.logical_file, class, new_number, created)?;
-                    out.add_moved(&record)?;
-                    *kept.entry(record.logical_file).or_default() += 1;
+    let mut outputs = Outputs::default();
+    // A logical file lives in one physical file: counted per logical file,
+    // records of different inputs never mix.
+    let mut kept: BTreeMap<FileNumber, u64> = BTreeMap::new();
+    let mut write = |(class, records, read): (ValueClass, Vec<ValueRecord>, u64),
+                     stats: &mut GcStats|
+     -> Result<()> {
+        stats.value_bytes_read += read;
+        let bytes = records.iter().map(|r| r.raw.len() as u64).sum();
+        stats.throttle_time += (cx.pace)(Direction::Write, bytes);
+        let start = Instant::now();
+        for record in records {
+            let out = outputs.for_record(cx, record.logical_file, class, new_number, created)?;
+            out.add_moved(&record)?;
+            *kept.entry(record.logical_file).or_default() += 1;
+        }
+        (cx.written)(bytes);
+        stats.write_time += start.elapsed();
+        Ok(())
+    };
+    let read = |file: &ValueFile, batch: &[Vec<IndexEntry>]| {
+        read_batch(cx.fs, cx.reads_in_flight, file, batch)
+            .map(|records| (file.properties().class, records, batch_bytes(batch)))
+    };
+    // Up to `BATCHES_AHEAD` batches are read while one is written, by a
+    // reader thread; if none can be started, in turn here.
+    let read_throttle = Mutex::new(Duration::ZERO);
+    std::thread::scope(|s| -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
+        let reader = std::thread::Builder::new().spawn_scoped(s, || {
+            let tx = tx;
+            for (file, batch) in all_batches() {
+                *read_throttle.lock() += (cx.pace)(Direction::Read, batch_bytes(batch));
+                let read = read(file, batch);
+                let failed = read.is_err();
+                // A closed channel means the writer failed: stop.
+                if tx.send(read).is_err() || failed {
+                    break;
                 }
-                (cx.written)(bytes);
-                stats.write_time += start.elapsed();
-                Ok(())
-            };
-        // Up to `BATCHES_AHEAD` batches are read while one is written, by
-        // a reader thread; if none can be started, in turn here.
-        let read_throttle = Mutex::new(Duration::ZERO);
-        std::thread::scope(|s| -> Result<()> {
-            let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
-            let reader = std::thread::Builder::new().spawn_scoped(s, || {
-                let tx = tx;
-                for batch in batches(&runs) {
-                    let bytes = batch_bytes(batch);
-                    *read_throttle.lock() += (cx.pace)(Direction::Read, bytes);
-                    let read = read_batch(cx.fs, cx.reads_in_flight, &file, batch)
-                        .map(|records| (records, bytes));
-                    let failed = read.is_err();
-                    // A closed channel means the writer failed: stop.
-                    if tx.send(read).is_err() || failed {
-                        break;
-                    }
-                }
-            });
-            if reader.is_err() {
-                for batch in batches(&runs) {
-                    let bytes = batch_bytes(batch);
-                    stats.throttle_time += (cx.pace)(Direction::Read, bytes);
-                    let start = Instant::now();
-                    let records = read_batch(cx.fs, cx.reads_in_flight, &file, batch)?;
-                    stats.value_read_time += start.elapsed();
-                    write((records, bytes), &mut stats)?;
-                }
-                return Ok(());
             }
-            loop {
+        });
+        if reader.is_err() {
+            for (file, batch) in all_batches() {
+                stats.throttle_time += (cx.pace)(Direction::Read, batch_bytes(batch));
                 let start = Instant::now();
-                let Ok(read) = rx.recv() else {
-                    return Ok(());
-                };
+                let read = read(file, batch)?;
                 stats.value_read_time += start.elapsed();
-                write(read?, &mut stats)?;
+                write(read, &mut stats)?;
             }
-        })?;
-        stats.throttle_time += read_throttle.into_inner();
-        // Every referenced record must have been found: a table pointing
-        // at a record the file does not hold is damage, and copying the
-        // rest would make it permanent.
+            return Ok(());
+        }
+        loop {
+            let start = Instant::now();
+            let Ok(read) = rx.recv() else {
+                return Ok(());
+            };
+            stats.value_read_time += start.elapsed();
+            write(read?, &mut stats)?;
+        }
+    })?;
+    stats.throttle_time += read_throttle.into_inner();
+    // Every referenced record must have been found: a table pointing at a
+    // record the file does not hold is damage, and copying the rest would
+    // make it permanent.
+    for (input, (file, _)) in plan.inputs.iter().zip(&inputs) {
         for h in &input.hosted {
             let wanted = live.get(&h.logical_file).map_or(0, RoaringBitmap::len);
             let found = kept.get(&h.logical_file).copied().unwrap_or(0);
