@@ -606,6 +606,20 @@ impl Fs for GateFs {
     }
 }
 
+/// A new database at `/db` of `options` on a `GateFs` behind `gate`.
+fn gated_db(gate: &Arc<Gate>, options: Options) -> Arc<Db> {
+    let fs = Arc::new(GateFs {
+        inner: MemFs::new(),
+        gate: gate.clone(),
+    });
+    let options = Options {
+        create_if_missing: true,
+        fs,
+        ..options
+    };
+    Arc::new(Db::open("/db", options).unwrap())
+}
+
 /// How long a flush may take before the test calls it hung.
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
@@ -634,24 +648,15 @@ fn write_and_flush(db: &Arc<Db>, round: u8) {
 #[test]
 fn a_flush_never_waits_for_a_compaction_or_gc_thread() {
     let gate = Arc::new(Gate::new("cleave-bg", "", Point::Append));
-    let fs = Arc::new(GateFs {
-        inner: MemFs::new(),
-        gate: gate.clone(),
-    });
-    let db = Arc::new(
-        Db::open(
-            "/db",
-            Options {
-                create_if_missing: true,
-                fs: fs.clone(),
-                level0_file_num_compaction_trigger: 2,
-                // One pool thread; before flushes had their own, this was
-                // the only background thread.
-                max_background_jobs: 1,
-                ..Options::default()
-            },
-        )
-        .unwrap(),
+    let db = gated_db(
+        &gate,
+        Options {
+            level0_file_num_compaction_trigger: 2,
+            // One pool thread; before flushes had their own, this was the
+            // only background thread.
+            max_background_jobs: 1,
+            ..Options::default()
+        },
     );
     gate.set_armed(true);
     // Dropped before `db`.
@@ -685,21 +690,12 @@ fn a_flush_counts_its_output_once_in_the_budget_usage() {
     // The flush thread is held syncing its sstable, with every record
     // written.
     let gate = Arc::new(Gate::new("cleave-flush", ".sst", Point::Sync));
-    let fs = Arc::new(GateFs {
-        inner: MemFs::new(),
-        gate: gate.clone(),
-    });
-    let db = Arc::new(
-        Db::open(
-            "/db",
-            Options {
-                create_if_missing: true,
-                fs: fs.clone(),
-                min_value_size: 512,
-                ..Options::default()
-            },
-        )
-        .unwrap(),
+    let db = gated_db(
+        &gate,
+        Options {
+            min_value_size: 512,
+            ..Options::default()
+        },
     );
     const KEYS: u32 = 1000;
     const VALUE: usize = 1000;

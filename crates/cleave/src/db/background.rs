@@ -101,18 +101,7 @@ pub(super) fn run(db: &DbInner) {
         // them again. So GC also waits while they are due or running.
         // The state cannot change while the lock is held: one pick serves
         // both this check and the compaction turn below.
-        let mut compaction = picker::pick(&st.current, &db.picker_opts, &st.busy());
-        if compaction.is_none() && sched.short {
-            // Space is short: move recent writes down to meet what they
-            // overwrote, exposing the garbage they hide to GC. With values
-            // separated the tree is small, and this costs little.
-            compaction = picker::pick_push_down(
-                &st.current,
-                &db.picker_opts,
-                &st.busy(),
-                PushDownFor::Space,
-            );
-        }
+        let mut compaction = db.pick_compaction(&st, &sched);
         let merge = if compaction.is_none() {
             db.range_merge(&st, &sched)
         } else {
@@ -239,6 +228,30 @@ impl DbInner {
         self.opts.pool_threads().saturating_sub(1).max(1)
     }
 
+    /// The compaction the pool runs next: the picker's, or while space is
+    /// short a push-down of recent writes to meet what they overwrote,
+    /// exposing the garbage they hide to GC (with values separated the
+    /// tree is small, and this costs little). The pool and
+    /// `wait_for_background_idle` share this rule: the idle check once
+    /// missed the push-downs, one started after it returned, and a test
+    /// found the manifest grown past a measurement.
+    fn pick_compaction(&self, st: &State, sched: &Schedule) -> Option<CompactionPlan> {
+        let busy = st.busy();
+        picker::pick(&st.current, &self.picker_opts, &busy).or_else(|| {
+            sched
+                .short
+                .then(|| {
+                    picker::pick_push_down(
+                        &st.current,
+                        &self.picker_opts,
+                        &busy,
+                        PushDownFor::Space,
+                    )
+                })
+                .flatten()
+        })
+    }
+
     /// The range merge to run now (or first the compaction moving recent
     /// writes down to the last level, `picker::pick_push_down`), if one is
     /// due and writes have paused for `range_merge_idle`.
@@ -312,23 +325,11 @@ impl DbInner {
         loop {
             Self::check_bg_error(&st)?;
             let sched = self.schedule(&st);
-            // While space is short the pool also pushes recent writes down
-            // (`run`): missed here, one could start after this returned,
-            // and a test found the manifest grown past a measurement.
-            let push_down = sched.short
-                && picker::pick_push_down(
-                    &st.current,
-                    &self.picker_opts,
-                    &st.busy(),
-                    PushDownFor::Space,
-                )
-                .is_some();
             let idle = st.imm.is_empty()
                 && !st.flush_running
                 && st.compactions.is_empty()
                 && st.gc_jobs == 0
-                && !push_down
-                && picker::pick(&st.current, &self.picker_opts, &st.busy()).is_none()
+                && self.pick_compaction(&st, &sched).is_none()
                 && self.pick_gc(&st, &sched).is_none()
                 && matches!(self.range_merge(&st, &sched), RangeMerge::Nothing);
             if idle {
