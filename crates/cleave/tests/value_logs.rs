@@ -525,3 +525,46 @@ fn a_write_the_budget_refuses_takes_no_space() {
     }
     assert_eq!(db.space_report().unwrap().on_disk_bytes, before);
 }
+
+/// A write whose own records would take usage to the stop level is
+/// refused before it appends them. The check before the append looked at
+/// usage alone: just below the stop level a write passed it, appended,
+/// and was refused by the group commit, which counts the record, so the
+/// record stayed on disk (the test above failed so in 1 run of 170).
+#[test]
+fn a_write_whose_records_would_reach_the_stop_level_appends_nothing() {
+    let fs = MemFs::new();
+    let budgeted = |bytes: u64| Options {
+        space_budget_bytes: bytes,
+        space_budget_fail_writes: true,
+        ..options(Arc::new(fs.clone()))
+    };
+    let db = Db::open(DIR, budgeted(1 << 40)).unwrap();
+    for i in 0..20 {
+        db.put(&WriteOptions::default(), &key(i), &value(i, 0, BIG))
+            .unwrap();
+    }
+    // All in the last level: a tight budget then finds nothing to push
+    // down, and its usage stays what it is here.
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    let usage = db.stats().space_usage_bytes;
+    db.close().unwrap();
+
+    // A stop level half a record above that usage (the stop is at 127/128
+    // of the budget).
+    let stop_at = |budget: u64| (budget as f64 * (1.0 - 1.0 / 128.0)) as u64;
+    let budget = (usage + BIG as u64 / 2) * 128 / 127 + 1;
+    let db = Db::open(DIR, budgeted(budget)).unwrap();
+    db.wait_for_compactions().unwrap();
+    let usage = db.stats().space_usage_bytes;
+    let stop = stop_at(budget);
+    assert!(
+        usage < stop && stop - usage < BIG as u64,
+        "usage {usage}, stop level {stop}: not within a record below it"
+    );
+    let before = db.space_report().unwrap().on_disk_bytes;
+    let r = db.put(&WriteOptions::default(), &key(100), &value(100, 0, BIG));
+    assert!(matches!(r, Err(Error::SpaceBudgetExceeded { .. })), "{r:?}");
+    assert_eq!(db.space_report().unwrap().on_disk_bytes, before);
+}

@@ -31,6 +31,8 @@ pub(crate) const BLOCK_TRAILER_LEN: usize = 4;
 
 /// Smallest record: crc, two one-byte varints, the tag; empty key and value.
 pub(crate) const MIN_RECORD_LEN: usize = 4 + 1 + 1 + 8;
+/// Largest record header: crc, two ten-byte varints, the tag.
+pub(crate) const MAX_RECORD_HEADER_LEN: usize = 4 + 10 + 10 + 8;
 
 /// Largest stored value: a compressed value is kept only when it is smaller
 /// than the raw one, so this is the value limit itself.
@@ -87,7 +89,7 @@ fn known_codec(b: u8) -> bool {
 /// value follow it. The checksum covers everything after itself.
 pub(crate) fn record_header(key: &[u8], stored_value: &[u8], seq: SeqNo, codec: u8) -> Vec<u8> {
     debug_assert!(seq <= MAX_SEQ);
-    let mut h = Vec::with_capacity(4 + 10 + 10 + 8);
+    let mut h = Vec::with_capacity(MAX_RECORD_HEADER_LEN);
     put_fixed32(&mut h, 0);
     put_varint64(&mut h, key.len() as u64);
     put_varint64(&mut h, stored_value.len() as u64);

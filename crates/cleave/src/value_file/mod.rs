@@ -24,7 +24,9 @@ mod record_index;
 mod store;
 
 pub(crate) use builder::ValueFileBuilder;
-pub(crate) use format::{record_len, record_ok, Origin, ValueClass, ValueFileProperties};
+pub(crate) use format::{
+    record_len, record_ok, Origin, ValueClass, ValueFileProperties, MAX_RECORD_HEADER_LEN,
+};
 pub(crate) use handle::ValueHandle;
 pub(crate) use reader::{check_record, record_from_raw, ValueFile, ValueRecord};
 pub(crate) use record_index::IndexEntry;

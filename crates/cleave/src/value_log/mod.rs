@@ -51,7 +51,7 @@ use crate::cache::{Priority, ShardedCache};
 use crate::error::{Error, Result};
 use crate::value_file::{
     check_record, Origin, ValueClass, ValueFileBuilder, ValueFileOptions, ValueFileSummary,
-    ValueHandle,
+    ValueHandle, MAX_RECORD_HEADER_LEN,
 };
 use crate::vfs::{FileOptions, Fs, RandomAccessFile};
 use crate::Compression;
@@ -380,16 +380,25 @@ impl ValueLogs {
     /// Whether `batch` holds a value a log takes: a writer without one
     /// goes straight to the group commit, as with logs off.
     pub(crate) fn takes_any(&self, batch: &WriteBatch) -> Result<bool> {
+        Ok(self.append_bound(batch)? > 0)
+    }
+
+    /// The most bytes [`Logs::separate`] appends for `batch`: each big
+    /// value's record at its largest header, stored uncompressed (a
+    /// compressed value is kept only when smaller). 0 when it takes none.
+    pub(crate) fn append_bound(&self, batch: &WriteBatch) -> Result<u64> {
         if !self.enabled() {
-            return Ok(false);
+            return Ok(0);
         }
+        let mut bytes = 0u64;
         for e in batch.entries() {
             let e = e?;
             if self.is_big(e.kind, e.value) {
-                return Ok(true);
+                let record = MAX_RECORD_HEADER_LEN + e.key.len() + e.value.len();
+                bytes = bytes.saturating_add(record as u64);
             }
         }
-        Ok(false)
+        Ok(bytes)
     }
 
     /// Appends the big values of `batch` to a log and returns the batch
