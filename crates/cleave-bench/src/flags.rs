@@ -201,7 +201,7 @@ pub struct Flags {
     pub device_write_bandwidth: u64,
 
     /// cleave only: GC reads runs of live records at once, through gaps
-    /// of up to 64 KiB of dead ones (gc_coalesced_reads); false reads each
+    /// of up to 16 KiB of dead ones (gc_coalesced_reads); false reads each
     /// record alone.
     #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = parse_bool)]

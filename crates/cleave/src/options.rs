@@ -165,7 +165,7 @@ pub struct Options {
     /// highest write bandwidth the database has reached.
     pub device_write_bandwidth: u64,
     /// GC reads runs of live records with one read each (sized by the
-    /// run), a run taking in gaps of up to 64 KiB of dead records between
+    /// run), a run taking in gaps of up to 16 KiB of dead records between
     /// live ones. Off, every live record is read on its own: the ablation
     /// of Scavenger+'s adaptive readahead.
     pub gc_coalesced_reads: bool,
