@@ -39,10 +39,11 @@ pub enum Error {
     /// is reopened, because the state on disk is no longer known.
     #[error("database is poisoned by an earlier failure: {0}")]
     Poisoned(String),
-    /// The database has reached its space budget's stop level and
+    /// The database has reached its space budget's stop level, or the
+    /// value-log records of the write would take it there, and
     /// `space_budget_fail_writes` asked for an error rather than a wait;
     /// nothing of the write was applied.
-    #[error("database in {} uses {usage_bytes} bytes, at the stop level of its space budget of {budget_bytes}", dir.display())]
+    #[error("database in {} uses {usage_bytes} bytes: with this write it would reach the stop level of its space budget of {budget_bytes}", dir.display())]
     SpaceBudgetExceeded {
         dir: PathBuf,
         usage_bytes: u64,

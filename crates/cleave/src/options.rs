@@ -148,8 +148,9 @@ pub struct Options {
     /// `Stats::budget_stall_micros`.
     pub space_budget_bytes: u64,
     /// Fail a write with `Error::SpaceBudgetExceeded` instead of stopping
-    /// or delaying it when usage has reached 127/128 of the budget; RocksDB's
-    /// `SstFileManager` max-allowed-space behaves this way.
+    /// or delaying it when usage has reached 127/128 of the budget, or the
+    /// records the write appends to value logs would take it there;
+    /// RocksDB's `SstFileManager` max-allowed-space behaves this way.
     pub space_budget_fail_writes: bool,
     /// Share the background threads between compaction and GC by the space
     /// pressure of each side (Scavenger+ eq. 4–6). Off, GC may use at most

@@ -726,3 +726,91 @@ fn a_flush_counts_its_output_once_in_the_budget_usage() {
     let got = db.get(&ReadOptions::new(), b"k00999").unwrap();
     assert_eq!(got.as_deref(), Some(&[7u8; VALUE][..]));
 }
+
+/// Two writers near the stop level of a budget that fails writes, with
+/// room for one more value-log record: the second is refused before it
+/// appends, because the first's record counts from its check until it is
+/// on disk. Counted only once on disk, both passed the check and both
+/// appended (to logs of their own); the second committed, and the group
+/// commit refused the first, leaving its record behind.
+#[test]
+fn writers_appending_at_once_at_the_stop_level_leave_no_record_behind() {
+    const BIG: usize = 8 << 10;
+    let gate = Arc::new(Gate::new("writer-a", ".vf", Point::Append));
+    let fs = Arc::new(GateFs {
+        inner: MemFs::new(),
+        gate: gate.clone(),
+    });
+    let options = |budget: u64| Options {
+        create_if_missing: true,
+        fs: fs.clone(),
+        write_buffer_size: 256 << 10,
+        min_value_size: 256,
+        big_value_threshold: 4 << 10,
+        value_file_size: 256 << 10,
+        enable_gc: false,
+        range_merge_sorted_runs: 0,
+        space_budget_bytes: budget,
+        space_budget_fail_writes: true,
+        ..Options::default()
+    };
+    let put = |db: &Db, i: u32| {
+        let key = format!("k{i:04}");
+        db.put(&WriteOptions::default(), key.as_bytes(), &[i as u8; BIG])
+    };
+    let db = Db::open("/db", options(1 << 40)).unwrap();
+    for i in 0..20 {
+        put(&db, i).unwrap();
+    }
+    // All in the last level: nothing for a tight budget to push down.
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    let usage = db.stats().space_usage_bytes;
+    db.close().unwrap();
+
+    // The stop level (127/128 of the budget) a record and a half above.
+    let budget = (usage + BIG as u64 * 3 / 2) * 128 / 127 + 1;
+    let db = Arc::new(Db::open("/db", options(budget)).unwrap());
+    db.wait_for_compactions().unwrap();
+    let usage = db.stats().space_usage_bytes;
+    let stop = (budget as f64 * (1.0 - 1.0 / 128.0)) as u64;
+    assert!(
+        stop > usage + BIG as u64 + 512 && stop < usage + 2 * BIG as u64,
+        "usage {usage}, stop level {stop}: not one record's room"
+    );
+    let before = db.space();
+    gate.set_armed(true);
+    let disarm = Disarm(gate.clone());
+    // The first writer is held appending its record to a value log.
+    let first = {
+        let db = db.clone();
+        std::thread::Builder::new()
+            .name("writer-a".into())
+            .spawn(move || put(&db, 100))
+            .unwrap()
+    };
+    gate.wait_held();
+    let (done, result) = std::sync::mpsc::channel();
+    {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let _ = done.send(put(&db, 101));
+        });
+    }
+    // Refused at once (a hang guard: a second writer that waits for the
+    // first's log is let go with it).
+    let early = result.recv_timeout(HANG_GUARD).ok();
+    drop(disarm);
+    let first = first.join().unwrap();
+    assert!(first.is_ok(), "the first writer, with room: {first:?}");
+    let second = early.unwrap_or_else(|| result.recv_timeout(HANG_GUARD).unwrap());
+    assert!(
+        matches!(second, Err(cleave::Error::SpaceBudgetExceeded { .. })),
+        "{second:?}"
+    );
+    let grown = db.space() - before;
+    assert!(
+        grown < BIG as u64 + BIG as u64 / 2,
+        "{grown} bytes: the refused writer's record stayed on disk"
+    );
+}

@@ -551,14 +551,12 @@ fn a_write_whose_records_would_reach_the_stop_level_appends_nothing() {
     let usage = db.stats().space_usage_bytes;
     db.close().unwrap();
 
-    // A stop level half a record above that usage (the stop is at 127/128
-    // of the budget).
-    let stop_at = |budget: u64| (budget as f64 * (1.0 - 1.0 / 128.0)) as u64;
+    // A stop level (127/128 of the budget) half a record above that usage.
     let budget = (usage + BIG as u64 / 2) * 128 / 127 + 1;
     let db = Db::open(DIR, budgeted(budget)).unwrap();
     db.wait_for_compactions().unwrap();
     let usage = db.stats().space_usage_bytes;
-    let stop = stop_at(budget);
+    let stop = (budget as f64 * (1.0 - 1.0 / 128.0)) as u64;
     assert!(
         usage < stop && stop - usage < BIG as u64,
         "usage {usage}, stop level {stop}: not within a record below it"

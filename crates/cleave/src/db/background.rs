@@ -228,8 +228,8 @@ impl DbInner {
         self.opts.pool_threads().saturating_sub(1).max(1)
     }
 
-    /// The compaction the pool runs next: the picker's, or while space is
-    /// short a push-down of recent writes to meet what they overwrote,
+    /// The compaction the pool would run next: the picker's, or while space
+    /// is short a push-down of recent writes to meet what they overwrote,
     /// exposing the garbage they hide to GC (with values separated the
     /// tree is small, and this costs little). The pool and
     /// `wait_for_background_idle` share this rule: the idle check once
@@ -237,19 +237,11 @@ impl DbInner {
     /// found the manifest grown past a measurement.
     fn pick_compaction(&self, st: &State, sched: &Schedule) -> Option<CompactionPlan> {
         let busy = st.busy();
-        picker::pick(&st.current, &self.picker_opts, &busy).or_else(|| {
-            sched
-                .short
-                .then(|| {
-                    picker::pick_push_down(
-                        &st.current,
-                        &self.picker_opts,
-                        &busy,
-                        PushDownFor::Space,
-                    )
-                })
-                .flatten()
-        })
+        let plan = picker::pick(&st.current, &self.picker_opts, &busy);
+        if plan.is_some() || !sched.short {
+            return plan;
+        }
+        picker::pick_push_down(&st.current, &self.picker_opts, &busy, PushDownFor::Space)
     }
 
     /// The range merge to run now (or first the compaction moving recent

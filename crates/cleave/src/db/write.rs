@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 
 use super::budget;
+use super::gc::Reservation;
 use super::stats::add;
 use super::{DbInner, Immutable, State};
 use crate::base::FileNumber;
@@ -70,8 +71,9 @@ impl DbInner {
         let bound = self.logs.append_bound(&batch)?;
         let separated = if bound > 0 {
             // A write the group commit would refuse must not append first:
-            // its values would take space no flush ever installs.
-            self.check_writable(bound)?;
+            // its values would take space no flush ever installs. Counted
+            // in usage until its records are on disk.
+            let _appending = self.check_writable(bound)?;
             let new_number = || self.versions.lock().new_file_number();
             match self.logs.separate(&batch, &new_number) {
                 Ok(s) => s,
@@ -110,28 +112,34 @@ impl DbInner {
     /// Whether a write that appends up to `appends` bytes to value logs
     /// may proceed as far as the refusals that need no waiting go: a
     /// poisoned or closing database, and a space budget that fails writes
-    /// past its stop level. The appended bytes count: the group commit
-    /// looks at usage after the append, and a write just below the stop
-    /// level passed here, appended, and was refused there, leaving its
-    /// record behind (1 in 170 runs of
-    /// `value_logs::a_write_the_budget_refuses_takes_no_space`).
-    fn check_writable(&self, appends: u64) -> Result<()> {
+    /// past its stop level. The appended bytes count, and under such a
+    /// budget stay counted (the reservation returned) until the caller
+    /// has appended them: the group commit looks at usage after the
+    /// append, and a write just below the stop level passed here,
+    /// appended, and was refused there, leaving its records behind (1 in
+    /// 170 runs of `value_logs::a_write_the_budget_refuses_takes_no_space`),
+    /// as would two writers that each passed here with room for one.
+    /// What still can: another group's WAL and memtable bytes landing in
+    /// between, and the index and footer of a log an append fills.
+    fn check_writable(&self, appends: u64) -> Result<Option<Reservation<'_>>> {
         let st = self.state.lock();
         Self::check_bg_error(&st)?;
         if st.shutting_down {
             return Err(Error::Closed);
         }
         if self.opts.space_budget_fail_writes && self.budget.bytes > 0 {
-            let usage = self.space_usage(&st).saturating_add(appends);
-            if self.budget.fill(usage) >= budget::STOP_AT {
+            let usage = self.space_usage(&st);
+            if self.budget.fill(usage.saturating_add(appends)) >= budget::STOP_AT {
                 return Err(Error::SpaceBudgetExceeded {
                     dir: self.dir.clone(),
                     usage_bytes: usage,
                     budget_bytes: self.budget.bytes,
                 });
             }
+            // Taken under the state lock, as every writer's check is.
+            return Ok(Some(Reservation::new(&self.reserved, None, appends)));
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Waits in the queue; the writer at the front leads a group.

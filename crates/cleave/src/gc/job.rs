@@ -9,7 +9,7 @@
 //! decrease, so the union is a superset of what is live when the job
 //! commits; a record dropped here is unreachable for good.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,9 +45,8 @@ const BATCH_BYTES: u64 = 1 << 20;
 const BATCHES_AHEAD: usize = 4;
 
 /// Unselected bytes a read of live records may take in between two of
-/// them, rather than end there and start another read: under load a read
-/// costs about what 16 KiB of bandwidth does. In files at the 75%
-/// utilization a tight budget leaves, live runs average four records
+/// them, rather than end there and start another read. In files at the
+/// 75% utilization a tight budget leaves, live runs average four records
 /// with one or two dead ones between. Reading through no gap at all, GC
 /// issued 32 reads per 1 MiB batch and waited longest for them; reading
 /// through up to 64 KiB, it read a third more bytes than it kept, and
@@ -55,7 +54,8 @@ const BATCHES_AHEAD: usize = 4;
 /// 8 KiB record but not two, the 300 MB fixed-8k overwrite under a 1.25x
 /// budget ran 8,292 ops/s where 64 KiB ran 6,657 and none 5,989, and the
 /// 2 GiB one 13,762 where 64 KiB ran 12,680 (medians, interleaved;
-/// docs/benchmarks.md, issue 28).
+/// docs/benchmarks.md, issue 28). Tuned on 8 KiB records: a dead record of
+/// 16 KiB or more is never read through.
 const READ_THROUGH_GAP: u64 = 16 << 10;
 
 /// GC's reads in flight at once, within one batch. Before runs read
@@ -202,8 +202,14 @@ pub(crate) fn run(
     for input in &plan.inputs {
         let file = cx.values.file(input.number)?;
         let start = Instant::now();
+        // Only the logical files this input hosts: a damaged record index
+        // listing another input's records must not make up for records
+        // that input lacks in the check below.
+        let hosted: HashSet<FileNumber> = input.hosted.iter().map(|h| h.logical_file).collect();
         let selected = |logical, ordinal| {
-            u32::try_from(ordinal).is_ok_and(|o| live.get(&logical).is_some_and(|b| b.contains(o)))
+            hosted.contains(&logical)
+                && u32::try_from(ordinal)
+                    .is_ok_and(|o| live.get(&logical).is_some_and(|b| b.contains(o)))
         };
         let runs: Vec<Vec<IndexEntry>> = if cx.coalesce_reads {
             file.live_runs(&selected, READ_THROUGH_GAP)?
@@ -223,8 +229,8 @@ pub(crate) fn run(
     };
 
     let mut outputs = Outputs::default();
-    // A logical file lives in one physical file: counted per logical file,
-    // records of different inputs never mix.
+    // Per logical file: each input selects only the logical files it hosts,
+    // and a Version hosts each in one physical file.
     let mut kept: BTreeMap<FileNumber, u64> = BTreeMap::new();
     let mut write = |(class, records, read): (ValueClass, Vec<ValueRecord>, u64),
                      stats: &mut GcStats|
