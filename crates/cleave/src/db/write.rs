@@ -68,12 +68,11 @@ impl DbInner {
         }
         // Big values go to a value log now, in this thread, so writers
         // append in parallel and the group commit carries only handles.
-        let bound = self.logs.append_bound(&batch)?;
-        let separated = if bound > 0 {
+        let separated = if self.logs.takes_any(&batch)? {
             // A write the group commit would refuse must not append first:
             // its values would take space no flush ever installs. Counted
             // in usage until its records are on disk.
-            let _appending = self.check_writable(bound)?;
+            let _appending = self.check_writable(&batch)?;
             let new_number = || self.versions.lock().new_file_number();
             match self.logs.separate(&batch, &new_number) {
                 Ok(s) => s,
@@ -109,25 +108,28 @@ impl DbInner {
         r
     }
 
-    /// Whether a write that appends up to `appends` bytes to value logs
-    /// may proceed as far as the refusals that need no waiting go: a
-    /// poisoned or closing database, and a space budget that fails writes
-    /// past its stop level. The appended bytes count, and under such a
-    /// budget stay counted (the reservation returned) until the caller
-    /// has appended them: the group commit looks at usage after the
+    /// Whether `batch`, whose big values go to value logs, may proceed as
+    /// far as the refusals that need no waiting go: a poisoned or closing
+    /// database, and a space budget that fails writes past its stop level.
+    /// The bytes it appends count (at most `ValueLogs::append_bound`), and
+    /// under such a budget stay counted (the reservation returned) until
+    /// the caller has appended them: the group commit looks at usage after the
     /// append, and a write just below the stop level passed here,
     /// appended, and was refused there, leaving its records behind (1 in
     /// 170 runs of `value_logs::a_write_the_budget_refuses_takes_no_space`),
     /// as would two writers that each passed here with room for one.
     /// What still can: another group's WAL and memtable bytes landing in
     /// between, and the index and footer of a log an append fills.
-    fn check_writable(&self, appends: u64) -> Result<Option<Reservation<'_>>> {
+    fn check_writable(&self, batch: &WriteBatch) -> Result<Option<Reservation<'_>>> {
         let st = self.state.lock();
         Self::check_bg_error(&st)?;
         if st.shutting_down {
             return Err(Error::Closed);
         }
         if self.opts.space_budget_fail_writes && self.budget.bytes > 0 {
+            // Only here: the bound walks the whole batch, where the write
+            // path stops at its first big value.
+            let appends = self.logs.append_bound(batch)?;
             let usage = self.space_usage(&st);
             if self.budget.fill(usage.saturating_add(appends)) >= budget::STOP_AT {
                 return Err(Error::SpaceBudgetExceeded {

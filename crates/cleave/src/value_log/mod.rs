@@ -377,8 +377,9 @@ impl ValueLogs {
         threshold > 0 && kind == ValueKind::Value && value.len() >= threshold
     }
 
-    /// Whether `batch` holds a value a log takes.
-    fn takes_any(&self, batch: &WriteBatch) -> Result<bool> {
+    /// Whether `batch` holds a value a log takes: a writer without one
+    /// goes straight to the group commit, as with logs off.
+    pub(crate) fn takes_any(&self, batch: &WriteBatch) -> Result<bool> {
         if !self.enabled() {
             return Ok(false);
         }
@@ -393,10 +394,8 @@ impl ValueLogs {
 
     /// The most record bytes [`Self::separate`] appends for `batch`: each
     /// big value's record at its largest header, stored uncompressed (a
-    /// compressed value is kept only when smaller). 0 when it takes none:
-    /// a writer without one goes straight to the group commit, as with
-    /// logs off. A log the append fills also gets its record index and
-    /// footer, which this leaves out.
+    /// compressed value is kept only when smaller). A log the append fills
+    /// also gets its record index and footer, which this leaves out.
     pub(crate) fn append_bound(&self, batch: &WriteBatch) -> Result<u64> {
         if !self.enabled() {
             return Ok(0);
