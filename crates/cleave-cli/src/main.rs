@@ -16,6 +16,11 @@ struct Cli {
     /// Create the database if it does not exist.
     #[arg(long)]
     create_if_missing: bool,
+    /// The built-in merge operator a database holding merges needs, by the
+    /// name its manifest records: uint64add, put, max, stringappend,
+    /// append:SEP or fieldupdate:FIELDSxLEN.
+    #[arg(long)]
+    merge_operator: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -76,8 +81,15 @@ fn run(cli: Cli) -> Result<bool> {
         (_, Some(d)) => d,
         _ => bail!("no database directory: pass --db DIR"),
     };
+    let merge_operator = match &cli.merge_operator {
+        Some(name) => Some(cleave::builtin_merge_operator(name).with_context(|| {
+            format!("--merge-operator: no built-in operator is named {name:?}")
+        })?),
+        None => None,
+    };
     let opts = Options {
         create_if_missing: cli.create_if_missing,
+        merge_operator,
         ..Options::default()
     };
     let db = match Db::open(&dir, opts) {

@@ -87,3 +87,51 @@ fn a_missing_sstable_fails_and_names_it() {
         "{report}"
     );
 }
+
+/// A database holding merges opens in the tool with the built-in operator
+/// its manifest names, and not without it.
+#[test]
+fn a_database_with_merges_needs_its_operator() {
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = Options {
+        create_if_missing: true,
+        merge_operator: Some(std::sync::Arc::new(cleave::U64Add)),
+        ..Options::default()
+    };
+    let db = Db::open(tmp.path(), opts).unwrap();
+    for n in [40u64, 2] {
+        db.merge(&WriteOptions::default(), b"hits", &n.to_le_bytes())
+            .unwrap();
+    }
+    db.close().unwrap();
+    let get = |operator: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cleave"));
+        cmd.arg("--db").arg(tmp.path());
+        if let Some(name) = operator {
+            cmd.args(["--merge-operator", name]);
+        }
+        cmd.args(["get", "hits"]).output().unwrap()
+    };
+    let out = get(None);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("uint64add"), "{err}");
+    let out = get(Some("uint64add"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.stdout.is_empty());
+    let out = get(Some("no-such-operator"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--merge-operator"));
+    let (ok, report) = {
+        let out = Command::new(env!("CARGO_BIN_EXE_cleave"))
+            .args(["--merge-operator", "uint64add", "verify"])
+            .arg(tmp.path())
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8(out.stdout).unwrap())
+    };
+    assert!(ok, "{report}");
+}

@@ -86,6 +86,8 @@ pub fn options(variant: u64) -> Options {
         // WAL-time separation in two runs of three, its threshold among the
         // separated values' sizes, so that values of one run reach the
         // disk by all three ways: inline, at flush, and through a value log.
+        // Counters are merges of 8-byte increments.
+        merge_operator: Some(std::sync::Arc::new(cleave::U64Add)),
         big_value_threshold: if rng.gen_range(0..3) == 0 {
             0
         } else {

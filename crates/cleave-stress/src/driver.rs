@@ -15,9 +15,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::config::{self, Mode};
-use crate::judge::judge;
-use crate::state::{Durable, Expected, Slot, PENDING_DELETE};
-use crate::values::{key, parse_key, value_id};
+use crate::judge::{judge, judge_counter};
+use crate::state::{Counter, Durable, Expected, Slot, PENDING_DELETE};
+use crate::values::{counter_key, counter_total, key, parse_counter, parse_key, value_id};
 
 pub struct DriverArgs {
     /// Holds the database, the expected state and the writer's stderr.
@@ -39,6 +39,9 @@ pub struct Summary {
     pub cycles_per_mode: [u64; 3],
     pub acked_writes: u64,
     pub keys_verified: u64,
+    /// Counter totals checked after kills, and the largest one seen.
+    pub counters_verified: u64,
+    pub largest_total: u64,
     /// Writes in flight at a kill, and how many of them survived.
     pub in_flight: u64,
     pub in_flight_applied: u64,
@@ -56,12 +59,14 @@ impl fmt::Display for Summary {
         write!(
             f,
             "{} kill cycles (sync {s}, async {a}, nowal {n}) in {:.0} s; {} writes acknowledged; \
-             {} keys verified; {} writes in flight at a kill, {} of them applied; \
+             {} keys verified; {} counter totals verified (up to {}); {} writes in flight at a kill, {} of them applied; \
              {} keys lost unflushed writes without a WAL, as allowed; verify resolved {} value handles and checked {} value records; lost: 0",
             self.cycles,
             self.elapsed.as_secs_f64(),
             self.acked_writes,
             self.keys_verified,
+            self.counters_verified,
+            self.largest_total,
             self.in_flight,
             self.in_flight_applied,
             self.unflushed_lost,
@@ -119,13 +124,19 @@ pub fn run(args: &DriverArgs) -> Result<Summary> {
         summary.cycles_per_mode[Mode::ALL.iter().position(|&m| m == mode).unwrap_or(0)] += 1;
         summary.acked_writes += expected.acked_writes - acked_before;
         summary.keys_verified += u64::from(expected.keys());
+        summary.counters_verified += checked.totals.len() as u64;
+        summary.largest_total = checked
+            .totals
+            .iter()
+            .copied()
+            .fold(summary.largest_total, u64::max);
         summary.in_flight += checked.in_flight;
         summary.in_flight_applied += checked.in_flight_applied;
         summary.unflushed_lost += checked.unflushed_lost;
         summary.handles_resolved += checked.handles;
         summary.records_checked += checked.records;
         acked_before = expected.acked_writes;
-        settle(&mut expected, &checked.found);
+        settle(&mut expected, &checked.found, &checked.totals);
         expected.save(&state)?;
         eprintln!(
             "cycle {cycle} ({mode}): {} writes acknowledged so far; {} in flight at the kill, {} \
@@ -144,6 +155,8 @@ pub fn run(args: &DriverArgs) -> Result<Summary> {
 struct Checked {
     /// The value id each key holds (0: absent).
     found: Vec<u32>,
+    /// Each counter's total.
+    totals: Vec<u64>,
     in_flight: u64,
     in_flight_applied: u64,
     unflushed_lost: u64,
@@ -182,6 +195,23 @@ fn check(db_dir: &Path, mode: Mode, variant: u64, expected: &Expected) -> Result
         }
         found.push(id);
     }
+    let mut totals = Vec::with_capacity(expected.counters.len());
+    for (c, (counter, &durable)) in expected
+        .counters
+        .iter()
+        .zip(&expected.durable_counters)
+        .enumerate()
+    {
+        let c = c as u32;
+        let total = match db.get(&ro, &counter_key(c))? {
+            None => 0,
+            Some(v) => counter_total(c, &v)?,
+        };
+        if let Err(why) = judge_counter(mode, counter, durable, total) {
+            problems.push(format!("counter {c}: {why}"));
+        }
+        totals.push(total);
+    }
     if !problems.is_empty() {
         let shown = problems.len().min(20);
         bail!(
@@ -195,6 +225,16 @@ fn check(db_dir: &Path, mode: Mode, variant: u64, expected: &Expected) -> Result
     it.seek_to_first()?;
     let mut seen = 0usize;
     while it.valid() {
+        if let Some(c) = parse_counter(it.key()) {
+            let total = counter_total(c, it.value()?)?;
+            ensure!(
+                totals.get(c as usize) == Some(&total),
+                "a scan returned total {total} for counter {c}, a get {:?}",
+                totals.get(c as usize)
+            );
+            it.next()?;
+            continue;
+        }
         let k = parse_key(it.key())
             .with_context(|| format!("a scan returned a key never written: {:?}", it.key()))?;
         let id = value_id(expected.seed, k, it.value()?);
@@ -220,6 +260,7 @@ fn check(db_dir: &Path, mode: Mode, variant: u64, expected: &Expected) -> Result
     db.close()?;
     Ok(Checked {
         found,
+        totals,
         in_flight,
         in_flight_applied,
         unflushed_lost,
@@ -228,10 +269,23 @@ fn check(db_dir: &Path, mode: Mode, variant: u64, expected: &Expected) -> Result
     })
 }
 
-/// After a check, what each key holds is what the next writer starts from,
-/// and it is durable (the reopen recovered it from durable files).
-fn settle(expected: &mut Expected, found: &[u32]) {
+/// After a check, what each key and counter holds is what the next writer
+/// starts from, and it is durable (the reopen recovered it from durable
+/// files).
+fn settle(expected: &mut Expected, found: &[u32], totals: &[u64]) {
     expected.durable_epoch = 0;
+    for ((counter, durable), &total) in expected
+        .counters
+        .iter_mut()
+        .zip(expected.durable_counters.iter_mut())
+        .zip(totals)
+    {
+        *counter = Counter {
+            acked: total,
+            pending: 0,
+        };
+        *durable = total;
+    }
     for ((slot, durable), &id) in expected
         .slots
         .iter_mut()
@@ -274,8 +328,35 @@ mod tests {
         }
         db.delete(&WriteOptions::default(), &key(3)).unwrap();
         expected.slots[3].acked = 0;
+        for n in [5u64, 7] {
+            db.merge(&WriteOptions::default(), &counter_key(0), &n.to_le_bytes())
+                .unwrap();
+        }
+        expected.counters[0].acked = 12;
         db.close().unwrap();
         expected
+    }
+
+    #[test]
+    fn a_lost_increment_fails_the_check() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut expected = setup(tmp.path());
+        let checked = check(tmp.path(), Mode::Sync, 0, &expected).unwrap();
+        assert_eq!(checked.totals[0], 12);
+        expected.counters[0] = Counter {
+            acked: 12,
+            pending: 3,
+        };
+        check(tmp.path(), Mode::Async, 0, &expected).unwrap();
+        expected.counters[0] = Counter {
+            acked: 15,
+            pending: 0,
+        };
+        let err = check(tmp.path(), Mode::Sync, 0, &expected).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("counter 0: total 12"),
+            "{err:#}"
+        );
     }
 
     #[test]
@@ -339,7 +420,21 @@ mod tests {
             delete_epoch: 3,
         };
         expected.durable_epoch = 7;
-        settle(&mut expected, &[0, 0]);
+        expected.counters[1] = Counter {
+            acked: 10,
+            pending: 3,
+        };
+        let mut totals = vec![0; expected.counters.len()];
+        totals[1] = 13;
+        settle(&mut expected, &[0, 0], &totals);
+        assert_eq!(
+            expected.counters[1],
+            Counter {
+                acked: 13,
+                pending: 0
+            }
+        );
+        assert_eq!(expected.durable_counters[1], 13);
         assert_eq!(
             expected.slots[0],
             Slot {

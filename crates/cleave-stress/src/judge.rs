@@ -2,7 +2,37 @@
 //! state and the WAL mode it wrote in.
 
 use crate::config::Mode;
-use crate::state::{Durable, Slot, PENDING_DELETE};
+use crate::state::{Counter, Durable, Slot, PENDING_DELETE};
+
+/// Whether total `found` is allowed for a counter whose writer left
+/// `counter`, after a crash in `mode`; `durable` is its total when the last
+/// completed flush began (used without a WAL). With a WAL the total is
+/// exact: the acknowledged sum, or that plus the increment in flight.
+/// Without one, increments since that flush may be lost, a suffix of them.
+pub fn judge_counter(
+    mode: Mode,
+    counter: &Counter,
+    durable: u64,
+    found: u64,
+) -> Result<(), String> {
+    let most = counter.acked + counter.pending;
+    let allowed = match mode {
+        Mode::Sync | Mode::Async => found == counter.acked || found == most,
+        Mode::NoWal => (durable..=most).contains(&found),
+    };
+    if allowed {
+        return Ok(());
+    }
+    Err(match mode {
+        Mode::Sync | Mode::Async => format!(
+            "total {found}; acknowledged {}, in flight {}",
+            counter.acked, counter.pending
+        ),
+        Mode::NoWal => format!(
+            "total {found}; the last flush made {durable} durable, and at most {most} was written"
+        ),
+    })
+}
 
 /// Whether value `found` (an id, 0 for absent) is allowed for a key whose
 /// writer left `slot`, after a crash in `mode`. `durable` and
@@ -76,6 +106,35 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_counter_is_exact_with_a_wal_and_within_its_flush_without() {
+        let c = Counter {
+            acked: 10,
+            pending: 5,
+        };
+        for mode in [Mode::Sync, Mode::Async] {
+            assert!(judge_counter(mode, &c, 0, 10).is_ok());
+            assert!(judge_counter(mode, &c, 0, 15).is_ok());
+            assert!(
+                judge_counter(mode, &c, 0, 12).is_err(),
+                "part of an increment"
+            );
+            assert!(judge_counter(mode, &c, 0, 9)
+                .unwrap_err()
+                .contains("acknowledged 10"));
+        }
+        assert!(judge_counter(Mode::NoWal, &c, 4, 4).is_ok());
+        assert!(judge_counter(Mode::NoWal, &c, 4, 15).is_ok());
+        assert!(
+            judge_counter(Mode::NoWal, &c, 4, 3).is_err(),
+            "below the flush"
+        );
+        assert!(
+            judge_counter(Mode::NoWal, &c, 4, 16).is_err(),
+            "never written"
+        );
+    }
 
     fn slot(acked: u32, pending: u32, max_id: u32) -> Slot {
         Slot {

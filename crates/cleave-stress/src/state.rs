@@ -6,12 +6,15 @@
 //! Layout (little endian):
 //! - header, 64 bytes: magic `clvSTATE`, format version (u32), number of
 //!   keys (u32), seed (u64), acknowledged writes (u64, a running count),
-//!   durable epoch (u32), durable region (u32, 0 or 1);
+//!   durable epoch (u32), durable region (u32, 0 or 1), number of
+//!   counters (u32);
 //! - one [`Slot`] of 16 bytes per key;
 //! - two regions of one [`Durable`] (8 bytes) per key each: the state at
 //!   the last completed `flush()`, for writes made without a WAL. The
 //!   header's region field names the complete one; the other is written
-//!   first, so a kill in the middle of writing leaves the previous one.
+//!   first, so a kill in the middle of writing leaves the previous one;
+//! - one [`Counter`] of 16 bytes per counter, then its total at the last
+//!   completed `flush()` in each of the two regions (8 bytes each).
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -20,12 +23,18 @@ use std::path::Path;
 use anyhow::{bail, ensure, Context, Result};
 
 const MAGIC: &[u8; 8] = b"clvSTATE";
-const FORMAT_VERSION: u32 = 1;
+/// Version 2 added the counters.
+const FORMAT_VERSION: u32 = 2;
 const HEADER: u64 = 64;
 const ACKED_AT: u64 = 24;
 const DURABLE_AT: u64 = 32;
+const COUNTERS_AT: u64 = 40;
 const SLOT: u64 = 16;
 const DURABLE: u64 = 8;
+const COUNTER: u64 = 16 + 2 * 8;
+
+/// Counters every state has: keys that only merges (`U64Add`) change.
+pub const COUNTERS: u32 = 16;
 
 /// `Slot::pending` of a delete in flight.
 pub const PENDING_DELETE: u32 = u32::MAX;
@@ -78,6 +87,19 @@ pub struct Durable {
     pub max_id: u32,
 }
 
+/// What is known of one counter: the sum of its acknowledged increments,
+/// and the increment in flight (0 for none; increments are positive).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counter {
+    pub acked: u64,
+    pub pending: u64,
+}
+
+/// Where the counters start in a file of `keys` keys.
+fn counters_base(keys: u64) -> u64 {
+    HEADER + keys * (SLOT + 2 * DURABLE)
+}
+
 /// Everything the file holds, as read back.
 #[derive(Debug, Clone)]
 pub struct Expected {
@@ -87,6 +109,9 @@ pub struct Expected {
     pub durable_epoch: u32,
     pub slots: Vec<Slot>,
     pub durable: Vec<Durable>,
+    pub counters: Vec<Counter>,
+    /// Each counter's total when the flush of `durable_epoch` began.
+    pub durable_counters: Vec<u64>,
 }
 
 impl Expected {
@@ -98,6 +123,8 @@ impl Expected {
             durable_epoch: 0,
             slots: vec![Slot::default(); keys as usize],
             durable: vec![Durable::default(); keys as usize],
+            counters: vec![Counter::default(); COUNTERS as usize],
+            durable_counters: vec![0; COUNTERS as usize],
         }
     }
 
@@ -117,6 +144,7 @@ impl Expected {
         bytes.extend_from_slice(&self.acked_writes.to_le_bytes());
         bytes.extend_from_slice(&self.durable_epoch.to_le_bytes());
         bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.extend_from_slice(&(self.counters.len() as u32).to_le_bytes());
         bytes.resize(HEADER as usize, 0);
         for s in &self.slots {
             bytes.extend_from_slice(&s.encode());
@@ -126,6 +154,12 @@ impl Expected {
                 bytes.extend_from_slice(&d.acked.to_le_bytes());
                 bytes.extend_from_slice(&d.max_id.to_le_bytes());
             }
+        }
+        for (c, durable) in self.counters.iter().zip(&self.durable_counters) {
+            bytes.extend_from_slice(&c.acked.to_le_bytes());
+            bytes.extend_from_slice(&c.pending.to_le_bytes());
+            bytes.extend_from_slice(&durable.to_le_bytes());
+            bytes.extend_from_slice(&durable.to_le_bytes());
         }
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, &bytes).with_context(|| format!("writing {}", tmp.display()))?;
@@ -149,10 +183,11 @@ impl Expected {
             );
         }
         let keys = u32_at(12) as usize;
-        let want = HEADER as usize + keys * (SLOT + 2 * DURABLE) as usize;
+        let counters = u32_at(COUNTERS_AT as usize) as usize;
+        let want = counters_base(keys as u64) as usize + counters * COUNTER as usize;
         ensure!(
             bytes.len() == want,
-            "{} holds {} bytes, {want} expected for {keys} keys",
+            "{} holds {} bytes, {want} expected for {keys} keys and {counters} counters",
             path.display(),
             bytes.len()
         );
@@ -176,12 +211,24 @@ impl Expected {
                 }
             })
             .collect();
+        let at = |c: usize| counters_base(keys as u64) as usize + c * COUNTER as usize;
+        let counter_list = (0..counters)
+            .map(|c| Counter {
+                acked: u64_at(at(c)),
+                pending: u64_at(at(c) + 8),
+            })
+            .collect();
+        let durable_counters = (0..counters)
+            .map(|c| u64_at(at(c) + 16 + region as usize * 8))
+            .collect();
         Ok(Expected {
             seed: u64_at(16),
             acked_writes: u64_at(ACKED_AT as usize),
             durable_epoch: u32_at(DURABLE_AT as usize),
             slots,
             durable,
+            counters: counter_list,
+            durable_counters,
         })
     }
 }
@@ -216,13 +263,28 @@ impl StateFile {
         Ok(())
     }
 
+    pub fn write_counter(&self, c: u32, counter: &Counter) -> Result<()> {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&counter.acked.to_le_bytes());
+        bytes[8..].copy_from_slice(&counter.pending.to_le_bytes());
+        let at = counters_base(self.keys) + u64::from(c) * COUNTER;
+        self.file.write_all_at(&bytes, at)?;
+        Ok(())
+    }
+
     pub fn write_acked_writes(&self, n: u64) -> Result<()> {
         self.file.write_all_at(&n.to_le_bytes(), ACKED_AT)?;
         Ok(())
     }
 
-    /// Records `durable` as what the flush of `epoch` made durable.
-    pub fn write_durable(&mut self, epoch: u32, durable: &[Durable]) -> Result<()> {
+    /// Records `durable` and `counters` (totals) as what the flush of
+    /// `epoch` made durable.
+    pub fn write_durable(
+        &mut self,
+        epoch: u32,
+        durable: &[Durable],
+        counters: &[u64],
+    ) -> Result<()> {
         debug_assert_eq!(durable.len() as u64, self.keys);
         let region = 1 - self.region;
         let mut bytes = Vec::with_capacity(durable.len() * DURABLE as usize);
@@ -232,6 +294,10 @@ impl StateFile {
         }
         let at = HEADER + self.keys * SLOT + u64::from(region) * self.keys * DURABLE;
         self.file.write_all_at(&bytes, at)?;
+        for (c, total) in counters.iter().enumerate() {
+            let at = counters_base(self.keys) + c as u64 * COUNTER + 16 + u64::from(region) * 8;
+            self.file.write_all_at(&total.to_le_bytes(), at)?;
+        }
         let mut header = [0u8; 8];
         header[..4].copy_from_slice(&epoch.to_le_bytes());
         header[4..].copy_from_slice(&region.to_le_bytes());
@@ -259,6 +325,11 @@ mod tests {
         };
         f.write_slot(7, &slot).unwrap();
         f.write_acked_writes(123).unwrap();
+        let counter = Counter {
+            acked: 1 << 40,
+            pending: 17,
+        };
+        f.write_counter(3, &counter).unwrap();
         let d1 = vec![
             Durable {
                 acked: 1,
@@ -266,10 +337,14 @@ mod tests {
             };
             10
         ];
-        f.write_durable(5, &d1).unwrap();
+        let totals: Vec<u64> = (0..u64::from(COUNTERS)).collect();
+        f.write_durable(5, &d1, &totals).unwrap();
         let e = Expected::load(&path).unwrap();
         assert_eq!((e.seed, e.acked_writes, e.durable_epoch), (99, 123, 5));
         assert_eq!(e.slots[7], slot);
+        assert_eq!(e.counters[3], counter);
+        assert_eq!(e.counters[2], Counter::default());
+        assert_eq!(e.durable_counters, totals);
         assert_eq!(e.slots[6], Slot::default());
         assert_eq!(e.durable, d1);
         // The second flush goes to the other region and switches to it.
@@ -280,14 +355,18 @@ mod tests {
             };
             10
         ];
-        f.write_durable(6, &d2).unwrap();
+        let totals2 = vec![9; COUNTERS as usize];
+        f.write_durable(6, &d2, &totals2).unwrap();
         let e = Expected::load(&path).unwrap();
         assert_eq!((e.durable_epoch, e.durable.clone()), (6, d2));
+        assert_eq!(e.durable_counters, totals2);
         // A saved state reads back whole.
         e.save(&path).unwrap();
         let again = Expected::load(&path).unwrap();
         assert_eq!(again.slots, e.slots);
         assert_eq!(again.durable, e.durable);
+        assert_eq!(again.counters, e.counters);
+        assert_eq!(again.durable_counters, e.durable_counters);
     }
 
     #[test]

@@ -23,6 +23,29 @@ pub fn parse_key(bytes: &[u8]) -> Option<u32> {
     std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
+/// The key of counter `c`: below every key of [`key`], so that scans
+/// over those meet counters only past their first key, going backwards.
+pub fn counter_key(c: u32) -> Vec<u8> {
+    format!("c{c:04}").into_bytes()
+}
+
+/// The counter index of `bytes`, if it is a counter's key.
+pub fn parse_counter(bytes: &[u8]) -> Option<u32> {
+    let digits = bytes.strip_prefix(b"c")?;
+    if digits.len() != 4 {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// A counter's total as its value holds it (8 bytes, little endian).
+pub fn counter_total(c: u32, bytes: &[u8]) -> anyhow::Result<u64> {
+    let b: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("counter {c} holds {} bytes, not 8", bytes.len()))?;
+    Ok(u64::from_le_bytes(b))
+}
+
 /// Value `id` (≥ 1) of key `k` under `seed`: a header naming both, then
 /// seed-derived bytes. Half of the values are small (inline), half large
 /// (separated into value files).

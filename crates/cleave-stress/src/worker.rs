@@ -1,6 +1,7 @@
 //! The process that is killed: several threads doing random puts, deletes,
-//! batches, gets, multi_gets, scans and snapshot reads over a bounded key
-//! space, while another forces flushes, compactions and GC. Every write is
+//! batches, gets, multi_gets, scans, snapshot reads and counter increments
+//! (merges) over a bounded key space, while another forces flushes,
+//! compactions and GC. Every write is
 //! the expected-state file before it is issued (pending) and after it is
 //! acknowledged, under a per-key lock, so the file always says which
 //! values a key may hold. Reads are checked as they go: a get under the
@@ -18,8 +19,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::config::{self, Mode};
-use crate::state::{Durable, Expected, Slot, StateFile, PENDING_DELETE};
-use crate::values::{key, parse_key, value, value_id};
+use crate::state::{Counter, Durable, Expected, Slot, StateFile, PENDING_DELETE};
+use crate::values::{counter_key, counter_total, key, parse_counter, parse_key, value, value_id};
 
 pub struct WorkerArgs {
     pub db: PathBuf,
@@ -38,6 +39,7 @@ struct Shared {
     seed: u64,
     wo: WriteOptions,
     slots: Vec<Mutex<Slot>>,
+    counters: Vec<Mutex<Counter>>,
     file: StateFile,
     /// The flush epoch (`Mode::NoWal`): deletes are stamped with it.
     epoch: AtomicU32,
@@ -55,6 +57,7 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
         wo: args.mode.write_options(),
         file: StateFile::open(&args.state, expected.keys())?,
         slots: expected.slots.iter().copied().map(Mutex::new).collect(),
+        counters: expected.counters.iter().copied().map(Mutex::new).collect(),
         epoch: AtomicU32::new(expected.durable_epoch),
         acked_writes: AtomicU64::new(expected.acked_writes),
     };
@@ -93,6 +96,7 @@ fn operate(sh: &Shared, mut rng: StdRng) -> Result<()> {
             55..=69 => get(sh, k)?,
             70..=74 => multi_get(sh, &mut rng)?,
             75..=86 => scan(sh, k, &mut rng)?,
+            87..=93 => count(sh, &mut rng)?,
             _ => snapshot_read(sh, k, &mut rng)?,
         }
     }
@@ -145,6 +149,34 @@ fn delete(sh: &Shared, k: u32) -> Result<()> {
         .delete(&sh.wo, &key(k))
         .with_context(|| format!("delete of key {k}"))?;
     acknowledge(sh, k, &mut slot)
+}
+
+/// Adds a random amount to a random counter by a merge, recorded in the
+/// file as in flight before and as acknowledged after; now and then reads
+/// the counter back under its lock, where its total is exact.
+fn count(sh: &Shared, rng: &mut StdRng) -> Result<()> {
+    let c = rng.gen_range(0..sh.counters.len() as u32);
+    let mut counter = sh.counters[c as usize].lock();
+    counter.pending = rng.gen_range(1..1000);
+    sh.file.write_counter(c, &counter)?;
+    sh.db
+        .merge(&sh.wo, &counter_key(c), &counter.pending.to_le_bytes())
+        .with_context(|| format!("merge into counter {c}"))?;
+    counter.acked += counter.pending;
+    counter.pending = 0;
+    sh.file.write_counter(c, &counter)?;
+    let n = sh.acked_writes.fetch_add(1, Ordering::Relaxed) + 1;
+    sh.file.write_acked_writes(n)?;
+    if rng.gen_bool(0.2) {
+        let got = sh.db.get(&ReadOptions::new(), &counter_key(c))?;
+        let total = got.map_or(Ok(0), |v| counter_total(c, &v))?;
+        ensure!(
+            total == counter.acked,
+            "counter {c} reads {total}, its acknowledged total is {}",
+            counter.acked
+        );
+    }
+    Ok(())
 }
 
 /// Up to `most` distinct random keys (at least 2 drawn), ascending, each
@@ -248,7 +280,8 @@ fn scan(sh: &Shared, k: u32, rng: &mut StdRng) -> Result<()> {
     }
     let mut prev: Option<u32> = None;
     for _ in 0..50 {
-        if !it.valid() {
+        // Counters lie below every key: a backward scan is done there.
+        if !it.valid() || parse_counter(it.key()).is_some() {
             break;
         }
         let k = parse_key(it.key())
@@ -338,8 +371,9 @@ fn background(sh: &Shared, mut rng: StdRng, mode: Mode, state: &std::path::Path)
                         }
                     })
                     .collect();
+                let totals: Vec<u64> = sh.counters.iter().map(|c| c.lock().acked).collect();
                 sh.db.flush().context("flush")?;
-                durable_file.write_durable(epoch, &copy)?;
+                durable_file.write_durable(epoch, &copy, &totals)?;
             }
             0..=3 => sh.db.flush().context("flush")?,
             4..=6 => {

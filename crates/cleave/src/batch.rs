@@ -1,7 +1,8 @@
 //! WriteBatch: an atomic group of updates, and its encoding, which is also
 //! the payload of a WAL record (see `docs/format/wal.md`). A batch the
-//! user builds holds puts and deletes; the one the WAL receives may also
-//! hold value handles, for values already written to a value log.
+//! user builds holds puts, deletes and merge operands; the one the WAL
+//! receives may also hold value handles, for values already written to a
+//! value log.
 
 use crate::base::coding::{put_fixed32, put_fixed64, put_length_prefixed, Decoder};
 use crate::base::key::{ValueKind, MAX_SEQ};
@@ -66,10 +67,18 @@ impl WriteBatch {
         self.count += 1;
     }
 
+    /// Adds a merge operand for `key`, which the database's merge operator
+    /// combines with the key's value (see [`crate::MergeOperator`]).
+    pub fn merge(&mut self, key: &[u8], operand: &[u8]) {
+        self.rep.push(ValueKind::Merge as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, operand);
+        self.count += 1;
+    }
+
     /// Appends an entry of `kind` as decoded from another batch, or, with
     /// `ValueRef`, a value handle in place of a value a value log took.
     pub(crate) fn add_entry(&mut self, kind: ValueKind, key: &[u8], value: &[u8]) {
-        debug_assert!(kind != ValueKind::Merge, "merges are not batch entries yet");
         self.rep.push(kind as u8);
         put_length_prefixed(&mut self.rep, key);
         if kind != ValueKind::Deletion {
@@ -98,9 +107,11 @@ impl WriteBatch {
     }
 
     /// Checks the size limits, so that nothing of a bad batch is written;
-    /// returns the bytes of its keys and values.
-    pub(crate) fn validate(&self) -> Result<u64> {
+    /// returns the bytes of its keys and values, and whether it holds a
+    /// merge operand.
+    pub(crate) fn validate(&self) -> Result<(u64, bool)> {
         let mut bytes = 0u64;
+        let mut merges = false;
         for e in self.entries() {
             let e = e?;
             if e.key.len() > MAX_KEY_SIZE {
@@ -116,8 +127,9 @@ impl WriteBatch {
                 )));
             }
             bytes += (e.key.len() + e.value.len()) as u64;
+            merges |= e.kind == ValueKind::Merge;
         }
-        Ok(bytes)
+        Ok((bytes, merges))
     }
 
     /// Stamps the first sequence number and returns the WAL payload.
@@ -167,13 +179,12 @@ fn skip_entry(d: &mut Decoder<'_>) -> Option<()> {
     d.length_prefixed().ok()?;
     match kind {
         ValueKind::Deletion => Some(()),
-        ValueKind::Value => d.length_prefixed().ok().map(|_| ()),
+        ValueKind::Value | ValueKind::Merge => d.length_prefixed().ok().map(|_| ()),
         // Replay resolves the handle: it must decode.
         ValueKind::ValueRef => {
             let handle = d.length_prefixed().ok()?;
             ValueHandle::decode(handle).ok().map(|_| ())
         }
-        ValueKind::Merge => None,
     }
 }
 
@@ -193,10 +204,8 @@ impl<'a> Iterator for Entries<'a> {
         let corrupt = |r: &str| Error::corruption("<write batch>", 0, r.to_string());
         let entry = (|| {
             let kind = self.d.u8().map_err(|e| corrupt(e.0))?;
-            let kind = match ValueKind::from_u8(kind) {
-                Some(k @ (ValueKind::Value | ValueKind::Deletion | ValueKind::ValueRef)) => k,
-                _ => return Err(corrupt("unknown kind in write batch")),
-            };
+            let kind =
+                ValueKind::from_u8(kind).ok_or_else(|| corrupt("unknown kind in write batch"))?;
             let key = self.d.length_prefixed().map_err(|e| corrupt(e.0))?;
             let value = if kind == ValueKind::Deletion {
                 &[][..]
@@ -222,10 +231,12 @@ mod tests {
         b.put(b"k1", b"v1");
         b.delete(b"k2");
         b.put(b"", b"");
+        b.merge(b"k3", b"+1");
         let payload = b.encode_with_seq(42).to_vec();
         let (seq, d) = WriteBatch::decode(&payload).unwrap();
         assert_eq!(seq, 42);
-        assert_eq!(d.len(), 3);
+        assert_eq!(d.len(), 4);
+        assert!(d.validate().unwrap().1);
         let got: Vec<_> = d.entries().map(|e| e.unwrap()).collect();
         assert_eq!(
             got[0],
@@ -244,6 +255,14 @@ mod tests {
             }
         );
         assert_eq!(got[2].key, b"");
+        assert_eq!(
+            got[3],
+            BatchEntry {
+                kind: ValueKind::Merge,
+                key: b"k3",
+                value: b"+1"
+            }
+        );
     }
 
     #[test]

@@ -49,6 +49,14 @@ pub enum Error {
         usage_bytes: u64,
         budget_bytes: u64,
     },
+    /// Merging the operands of `key` into a value failed: the merge
+    /// operator refused them (`reason`), or the database has none.
+    #[error("merging key \"{key}\" with merge operator {operator}: {reason}")]
+    MergeFailed {
+        key: String,
+        operator: String,
+        reason: String,
+    },
     /// The database has been closed.
     #[error("database is closed")]
     Closed,
@@ -127,6 +135,15 @@ impl Error {
                 dir: dir.clone(),
                 usage_bytes: *usage_bytes,
                 budget_bytes: *budget_bytes,
+            },
+            Error::MergeFailed {
+                key,
+                operator,
+                reason,
+            } => Error::MergeFailed {
+                key: key.clone(),
+                operator: operator.clone(),
+                reason: reason.clone(),
             },
             Error::Closed => Error::Closed,
         }

@@ -18,14 +18,17 @@ use std::sync::Arc;
 use roaring::RoaringBitmap;
 
 use crate::base::checksum::IGNORE_CHECKSUMS;
+use crate::base::coding::put_length_prefixed;
 use crate::base::compression::{compress, decompress, COMPRESSION_NONE};
 use crate::base::key::{self, MAX_SEQ};
 use crate::base::limits::{MAX_VALUE_SIZE, NUM_LEVELS};
+use crate::base::Decoder;
 use crate::base::{filename, FileNumber, InternalIterator, InternalKey, SeqNo, ValueKind};
 use crate::compaction::picker::{Busy, PickerOptions};
 use crate::gc::picker::GcPickerOptions;
 use crate::manifest::{FileMeta, HostedLogical, TableValueRefs, ValueFileMeta, Version};
 use crate::manifest::{VersionEdit, FORMAT_VERSION};
+use crate::merge::{Append, FieldUpdate, Max, MergeOperator, Put, U64Add};
 use crate::sstable::value_refs::ValueRefs;
 use crate::sstable::{
     new_block_cache, Block, BlockBuilder, BloomBuilder, BloomFilter, KeyOrder, Table, TableBuilder,
@@ -49,7 +52,7 @@ pub type Seeds = Vec<(&'static str, Vec<Vec<u8>>)>;
 
 /// Every target by name: `fuzz/fuzz_targets/<name>.rs` calls it and
 /// `fuzz/corpus/<name>/` holds its seeds.
-pub const TARGETS: [(&str, Target); 10] = [
+pub const TARGETS: [(&str, Target); 11] = [
     ("block", block),
     ("sstable", sstable),
     ("value_record", value_record),
@@ -60,6 +63,7 @@ pub const TARGETS: [(&str, Target); 10] = [
     ("value_refs", value_refs),
     ("value_handle", value_handle),
     ("value_log", value_log),
+    ("merge_operands", merge_operands),
 ];
 
 /// Where the file-level targets put their input, on a fresh [`MemFs`].
@@ -167,8 +171,9 @@ pub fn sstable(data: &[u8]) -> usize {
         let user_key = key::user_key(k);
         let _ = it.seek(k);
         let _ = it.seek_for_prev(k);
-        let _ = table.get(user_key, k);
-        let _ = table.get(user_key, InternalKey::for_seek(user_key, MAX_SEQ).encoded());
+        let _ = table.get_versions(user_key, k, &mut |_, _| false);
+        let every = InternalKey::for_seek(user_key, MAX_SEQ);
+        let _ = table.get_versions(user_key, every.encoded(), &mut |_, _| true);
     }
     decoded + walk(&mut table.scan_iter(SCAN_READAHEAD_BYTES)).0
 }
@@ -393,6 +398,68 @@ pub fn write_batch(data: &[u8]) -> usize {
     entries
 }
 
+/// The built-in merge operator a `merge_operands` input names.
+fn builtin_operator(which: u8) -> Box<dyn MergeOperator> {
+    match which % 5 {
+        0 => Box::new(U64Add),
+        1 => Box::new(Append::new(b",")),
+        2 => Box::new(FieldUpdate::new(4, 3)),
+        3 => Box::new(Put),
+        _ => Box::new(Max),
+    }
+}
+
+/// Operands a `merge_operands` input holds at most.
+const MAX_FUZZ_OPERANDS: usize = 64;
+
+/// The bytes as `u8 operator | u8 has_base | length-prefixed pieces` (the
+/// first piece the base value if `has_base` is odd, the rest merge
+/// operands) run through a built-in merge operator: nothing panics on any
+/// bytes, and where every operand is one the operator accepts, folding
+/// them by partial merges first merges to the same result.
+pub fn merge_operands(data: &[u8]) -> usize {
+    let mut d = Decoder::new(data);
+    let (Ok(which), Ok(has_base)) = (d.u8(), d.u8()) else {
+        return 0;
+    };
+    let op = builtin_operator(which);
+    let mut pieces = Vec::new();
+    while let Ok(p) = d.length_prefixed() {
+        pieces.push(p);
+        if pieces.len() > MAX_FUZZ_OPERANDS {
+            break;
+        }
+    }
+    let (base, operands) = match pieces.split_first() {
+        Some((base, rest)) if has_base % 2 == 1 => (Some(*base), rest),
+        _ => (None, &pieces[..]),
+    };
+    if operands.is_empty() {
+        return 0;
+    }
+    let whole = op.full_merge(b"k", base, operands);
+    if operands.iter().all(|o| op.check_operand(o).is_ok()) {
+        let mut folded: Vec<Vec<u8>> = Vec::new();
+        for o in operands {
+            if let Some(last) = folded.last_mut() {
+                if let Some(combined) = op.partial_merge(b"k", last, o) {
+                    *last = combined;
+                    continue;
+                }
+            }
+            folded.push(o.to_vec());
+        }
+        let refs: Vec<&[u8]> = folded.iter().map(Vec::as_slice).collect();
+        assert_eq!(
+            op.full_merge(b"k", base, &refs),
+            whole,
+            "{}: partial merges change the result",
+            op.name()
+        );
+    }
+    operands.len()
+}
+
 /// The bytes as an sstable's value-references block, walked as GC does.
 pub fn value_refs(data: &[u8]) -> usize {
     ValueRefs::decode(data).map_or(0, |refs| 1 + walk_value_refs(&refs))
@@ -451,6 +518,7 @@ pub fn seeds() -> Result<Seeds> {
         ("value_refs", value_refs_seeds()),
         ("value_handle", value_handle_seeds()),
         ("value_log", value_log_seeds()?),
+        ("merge_operands", merge_operands_seeds()),
     ])
 }
 
@@ -665,16 +733,44 @@ fn write_batch_seeds() -> Vec<Vec<u8>> {
     for n in [0, 1, 6] {
         let mut b = WriteBatch::new();
         for i in 0..n {
-            if i % 3 == 2 {
-                b.delete(format!("key{i}").as_bytes());
-            } else {
-                b.put(format!("key{i}").as_bytes(), &value(i));
+            match i % 4 {
+                2 => b.delete(format!("key{i}").as_bytes()),
+                3 => b.merge(format!("key{i}").as_bytes(), &value(i)),
+                _ => b.put(format!("key{i}").as_bytes(), &value(i)),
             }
         }
         b.put(b"", b"");
         seeds.push(b.encode_with_seq(100 + n).to_vec());
     }
     seeds
+}
+
+fn merge_operands_seeds() -> Vec<Vec<u8>> {
+    let input = |which: u8, base: Option<&[u8]>, operands: &[&[u8]]| {
+        let mut out = vec![which, u8::from(base.is_some())];
+        for piece in base.into_iter().chain(operands.iter().copied()) {
+            put_length_prefixed(&mut out, piece);
+        }
+        out
+    };
+    let field = FieldUpdate::new(4, 3);
+    vec![
+        input(
+            0,
+            Some(&7u64.to_le_bytes()),
+            &[&1u64.to_le_bytes(), &u64::MAX.to_le_bytes()],
+        ),
+        input(0, None, &[&[1, 2, 3]]),
+        input(1, Some(b"a"), &[b"b", b"", b"c"]),
+        input(
+            2,
+            Some(b"000111222333"),
+            &[&field.operand(1, b"abc"), &field.operand(3, b"xyz")],
+        ),
+        input(2, None, &[&field.operand(0, b"abc"), b"\x09\x00zzz"]),
+        input(3, None, &[b"x", b"y"]),
+        input(4, Some(b"m"), &[b"a", b"z"]),
+    ]
 }
 
 fn wal_seeds() -> Result<Vec<Vec<u8>>> {
@@ -692,6 +788,7 @@ fn wal_seeds() -> Result<Vec<Vec<u8>>> {
             );
         }
         b.delete(b"key0");
+        b.merge(b"key1", format!("operand{batch}").as_bytes());
         w.append(&[b.encode_with_seq(seq)])?;
         seq += b.len() as u64;
     }
@@ -757,6 +854,7 @@ fn version_edit_seeds() -> Vec<Vec<u8>> {
         new_files: vec![(2, table(21, "a", "m", vec![refs(4, 10, 4000)]))],
         deleted_value_files: vec![FileNumber(9)],
         new_value_files: vec![value_file(22, &[(6, 1, 50), (8, 1, 14)])],
+        merge_operator: Some("uint64add".to_string()),
         ..VersionEdit::default()
     };
     [first, later]

@@ -15,6 +15,7 @@ mod gc;
 mod iter;
 mod manifest;
 mod memtable;
+mod merge;
 mod options;
 mod record;
 mod sstable;
@@ -31,6 +32,9 @@ pub use db::{
 pub use error::{Error, Result};
 pub use gc::GcStats;
 pub use iter::DbIterator;
+pub use merge::{
+    builtin as builtin_merge_operator, Append, FieldUpdate, Max, MergeOperator, Put, U64Add,
+};
 pub use options::{Compression, Options, ReadOptions, WriteOptions};
 
 /// The README's example, compiled and run as a doctest so that it stays true.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::merge::{MergeOperator, MAX_NAME_LEN};
 use crate::vfs::{Fs, OsFs};
 use crate::Snapshot;
 
@@ -230,6 +231,10 @@ pub struct Options {
     /// Bytes of manifest after which it is rewritten as a snapshot; with
     /// a space budget, at most 1/64 of the budget (64 KiB at least).
     pub max_manifest_file_size: u64,
+    /// Combines merge operands with values (`Db::merge`); `None` refuses
+    /// merges. Its name is stored with the first merge written, and a
+    /// database holding merges opens only with an operator of that name.
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
     /// The file system; tests pass an in-memory or fault-injecting one.
     /// The default, `OsFs::new()`, reads batches of independent reads
     /// through io_uring where the kernel allows it; `OsFs::with_pread()`
@@ -286,6 +291,7 @@ impl Default for Options {
             use_direct_io_for_flush_and_compaction: false,
             max_open_files: 1000,
             max_manifest_file_size: 64 << 20,
+            merge_operator: None,
             fs: Arc::new(OsFs::new()),
         }
     }
@@ -418,6 +424,11 @@ impl Options {
         }
         if self.max_manifest_file_size < 1 << 10 {
             return bad("max_manifest_file_size must be at least 1 KiB");
+        }
+        if let Some(op) = &self.merge_operator {
+            if op.name().is_empty() || op.name().len() > MAX_NAME_LEN {
+                return bad("merge_operator's name must be 1 to 128 bytes");
+            }
         }
         Ok(())
     }

@@ -509,3 +509,57 @@ fn enospc_creating_the_next_wal_poisons_then_reopen_recovers() {
         "enospc_creating_the_next_wal_poisons_then_reopen_recovers",
     );
 }
+
+/// The first merge logs the merge operator's name to the manifest before
+/// any operand reaches a WAL. When that manifest write fails the merge is
+/// refused with the error naming the manifest, nothing of it is applied,
+/// and the database is poisoned; a reopen keeps every acknowledged write,
+/// and merges work again.
+#[test]
+fn a_failed_manifest_write_for_the_first_merge_refuses_it() {
+    let merging = |fs: Arc<dyn cleave::vfs::Fs>| Options {
+        merge_operator: Some(Arc::new(cleave::U64Add)),
+        ..options(fs)
+    };
+    for (op, kind) in [(Append, ErrorKind::StorageFull), (Sync, ErrorKind::Other)] {
+        let ctx = format!("{op:?}");
+        let mem = MemFs::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let db = Db::open(DIR, merging(Arc::new(fs.clone()))).unwrap();
+        let mut oracle = Oracle::default();
+        oracle.put(&db, 0..50, 0, &SYNC);
+        fs.fail(&[op], Some("MANIFEST"), 0, kind, true);
+        let err = db
+            .merge(&SYNC, b"counter", &1u64.to_le_bytes())
+            .unwrap_err();
+        assert_io(&err, "MANIFEST", kind, &ctx);
+        assert_refuses_writes(&db, "MANIFEST", &ctx);
+        assert_eq!(db.get(&ReadOptions::new(), b"counter").unwrap(), None);
+        injected(
+            &fs,
+            "a_failed_manifest_write_for_the_first_merge_refuses_it",
+        );
+        drop(db);
+        for (fs, what) in [
+            (Arc::new(mem.clone()) as Arc<dyn cleave::vfs::Fs>, "live"),
+            (crashed(&mem), "crash"),
+        ] {
+            let ctx = format!("{ctx}, reopened ({what})");
+            let db = Db::open(DIR, merging(fs)).unwrap();
+            check(&db, &oracle, &ctx);
+            assert_eq!(
+                db.get(&ReadOptions::new(), b"counter").unwrap(),
+                None,
+                "{ctx}"
+            );
+            db.merge(&SYNC, b"counter", &2u64.to_le_bytes()).unwrap();
+            db.merge(&SYNC, b"counter", &3u64.to_le_bytes()).unwrap();
+            assert_eq!(
+                db.get(&ReadOptions::new(), b"counter").unwrap(),
+                Some(5u64.to_le_bytes().to_vec()),
+                "{ctx}"
+            );
+            db.close().unwrap();
+        }
+    }
+}

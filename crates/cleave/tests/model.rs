@@ -12,7 +12,7 @@ use cleave::{Db, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use common::{contents, env, random_options, Model};
+use common::{contents, env, merge_append, random_options, Model};
 
 fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
     format!("k{:05}", rng.gen_range(0..space)).into_bytes()
@@ -150,6 +150,10 @@ struct Seen {
     gc_jobs: u64,
     values_reseparated: u64,
     range_merges: u64,
+    /// Runs of merge operands flushes and compactions merged whole, and
+    /// operands they combined.
+    merges_full: u64,
+    operands_combined: u64,
 }
 
 fn run(seed: u64, ops: usize) -> Seen {
@@ -172,15 +176,23 @@ fn run(seed: u64, ops: usize) -> Seen {
         observed.gc_jobs += s.gc.jobs;
         observed.values_reseparated += s.compaction_values_reseparated;
         observed.range_merges += s.range_merges;
+        observed.merges_full += s.merges_full;
+        observed.operands_combined += s.merge_operands_combined;
     };
     let wo = WriteOptions::default();
     for op in 0..ops {
         let ctx = format!("seed {seed} op {op}");
         match rng.gen_range(0..100) {
-            0..=39 => {
+            0..=33 => {
                 let (k, v) = (key(&mut rng, space), value(&mut rng, seed, op));
                 db.put(&wo, &k, &v).unwrap();
                 model.insert(k, v);
+            }
+            34..=39 => {
+                let k = key(&mut rng, space);
+                let operand = format!("{op}").into_bytes();
+                db.merge(&wo, &k, &operand).unwrap();
+                merge_append(&mut model, k, &operand);
             }
             40..=49 => {
                 let k = key(&mut rng, space);
@@ -191,7 +203,11 @@ fn run(seed: u64, ops: usize) -> Seen {
                 let mut b = WriteBatch::new();
                 for _ in 0..rng.gen_range(1..20) {
                     let k = key(&mut rng, space);
-                    if rng.gen_bool(0.7) {
+                    if rng.gen_bool(0.15) {
+                        let operand = format!("{op}.{}", b.len()).into_bytes();
+                        b.merge(&k, &operand);
+                        merge_append(&mut model, k, &operand);
+                    } else if rng.gen_bool(0.7) {
                         let v = value(&mut rng, seed, op);
                         b.put(&k, &v);
                         model.insert(k, v);
@@ -339,6 +355,8 @@ fn run(seed: u64, ops: usize) -> Seen {
     observed.gc_jobs += s.gc.jobs;
     observed.values_reseparated += s.compaction_values_reseparated;
     observed.range_merges += s.range_merges;
+    observed.merges_full += s.merges_full;
+    observed.operands_combined += s.merge_operands_combined;
     observed
 }
 
@@ -353,6 +371,8 @@ fn model_random_operations() {
         total.gc_jobs += seen.gc_jobs;
         total.values_reseparated += seen.values_reseparated;
         total.range_merges += seen.range_merges;
+        total.merges_full += seen.merges_full;
+        total.operands_combined += seen.operands_combined;
     }
     assert!(total.gc_jobs > 0, "no GC job ran");
     assert!(
@@ -360,4 +380,10 @@ fn model_random_operations() {
         "no compaction re-separated a value"
     );
     assert!(total.range_merges > 0, "no range merge ran");
+    assert!(
+        total.merges_full > 0 && total.operands_combined > 0,
+        "no merge operands merged in the background: {} full, {} combined",
+        total.merges_full,
+        total.operands_combined
+    );
 }

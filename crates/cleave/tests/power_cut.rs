@@ -13,21 +13,33 @@ use cleave::{Db, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use common::{contents, env, random_options, Model};
+use common::{contents, env, merge_append, random_options, Model};
 
 const LAST: &[u8] = b"~last";
 
-/// One acknowledged batch: (key, Some(value) | None for a delete).
-type Op = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+/// One update of a batch.
+enum Change {
+    Put(Vec<u8>),
+    Delete,
+    Merge(Vec<u8>),
+}
+
+/// One acknowledged batch.
+type Op = Vec<(Vec<u8>, Change)>;
 
 fn replay(ops: &[Op]) -> Model {
     let mut m = Model::new();
     for (i, op) in ops.iter().enumerate() {
-        for (k, v) in op {
-            match v {
-                Some(v) => m.insert(k.clone(), v.clone()),
-                None => m.remove(k),
-            };
+        for (k, change) in op {
+            match change {
+                Change::Put(v) => {
+                    m.insert(k.clone(), v.clone());
+                }
+                Change::Delete => {
+                    m.remove(k);
+                }
+                Change::Merge(operand) => merge_append(&mut m, k.clone(), operand),
+            }
         }
         m.insert(LAST.to_vec(), i.to_string().into_bytes());
     }
@@ -54,15 +66,20 @@ fn run(seed: u64, steps: usize, unlogged: bool) {
                 let mut b = WriteBatch::new();
                 for _ in 0..rng.gen_range(1..6) {
                     let k = format!("k{:05}", rng.gen_range(0..space)).into_bytes();
-                    if rng.gen_bool(0.75) {
+                    let choice = rng.gen_range(0..100);
+                    if choice < 65 {
                         let len = rng.gen_range(0..1500);
                         let mut v = format!("{seed}:{step}:").into_bytes();
                         v.resize(len.max(v.len()), b'a' + (step % 26) as u8);
                         b.put(&k, &v);
-                        op.push((k, Some(v)));
-                    } else {
+                        op.push((k, Change::Put(v)));
+                    } else if choice < 85 {
                         b.delete(&k);
-                        op.push((k, None));
+                        op.push((k, Change::Delete));
+                    } else {
+                        let operand = format!("{step}.{}", op.len()).into_bytes();
+                        b.merge(&k, &operand);
+                        op.push((k, Change::Merge(operand)));
                     }
                 }
                 b.put(LAST, ops.len().to_string().as_bytes());

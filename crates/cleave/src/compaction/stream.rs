@@ -19,6 +19,12 @@ use crate::base::coding::DecodeError;
 use crate::base::key::{self, ValueKind};
 use crate::base::SeqNo;
 
+/// The stripe of an entry of sequence `seq` among live `snapshots`
+/// (ascending): 0 for those every snapshot sees.
+pub(crate) fn stripe(snapshots: &[SeqNo], seq: SeqNo) -> usize {
+    snapshots.partition_point(|&s| s < seq)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Decision {
     Keep,
@@ -69,6 +75,15 @@ impl DropRules {
         self.stats
     }
 
+    /// Live snapshots, ascending.
+    pub(crate) fn snapshots(&self) -> &[SeqNo] {
+        &self.snapshots
+    }
+
+    pub(crate) fn bottommost(&self) -> bool {
+        self.bottommost
+    }
+
     /// Decides the fate of `ikey`, the next internal key in sorted order.
     /// `key_may_exist_below(user_key)` is asked only for deletions that are
     /// otherwise droppable (and never when `bottommost`). Malformed or
@@ -79,7 +94,7 @@ impl DropRules {
         key_may_exist_below: impl FnOnce(&[u8]) -> bool,
     ) -> Result<Decision, DecodeError> {
         let parsed = key::parse(ikey).ok_or(DecodeError("malformed internal key"))?;
-        let stripe = self.snapshots.partition_point(|&s| s < parsed.seq);
+        let stripe = stripe(&self.snapshots, parsed.seq);
         let same_key = match &self.prev {
             Some((user_key, seq, _, _)) => match parsed.user_key.cmp(user_key) {
                 Ordering::Less => return Err(DecodeError("internal keys out of order")),

@@ -10,8 +10,9 @@ use super::stats::add;
 use super::DbInner;
 use crate::base::filename::FileKind;
 use crate::base::key::{self, ValueKind};
-use crate::base::{filename, FileNumber, InternalKey};
+use crate::base::{filename, FileNumber, InternalKey, SeqNo};
 use crate::compaction::correlated::{self, CorrelatedOptions};
+use crate::compaction::merge_runs::{MergeRuns, ReadBase};
 use crate::compaction::picker::{self, CompactionPlan};
 use crate::compaction::stream::DropRules;
 use crate::error::{Error, Result};
@@ -186,7 +187,11 @@ impl DbInner {
     /// filter and record index blocks are, for every job). With `reseparate` (compactions), the kept entries'
     /// values in its files move to new value files, in key order. A user
     /// key never straddles two outputs, so that the outputs' key ranges do
-    /// not overlap. On failure every file the job created is removed.
+    /// not overlap. Merge operands are merged as `merge_runs` says, a
+    /// separated value beneath them read through `bases` (none: such a
+    /// value stays, unmerged); a compaction's merged value of at least
+    /// `min_value_size` goes to a new value file. On failure every file the
+    /// job created is removed.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn write_outputs(
         &self,
@@ -196,6 +201,7 @@ impl DbInner {
         max_file_size: u64,
         flush: bool,
         reseparate: Option<&mut Reseparate>,
+        bases: Option<&ValueSource>,
         written: &dyn Fn(u64),
     ) -> Result<Outputs> {
         let mut outputs = Outputs::default();
@@ -207,6 +213,7 @@ impl DbInner {
             max_file_size,
             flush,
             reseparate,
+            bases,
             written,
             &mut outputs,
             &mut created,
@@ -234,11 +241,30 @@ impl DbInner {
         max_file_size: u64,
         flush: bool,
         mut reseparate: Option<&mut Reseparate>,
+        bases: Option<&ValueSource>,
         written: &dyn Fn(u64),
         outputs: &mut Outputs,
         created: &mut Created,
     ) -> Result<()> {
-        let separate = flush && self.opts.enable_value_separation;
+        let snapshots = rules.snapshots().to_vec();
+        let bottommost = rules.bottommost();
+        let nothing_below = |user_key: &[u8]| bottommost || !may_exist_below(user_key);
+        let read_base = |user_key: &[u8], seq: SeqNo, raw: &[u8]| -> Result<Vec<u8>> {
+            let source = bases.ok_or_else(|| {
+                Error::corruption("<compaction>", 0, "no value source for a merge's base")
+            })?;
+            Ok(source
+                .resolve(ValueKind::ValueRef, raw, user_key, seq, None)?
+                .to_vec())
+        };
+        let mut input = MergeRuns::new(
+            input,
+            self.opts.merge_operator.clone(),
+            &snapshots,
+            &nothing_below,
+            bases.map(|_| &read_base as ReadBase<'_>),
+        )?;
+        let separate = self.opts.enable_value_separation;
         let mut builder: Option<(FileNumber, TableBuilder)> = None;
         // The value file being written per class, hot and cold.
         let mut values: HashMap<ValueClass, ValueFileBuilder> = HashMap::new();
@@ -333,6 +359,7 @@ impl DbInner {
                 handle.encode(&mut handle_buf);
                 (ikey, handle_buf.as_slice())
             } else if separate
+                && (flush || input.merged())
                 && value.len() >= self.opts.min_value_size
                 && key::tag(ikey) as u8 == ValueKind::Value as u8
             {
@@ -388,6 +415,10 @@ impl DbInner {
             &self.counters.entries_dropped,
             dropped.shadowed + dropped.obsolete_deletions,
         );
+        let merges = input.stats();
+        add(&self.counters.merges_full, merges.full);
+        add(&self.counters.merge_operands_combined, merges.partial);
+        add(&self.counters.merges_failed, merges.failed);
         Ok(())
     }
 
@@ -578,6 +609,11 @@ impl DbInner {
             max_file_size,
             false,
             reseparate.as_mut(),
+            Some(&ValueSource {
+                store: self.values.clone(),
+                version: version.clone(),
+                logs: Default::default(),
+            }),
             written,
         )?;
 
@@ -695,6 +731,7 @@ mod tests {
                 &|_| true,
                 16 << 10,
                 false,
+                None,
                 None,
                 &|bytes| reports.borrow_mut().push((bytes, tables_on_disk())),
             )

@@ -36,6 +36,7 @@ impl DbInner {
             u64::MAX,
             true,
             None,
+            None,
             written,
         )
     }

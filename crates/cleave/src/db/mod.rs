@@ -149,6 +149,9 @@ pub(crate) struct DbInner {
     state: Mutex<State>,
     /// Signalled whenever background work finishes, fails or appears.
     bg_cv: Condvar,
+    /// Whether the manifest names the merge operator, as it must before
+    /// the first merge is written.
+    merge_logged: AtomicBool,
     versions: Mutex<VersionSet>,
     writers: Mutex<WriteQueue>,
     writers_cv: Condvar,
@@ -235,6 +238,14 @@ impl Db {
     pub fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value);
+        self.write(opts, b)
+    }
+
+    /// Writes a merge operand for `key`, which `Options::merge_operator`
+    /// combines with the key's value when it is read or compacted.
+    pub fn merge(&self, opts: &WriteOptions, key: &[u8], operand: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge(key, operand);
         self.write(opts, b)
     }
 

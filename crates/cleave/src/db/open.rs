@@ -106,6 +106,8 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
             recent_bytes: opts.recent_value_cache_bytes,
         },
     ));
+    check_merge_operator(&versions, &opts, dir)?;
+    let merge_logged = AtomicBool::new(versions.merge_operator().is_some());
     let mut versions = versions;
     let pins = logs.clone();
     versions.keep_value_files(Box::new(move |n| pins.is_pinned(n)));
@@ -138,6 +140,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
             last_write: Instant::now(),
         }),
         bg_cv: Condvar::new(),
+        merge_logged,
         versions: Mutex::new(versions),
         writers: Mutex::default(),
         writers_cv: Condvar::new(),
@@ -199,6 +202,26 @@ fn refuse_lost_current(fs: &dyn Fs, dir: &Path) -> Result<()> {
             ),
         )),
         None => Ok(()),
+    }
+}
+
+/// Refuses to open a database whose merges need another merge operator
+/// than `opts` gives: reads would merge them wrongly, or not at all.
+fn check_merge_operator(versions: &VersionSet, opts: &Options, dir: &Path) -> Result<()> {
+    let Some(logged) = versions.merge_operator() else {
+        return Ok(());
+    };
+    match &opts.merge_operator {
+        Some(op) if op.name() == logged => Ok(()),
+        Some(op) => Err(Error::InvalidArgument(format!(
+            "{} holds merges for merge operator {logged:?}, not {:?} (Options::merge_operator)",
+            dir.display(),
+            op.name()
+        ))),
+        None => Err(Error::InvalidArgument(format!(
+            "{} holds merges for merge operator {logged:?}: open it with that operator (Options::merge_operator)",
+            dir.display()
+        ))),
     }
 }
 

@@ -15,6 +15,7 @@ use crate::iter::merging::MergingIterator;
 use crate::iter::{InternalIterator, ValueSource};
 use crate::manifest::version::Version;
 use crate::memtable::MemTable;
+use crate::merge;
 use crate::options::ReadOptions;
 use crate::value_log::LogReads;
 use crate::vfs::thread_reads;
@@ -30,6 +31,62 @@ enum Lookup {
     /// A separated value: its handle as stored, and the entry's sequence
     /// number, which the record must carry.
     Separated { raw: Vec<u8>, seq: SeqNo },
+    /// Merge operands, newest first, over what lies beneath them.
+    Merge { operands: Vec<Vec<u8>>, base: Base },
+}
+
+/// What lies beneath a key's merge operands.
+enum Base {
+    None,
+    Inline(Vec<u8>),
+    Separated { raw: Vec<u8>, seq: SeqNo },
+}
+
+/// A key's entries as a lookup walks them, newest first, until one that
+/// is not a merge operand.
+#[derive(Default)]
+struct Walk {
+    operands: Vec<Vec<u8>>,
+    base: Option<Base>,
+}
+
+impl Walk {
+    /// Takes the next older entry, of sequence `seq`; false once the walk
+    /// has found what the key's value rests on.
+    fn take(&mut self, kind: ValueKind, value: &[u8], seq: SeqNo) -> bool {
+        self.base = Some(match kind {
+            ValueKind::Merge => {
+                self.operands.push(value.to_vec());
+                return true;
+            }
+            ValueKind::Value => Base::Inline(value.to_vec()),
+            ValueKind::Deletion => Base::None,
+            ValueKind::ValueRef => Base::Separated {
+                raw: value.to_vec(),
+                seq,
+            },
+        });
+        false
+    }
+
+    fn ended(&self) -> bool {
+        self.base.is_some()
+    }
+
+    fn finish(self) -> Lookup {
+        let base = self.base.unwrap_or(Base::None);
+        if !self.operands.is_empty() {
+            return Lookup::Merge {
+                operands: self.operands,
+                base,
+            };
+        }
+        match base {
+            Base::None => Lookup::Done(None),
+            Base::Inline(v) => Lookup::Done(Some(v)),
+            Base::Separated { raw, seq } => Lookup::Separated { raw, seq },
+        }
+    }
 }
 
 /// What a read sees: memtables newest first, a Version, and the value
@@ -70,6 +127,7 @@ impl DbInner {
                 .value_source(&view)
                 .resolve(ValueKind::ValueRef, &raw, user_key, seq, None)
                 .map(|v| Some(Arc::unwrap_or_clone(v))),
+            Ok(Lookup::Merge { operands, base }) => self.merge(&view, user_key, &operands, base),
             Err(e) => Err(e),
         };
         // This view may have been the last to name a compacted file.
@@ -102,6 +160,9 @@ impl DbInner {
             match self.lookup(&view, keys[i]) {
                 Ok(Lookup::Done(v)) => done[i] = Some(Ok(v)),
                 Ok(Lookup::Separated { raw, seq }) => separated.push((i, raw, seq)),
+                Ok(Lookup::Merge { operands, base }) => {
+                    done[i] = Some(self.merge(&view, keys[i], &operands, base));
+                }
                 Err(e) => done[i] = Some(Err(e)),
             }
         }
@@ -124,42 +185,80 @@ impl DbInner {
     }
 
     /// Where `user_key`'s newest entry visible in `view` leads: a value
-    /// or nothing, or a handle still to resolve.
+    /// or nothing, a handle still to resolve, or merge operands over one
+    /// of those.
     fn lookup(&self, view: &ReadView, user_key: &[u8]) -> Result<Lookup> {
+        let mut walk = Walk::default();
         for mem in &view.mems {
-            if let Some((kind, value)) = mem.get(user_key, view.seq) {
-                if kind == ValueKind::ValueRef {
-                    // A value log's record carries sequence 0, which any
-                    // sequence matches: the view's serves.
-                    return Ok(Lookup::Separated {
-                        raw: value,
-                        seq: view.seq,
-                    });
-                }
-                return resolve(kind, value).map(Lookup::Done);
+            // A value log's record carries sequence 0, which any sequence
+            // matches: the view's serves.
+            mem.get_versions(user_key, view.seq, &mut |kind, value| {
+                walk.take(kind, value, view.seq)
+            });
+            if walk.ended() {
+                return Ok(walk.finish());
             }
         }
         let seek = InternalKey::for_seek(user_key, view.seq);
         for file in view.version.files_for_get(user_key) {
             let table = self.table_cache.get(file.number)?;
-            if let Some((ikey, value)) = table.get(user_key, seek.encoded())? {
-                let parsed = key::parse(&ikey).ok_or_else(|| {
-                    Error::corruption(
-                        crate::base::filename::sstable(&self.dir, file.number),
-                        0,
-                        "malformed internal key",
-                    )
-                })?;
-                if parsed.kind == ValueKind::ValueRef {
-                    return Ok(Lookup::Separated {
-                        raw: value,
-                        seq: parsed.seq,
-                    });
-                }
-                return resolve(parsed.kind, value).map(Lookup::Done);
+            let mut malformed = false;
+            table.get_versions(
+                user_key,
+                seek.encoded(),
+                &mut |ikey, value| match key::parse(ikey) {
+                    Some(parsed) => walk.take(parsed.kind, value, parsed.seq),
+                    None => {
+                        malformed = true;
+                        false
+                    }
+                },
+            )?;
+            if malformed {
+                return Err(Error::corruption(
+                    crate::base::filename::sstable(&self.dir, file.number),
+                    0,
+                    "malformed internal key",
+                ));
+            }
+            if walk.ended() {
+                break;
             }
         }
-        Ok(Lookup::Done(None))
+        Ok(walk.finish())
+    }
+
+    /// The value a lookup's merge operands (newest first) make of `base`.
+    fn merge(
+        &self,
+        view: &ReadView,
+        user_key: &[u8],
+        operands: &[Vec<u8>],
+        base: Base,
+    ) -> Result<Option<Vec<u8>>> {
+        let separated;
+        let base = match base {
+            Base::None => None,
+            Base::Inline(v) => Some(v),
+            Base::Separated { raw, seq } => {
+                separated = self.value_source(view).resolve(
+                    ValueKind::ValueRef,
+                    &raw,
+                    user_key,
+                    seq,
+                    None,
+                )?;
+                Some(separated.to_vec())
+            }
+        };
+        let oldest_first: Vec<&[u8]> = operands.iter().rev().map(Vec::as_slice).collect();
+        merge::full_merge(
+            self.opts.merge_operator.as_ref(),
+            user_key,
+            base.as_deref(),
+            &oldest_first,
+        )
+        .map(Some)
     }
 
     /// Resolves separated values as `view` sees them.
@@ -206,6 +305,7 @@ impl DbInner {
             // Dropped in order: the Version, then the purge it may allow.
             Box::new((view.mems, view.version, PurgeOnDrop(self.purger.clone()))),
         )
+        .with_merge_operator(self.opts.merge_operator.clone())
     }
 
     /// Opens a table's iterator through the table cache.
@@ -224,19 +324,5 @@ impl DbInner {
             let table = cache.get(file.number)?;
             Ok(Box::new(table.scan_iter(COMPACTION_READAHEAD_BYTES)) as Box<dyn InternalIterator>)
         })
-    }
-}
-
-/// The result of an entry holding its value inline (handles, in sstables
-/// and memtables, are resolved by the caller).
-fn resolve(kind: ValueKind, value: Vec<u8>) -> Result<Option<Vec<u8>>> {
-    match kind {
-        ValueKind::Value => Ok(Some(value)),
-        ValueKind::Deletion => Ok(None),
-        ValueKind::ValueRef | ValueKind::Merge => Err(Error::corruption(
-            "<read>",
-            0,
-            format!("entry kind {kind:?} is not supported by this build"),
-        )),
     }
 }

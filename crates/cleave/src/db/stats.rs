@@ -26,6 +26,9 @@ pub(crate) struct Counters {
     pub range_merges: AtomicU64,
     pub trivial_moves: AtomicU64,
     pub entries_dropped: AtomicU64,
+    pub merges_full: AtomicU64,
+    pub merge_operands_combined: AtomicU64,
+    pub merges_failed: AtomicU64,
     pub stall_micros: AtomicU64,
     pub slowdown_writes: AtomicU64,
     pub stopped_writes: AtomicU64,
@@ -143,7 +146,8 @@ pub struct Stats {
     /// Sstables and value files compactions wrote.
     pub compaction_bytes_written: u64,
     /// The part of `compaction_bytes_written` that went to value files:
-    /// values correlated compaction re-separated, and how many.
+    /// values correlated compaction re-separated (and how many), and
+    /// values merges made of at least `min_value_size` bytes.
     pub compaction_value_bytes_written: u64,
     pub compaction_values_reseparated: u64,
     pub compactions: u64,
@@ -153,6 +157,12 @@ pub struct Stats {
     pub trivial_moves: u64,
     /// Entries compaction and flush dropped as shadowed or deleted.
     pub entries_dropped: u64,
+    /// Runs of merge operands flushes and compactions merged into a
+    /// value; operands they combined by partial merges; runs the merge
+    /// operator refused, kept unmerged (their reads fail).
+    pub merges_full: u64,
+    pub merge_operands_combined: u64,
+    pub merges_failed: u64,
     /// Time writers spent slowed down or stopped.
     pub stall_micros: u64,
     pub slowdown_writes: u64,
@@ -221,6 +231,9 @@ impl Stats {
             range_merges: get(&c.range_merges),
             trivial_moves: get(&c.trivial_moves),
             entries_dropped: get(&c.entries_dropped),
+            merges_full: get(&c.merges_full),
+            merge_operands_combined: get(&c.merge_operands_combined),
+            merges_failed: get(&c.merges_failed),
             stall_micros: get(&c.stall_micros),
             slowdown_writes: get(&c.slowdown_writes),
             stopped_writes: get(&c.stopped_writes),
@@ -298,7 +311,7 @@ impl Stats {
         );
         let _ = writeln!(
             s,
-            "flush: {} ({:.1} MB written); compaction: {} ({} range merges) + {} trivial moves ({:.1} MB read, {:.1} MB written, {:.1} MB of it {} re-separated values); dropped entries: {}",
+            "flush: {} ({:.1} MB written); compaction: {} ({} range merges) + {} trivial moves ({:.1} MB read, {:.1} MB written, {:.1} MB of it {} re-separated values); dropped entries: {}; merges: {} full, {} operands combined, {} refused",
             self.flushes,
             mb(self.flush_bytes_written),
             self.compactions,
@@ -308,7 +321,10 @@ impl Stats {
             mb(self.compaction_bytes_written),
             mb(self.compaction_value_bytes_written),
             self.compaction_values_reseparated,
-            self.entries_dropped
+            self.entries_dropped,
+            self.merges_full,
+            self.merge_operands_combined,
+            self.merges_failed
         );
         let _ = writeln!(
             s,

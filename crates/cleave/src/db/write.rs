@@ -12,10 +12,11 @@ use super::budget;
 use super::gc::Reservation;
 use super::stats::add;
 use super::{DbInner, Immutable, State};
-use crate::base::FileNumber;
+use crate::base::{FileNumber, ValueKind};
 use crate::batch::WriteBatch;
 use crate::compaction::picker::{self, PushDownFor};
 use crate::error::{Error, Result};
+use crate::manifest::edit::VersionEdit;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::wal::WalWriter;
@@ -62,9 +63,12 @@ impl DbInner {
                 "sync and disable_wal cannot both be set".to_string(),
             ));
         }
-        let user_bytes = batch.validate()?;
+        let (user_bytes, merges) = batch.validate()?;
         if batch.is_empty() {
             return Ok(());
+        }
+        if merges {
+            self.check_merges(&batch)?;
         }
         // Big values go to a value log now, in this thread, so writers
         // append in parallel and the group commit carries only handles.
@@ -106,6 +110,39 @@ impl DbInner {
             self.logs.unpin(appended);
         }
         r
+    }
+
+    /// Refuses the merges of `batch` without an operator or with operands
+    /// it refuses, and logs the operator's name before the first merge
+    /// reaches a WAL, so that no database holds merges an open could read
+    /// with another operator.
+    fn check_merges(&self, batch: &WriteBatch) -> Result<()> {
+        let Some(op) = &self.opts.merge_operator else {
+            return Err(Error::InvalidArgument(
+                "merge needs a merge operator (Options::merge_operator)".to_string(),
+            ));
+        };
+        for e in batch.entries() {
+            let e = e?;
+            if e.kind != ValueKind::Merge {
+                continue;
+            }
+            op.check_operand(e.value).map_err(|reason| {
+                Error::InvalidArgument(format!(
+                    "merge operand for key \"{}\": {reason}",
+                    e.key.escape_ascii()
+                ))
+            })?;
+        }
+        if !self.merge_logged.load(Ordering::Acquire) {
+            let edit = VersionEdit {
+                merge_operator: Some(op.name().to_string()),
+                ..VersionEdit::default()
+            };
+            self.apply_edit(edit)?;
+            self.merge_logged.store(true, Ordering::Release);
+        }
+        Ok(())
     }
 
     /// Whether `batch`, whose big values go to value logs, may proceed as

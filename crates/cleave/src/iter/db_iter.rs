@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use crate::base::key::{self, InternalKey, ParsedKey, SeqNo, ValueKind, MAX_SEQ};
 use crate::iter::{InternalIterator, ValueSource};
+use crate::merge::{self, MergeOperator};
 use crate::value_file::Readahead;
 use crate::{Error, Result};
 
@@ -60,10 +61,16 @@ pub struct DbIterator {
     /// entries are being skipped.
     saved_key: Vec<u8>,
     /// Reverse: the current value as stored (inline, or a handle), with
-    /// the kind and seq of its entry.
+    /// the kind and seq of its entry. Either direction, when `merged`: the
+    /// value the current key's merge operands made.
     saved_value: Vec<u8>,
     saved_kind: ValueKind,
     saved_seq: SeqNo,
+    /// The current key's newest visible entry is a merge operand: its key
+    /// and merged value are in `saved_key` and `saved_value`, and, moving
+    /// forward, `inner` is past its operands.
+    merged: bool,
+    merge: Option<Arc<dyn MergeOperator>>,
     status: Option<Error>,
     values: ValueSource,
     /// The resolved separated value of the current entry, once asked for.
@@ -115,17 +122,6 @@ fn parse_entry(ikey: &[u8]) -> Result<ParsedKey<'_>> {
     })
 }
 
-fn unsupported(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> Error {
-    let what = match kind {
-        ValueKind::Merge => "a merge operand",
-        ValueKind::Deletion | ValueKind::Value | ValueKind::ValueRef => "an unexpected kind",
-    };
-    corruption(format!(
-        "entry for key {:?} at seq {seq} is {what}, which this build cannot read",
-        user_key.escape_ascii().to_string()
-    ))
-}
-
 fn set(dst: &mut Vec<u8>, src: &[u8]) {
     dst.clear();
     dst.extend_from_slice(src);
@@ -157,6 +153,8 @@ impl DbIterator {
             saved_value: Vec::new(),
             saved_kind: ValueKind::Value,
             saved_seq: 0,
+            merged: false,
+            merge: None,
             status: None,
             values,
             resolved: OnceCell::new(),
@@ -169,6 +167,12 @@ impl DbIterator {
             prefetch_entries: Cell::new(FIRST_PREFETCH_ENTRIES),
             _pins: pins,
         }
+    }
+
+    /// Merges operands with `merge` (none: a merge operand is an error).
+    pub(crate) fn with_merge_operator(mut self, merge: Option<Arc<dyn MergeOperator>>) -> Self {
+        self.merge = merge;
+        self
     }
 
     /// True if the iterator is at an entry.
@@ -216,6 +220,7 @@ impl DbIterator {
     pub fn key(&self) -> &[u8] {
         match (self.valid(), self.direction) {
             (false, _) => &[],
+            (true, Direction::Forward) if self.merged => &self.saved_key,
             // The entry was parsed when the iterator stopped on it, so it
             // holds a whole tag.
             (true, Direction::Forward) => key::user_key(self.inner.key()),
@@ -235,6 +240,9 @@ impl DbIterator {
         }
         if !self.valid() {
             return Ok(&[]);
+        }
+        if self.merged {
+            return Ok(&self.saved_value);
         }
         let (user_key, seq, kind, raw) = match self.direction {
             Direction::Forward => {
@@ -306,15 +314,18 @@ impl DbIterator {
         self.prefetch_entries.set(next);
         let mut slot = self.lookahead.borrow_mut();
         let it = slot.get_or_insert_with(|| {
-            Box::new(DbIterator::new(
-                source(),
-                self.seq,
-                self.lower_bound.clone(),
-                self.upper_bound.clone(),
-                self.values.clone(),
-                None,
-                Box::new(()),
-            ))
+            Box::new(
+                DbIterator::new(
+                    source(),
+                    self.seq,
+                    self.lower_bound.clone(),
+                    self.upper_bound.clone(),
+                    self.values.clone(),
+                    None,
+                    Box::new(()),
+                )
+                .with_merge_operator(self.merge.clone()),
+            )
         });
         let mut handles: Vec<Vec<u8>> = Vec::new();
         let mut last = None;
@@ -350,6 +361,9 @@ impl DbIterator {
         if !self.valid() || self.direction != Direction::Forward {
             return None;
         }
+        if self.merged {
+            return Some((ValueKind::Value, &self.saved_value));
+        }
         let kind = ValueKind::from_u8(key::tag(self.inner.key()) as u8)?;
         Some((kind, self.inner.value()))
     }
@@ -380,6 +394,7 @@ impl DbIterator {
     fn reset(&mut self, direction: Direction) {
         self.direction = direction;
         self.valid = false;
+        self.merged = false;
         self.scanning = false;
         self.prefetched_until.get_mut().take();
         self.prefetch_entries.set(FIRST_PREFETCH_ENTRIES);
@@ -459,6 +474,8 @@ impl DbIterator {
                     self.inner.seek(target.encoded())?;
                 }
             }
+            // Past the merged key's operands already, `saved_key` its key.
+            Direction::Forward if self.merged => {}
             Direction::Forward => {
                 set(&mut self.saved_key, key::user_key(self.inner.key()));
                 self.inner.next()?;
@@ -472,7 +489,17 @@ impl DbIterator {
             return Ok(());
         }
         self.scanning = true;
-        if self.direction == Direction::Forward {
+        if self.direction == Direction::Forward && self.merged {
+            // `inner` is past the merged key: land on the last entry
+            // before it.
+            let target = InternalKey::for_seek(&self.saved_key, MAX_SEQ);
+            self.inner.seek_for_prev(target.encoded())?;
+            if !self.inner.valid() {
+                self.reset(Direction::Forward);
+                return Ok(());
+            }
+            self.direction = Direction::Reverse;
+        } else if self.direction == Direction::Forward {
             // Back up to before every entry of the current key, so that the
             // reverse scan starts from the previous key.
             set(&mut self.saved_key, key::user_key(self.inner.key()));
@@ -498,6 +525,7 @@ impl DbIterator {
     /// deleted.
     fn find_next_user_entry(&mut self, mut skipping: bool) -> Result<()> {
         self.valid = false;
+        self.merged = false;
         while self.inner.valid() {
             let parsed = parse_entry(self.inner.key())?;
             if self
@@ -520,7 +548,9 @@ impl DbIterator {
                         return Ok(());
                     }
                     ValueKind::Merge if !shadowed => {
-                        return Err(unsupported(parsed.user_key, parsed.seq, parsed.kind));
+                        set(&mut self.saved_key, parsed.user_key);
+                        self.saved_seq = parsed.seq;
+                        return self.merge_forward();
                     }
                     ValueKind::Value | ValueKind::ValueRef | ValueKind::Merge => {}
                 }
@@ -530,13 +560,67 @@ impl DbIterator {
         Ok(())
     }
 
+    /// Merges the operands from the inner position on (the newest visible
+    /// entry of `saved_key`, a merge operand) with what lies beneath them,
+    /// leaving `inner` at that entry or past the key.
+    fn merge_forward(&mut self) -> Result<()> {
+        let mut operands = vec![self.inner.value().to_vec()];
+        let mut base = None;
+        loop {
+            self.inner.next()?;
+            if !self.inner.valid() {
+                break;
+            }
+            // Older than the first visible entry, so visible too.
+            let parsed = parse_entry(self.inner.key())?;
+            if parsed.user_key != self.saved_key.as_slice() {
+                break;
+            }
+            match parsed.kind {
+                ValueKind::Merge => operands.push(self.inner.value().to_vec()),
+                ValueKind::Value => {
+                    base = Some(self.inner.value().to_vec());
+                    break;
+                }
+                ValueKind::ValueRef => {
+                    let v = self.values.resolve(
+                        parsed.kind,
+                        self.inner.value(),
+                        parsed.user_key,
+                        parsed.seq,
+                        None,
+                    )?;
+                    base = Some(v.to_vec());
+                    break;
+                }
+                ValueKind::Deletion => break,
+            }
+        }
+        let oldest_first: Vec<&[u8]> = operands.iter().rev().map(Vec::as_slice).collect();
+        self.saved_value = merge::full_merge(
+            self.merge.as_ref(),
+            &self.saved_key,
+            base.as_deref(),
+            &oldest_first,
+        )?;
+        self.merged = true;
+        self.valid = true;
+        Ok(())
+    }
+
     /// Moves backward from the inner position over every entry of the
     /// previous user key that has a live visible version, and keeps a copy
-    /// of it, leaving `inner` before its entries.
+    /// of it (merged, if its newest entries are merge operands), leaving
+    /// `inner` before its entries.
     fn find_prev_user_entry(&mut self) -> Result<()> {
         self.valid = false;
-        // Kind and seq of the newest visible entry of `saved_key` so far.
-        let mut found: Option<(ValueKind, SeqNo)> = None;
+        self.merged = false;
+        // Seq of the newest visible entry of `saved_key` so far; kind and
+        // seq of the value beneath its merge operands (in `saved_value`),
+        // if any; those operands, oldest first.
+        let mut found: Option<SeqNo> = None;
+        let mut base: Option<(ValueKind, SeqNo)> = None;
+        let mut operands: Vec<Vec<u8>> = Vec::new();
         while self.inner.valid() {
             let parsed = parse_entry(self.inner.key())?;
             if self
@@ -550,27 +634,62 @@ impl DbIterator {
                 if found.is_some() && parsed.user_key < self.saved_key.as_slice() {
                     break;
                 }
-                if parsed.kind == ValueKind::Deletion {
-                    found = None;
-                    self.saved_key.clear();
-                    self.saved_value.clear();
-                } else {
-                    found = Some((parsed.kind, parsed.seq));
-                    set(&mut self.saved_key, parsed.user_key);
-                    set(&mut self.saved_value, self.inner.value());
+                match parsed.kind {
+                    ValueKind::Deletion => {
+                        found = None;
+                        base = None;
+                        operands.clear();
+                        self.saved_key.clear();
+                        self.saved_value.clear();
+                    }
+                    ValueKind::Value | ValueKind::ValueRef => {
+                        found = Some(parsed.seq);
+                        base = Some((parsed.kind, parsed.seq));
+                        operands.clear();
+                        set(&mut self.saved_key, parsed.user_key);
+                        set(&mut self.saved_value, self.inner.value());
+                    }
+                    ValueKind::Merge => {
+                        found = Some(parsed.seq);
+                        operands.push(self.inner.value().to_vec());
+                        set(&mut self.saved_key, parsed.user_key);
+                    }
                 }
             }
             self.inner.prev()?;
         }
-        match found {
-            None => self.reset(Direction::Forward),
-            Some((kind @ (ValueKind::Value | ValueKind::ValueRef), seq)) => {
-                self.valid = true;
-                self.saved_kind = kind;
-                self.saved_seq = seq;
-            }
-            Some((kind, seq)) => return Err(unsupported(&self.saved_key, seq, kind)),
+        let Some(seq) = found else {
+            self.reset(Direction::Forward);
+            return Ok(());
+        };
+        if operands.is_empty() {
+            let (kind, seq) = base.unwrap_or((ValueKind::Value, seq));
+            self.saved_kind = kind;
+            self.saved_seq = seq;
+        } else {
+            let resolved;
+            let base = match base {
+                None => None,
+                Some((ValueKind::ValueRef, base_seq)) => {
+                    resolved = self.values.resolve(
+                        ValueKind::ValueRef,
+                        &self.saved_value,
+                        &self.saved_key,
+                        base_seq,
+                        None,
+                    )?;
+                    Some(resolved.as_slice())
+                }
+                Some(_) => Some(self.saved_value.as_slice()),
+            };
+            let refs: Vec<&[u8]> = operands.iter().map(Vec::as_slice).collect();
+            let value = merge::full_merge(self.merge.as_ref(), &self.saved_key, base, &refs)?;
+            self.saved_value = value;
+            self.saved_kind = ValueKind::Value;
+            self.saved_seq = seq;
+            self.merged = true;
         }
+        self.valid = true;
         Ok(())
     }
 }

@@ -6,15 +6,17 @@ use crate::base::coding::{put_length_prefixed, put_varint32, put_varint64, Decod
 use crate::base::key;
 use crate::base::limits::NUM_LEVELS;
 use crate::base::{Decoder, FileNumber, InternalKey, SeqNo};
+use crate::merge::MAX_NAME_LEN;
 
 use super::file_meta::TableValueRefs;
 use super::value_file_meta::{HostedLogical, ValueFileMeta};
 use super::FileMeta;
 
 /// The database format version this build writes and the newest it reads.
-/// Version 2 added value files (tags 7–9); a version-1 manifest is a
-/// version-2 manifest without them.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+/// Version 2 added value files (tags 7–9), version 3 the merge
+/// operator's name (tag 10) and merge operands in WALs and sstables; an
+/// older manifest is a newer one without them.
+pub(crate) const FORMAT_VERSION: u32 = 3;
 
 const TAG_FORMAT_VERSION: u64 = 1;
 const TAG_LOG_NUMBER: u64 = 2;
@@ -25,6 +27,7 @@ const TAG_NEW_FILE: u64 = 6;
 const TAG_TABLE_VALUE_REFS: u64 = 7;
 const TAG_NEW_VALUE_FILE: u64 = 8;
 const TAG_DELETED_VALUE_FILE: u64 = 9;
+const TAG_MERGE_OPERATOR: u64 = 10;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct VersionEdit {
@@ -39,6 +42,9 @@ pub(crate) struct VersionEdit {
     /// Physical value files leaving the Version.
     pub deleted_value_files: Vec<FileNumber>,
     pub new_value_files: Vec<ValueFileMeta>,
+    /// The name of the merge operator the database's merges need: logged
+    /// with the first merge, and in every snapshot after.
+    pub merge_operator: Option<String>,
 }
 
 impl VersionEdit {
@@ -100,6 +106,10 @@ impl VersionEdit {
                 }
             }
         }
+        if let Some(name) = &self.merge_operator {
+            put_varint64(dst, TAG_MERGE_OPERATOR);
+            put_length_prefixed(dst, name.as_bytes());
+        }
         for &number in &self.deleted_value_files {
             put_varint64(dst, TAG_DELETED_VALUE_FILE);
             put_varint64(dst, number.0);
@@ -156,6 +166,15 @@ impl VersionEdit {
                 }
                 TAG_DELETED_VALUE_FILE => e.deleted_value_files.push(FileNumber(d.varint64()?)),
                 TAG_NEW_VALUE_FILE => e.new_value_files.push(decode_value_file(&mut d)?),
+                TAG_MERGE_OPERATOR => {
+                    let name = d.length_prefixed()?;
+                    if name.is_empty() || name.len() > MAX_NAME_LEN {
+                        return Err(DecodeError("merge operator name of a bad length"));
+                    }
+                    let name = std::str::from_utf8(name)
+                        .map_err(|_| DecodeError("merge operator name is not UTF-8"))?;
+                    set_once(&mut e.merge_operator, name.to_string())?;
+                }
                 // No forward compatibility yet: a field we do not know could
                 // change the meaning of the ones we do.
                 _ => return Err(DecodeError("unknown version edit tag")),
@@ -317,6 +336,7 @@ mod tests {
             log_number: Some(FileNumber(3)),
             next_file_number: Some(FileNumber(99)),
             last_seq: Some(12345),
+            merge_operator: Some("uint64add".to_string()),
             ..VersionEdit::default()
         };
         e.delete_file(2, FileNumber(7));
@@ -402,6 +422,12 @@ mod tests {
             VersionEdit::decode(&buf),
             Err(DecodeError("level out of range"))
         );
+        for bad in [&b""[..], &[0xff, 0xfe], &[b'x'; MAX_NAME_LEN + 1]] {
+            let mut buf = Vec::new();
+            put_varint64(&mut buf, TAG_MERGE_OPERATOR);
+            put_length_prefixed(&mut buf, bad);
+            assert!(VersionEdit::decode(&buf).is_err(), "name {bad:?}");
+        }
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub(crate) struct VersionSet {
     /// references them: value logs that unflushed memtable entries point
     /// into (`value_log`).
     keep: Option<KeepValueFile>,
+    /// The merge operator the database's merges need, once one is logged.
+    merge_operator: Option<String>,
 }
 
 /// Says whether a physical value file must stay though unreferenced.
@@ -79,6 +81,7 @@ impl VersionSet {
         vs.next_file_number = replayed.next_file_number.0.max(max_file + 1);
         vs.last_seq = replayed.last_seq;
         vs.log_number = replayed.log_number;
+        vs.merge_operator = replayed.merge_operator;
         vs.manifest_number = manifest_number;
         vs.current = Arc::new(replayed.version);
         Ok(vs)
@@ -97,6 +100,7 @@ impl VersionSet {
             manifest: None,
             obsolete: Arc::default(),
             keep: None,
+            merge_operator: None,
         }
     }
 
@@ -112,6 +116,9 @@ impl VersionSet {
     pub(crate) fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
         if let Some(s) = edit.last_seq {
             self.last_seq = self.last_seq.max(s);
+        }
+        if edit.merge_operator.is_some() && edit.merge_operator == self.merge_operator {
+            edit.merge_operator = None;
         }
         let log_number = edit.log_number.unwrap_or(self.log_number);
         if log_number < self.log_number || log_number.0 >= self.next_file_number {
@@ -154,12 +161,18 @@ impl VersionSet {
         edit.encode(&mut record);
         let removed = edit.deleted_files.clone();
         let prev_log_number = std::mem::replace(&mut self.log_number, log_number);
+        // A rotation's snapshot carries the new name too.
+        let prev_merge_operator = match &edit.merge_operator {
+            Some(name) => self.merge_operator.replace(name.clone()),
+            None => self.merge_operator.clone(),
+        };
         let logged = match new_manifest {
             Some(number) => self.rotate(number, &version),
             None => self.append(&record),
         };
         if let Err(e) = logged {
             self.log_number = prev_log_number;
+            self.merge_operator = prev_merge_operator;
             self.manifest = None;
             return Err(e);
         }
@@ -250,6 +263,7 @@ impl VersionSet {
                 .collect(),
             deleted_value_files: Vec::new(),
             new_value_files: version.value_files().map(|f| (**f).clone()).collect(),
+            merge_operator: self.merge_operator.clone(),
         }
     }
 
@@ -315,6 +329,11 @@ impl VersionSet {
     pub(crate) fn set_last_seq(&mut self, seq: SeqNo) {
         debug_assert!(seq >= self.last_seq, "sequence numbers go backwards");
         self.last_seq = seq;
+    }
+
+    /// The name of the merge operator logged with the first merge, if any.
+    pub(crate) fn merge_operator(&self) -> Option<&str> {
+        self.merge_operator.as_deref()
     }
 
     pub(crate) fn log_number(&self) -> FileNumber {
@@ -406,12 +425,14 @@ struct Replayed {
     next_file_number: FileNumber,
     last_seq: SeqNo,
     log_number: FileNumber,
+    merge_operator: Option<String>,
 }
 
 fn replay(path: &Path, data: &[u8]) -> Result<Replayed> {
     let mut reader = RecordReader::new(data);
     let mut version = Version::default();
     let (mut next_file_number, mut last_seq, mut log_number) = (None, None, None);
+    let mut merge_operator = None;
     let mut first = true;
     loop {
         let (offset, payload) = match reader.next_record() {
@@ -446,6 +467,7 @@ fn replay(path: &Path, data: &[u8]) -> Result<Replayed> {
         next_file_number = edit.next_file_number.or(next_file_number);
         last_seq = edit.last_seq.or(last_seq);
         log_number = edit.log_number.or(log_number);
+        merge_operator = edit.merge_operator.clone().or(merge_operator);
         version = version
             .apply(edit)
             .map_err(|reason| Error::corruption(path, offset, reason))?;
@@ -456,6 +478,7 @@ fn replay(path: &Path, data: &[u8]) -> Result<Replayed> {
             next_file_number,
             last_seq,
             log_number,
+            merge_operator,
         }),
         _ => Err(Error::corruption(
             path,

@@ -108,15 +108,37 @@ impl MemTable {
 
     /// The newest entry for `user_key` with sequence ≤ `seq`, or `None` if
     /// the memtable holds no such entry (older tables must be consulted).
+    #[cfg(test)]
     pub(crate) fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<(ValueKind, Vec<u8>)> {
+        let mut found = None;
+        self.get_versions(user_key, seq, &mut |kind, value| {
+            found = Some((kind, value.to_vec()));
+            false
+        });
+        found
+    }
+
+    /// Calls `f` with the entries of `user_key` of sequence ≤ `seq`,
+    /// newest first, while it returns true (a merge walks its operands
+    /// this way).
+    pub(crate) fn get_versions(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        f: &mut dyn FnMut(ValueKind, &[u8]) -> bool,
+    ) {
         let probe = MemEntry::probe(InternalKey::for_seek(user_key, seq).encoded());
-        let entry = self.map.lower_bound(Bound::Included(&probe))?;
-        // Keys here were built by `add` from a `ValueKind`, so they parse.
-        let parsed = key::parse(entry.key().key())?;
-        if parsed.user_key != user_key {
-            return None;
+        let mut entry = self.map.lower_bound(Bound::Included(&probe));
+        while let Some(e) = entry {
+            // Keys here were built by `add` from a `ValueKind`, so they parse.
+            let Some(parsed) = key::parse(e.key().key()) else {
+                return;
+            };
+            if parsed.user_key != user_key || !f(parsed.kind, e.key().value()) {
+                return;
+            }
+            entry = e.next();
         }
-        Some((parsed.kind, entry.key().value().to_vec()))
     }
 
     /// A bidirectional iterator that keeps this memtable alive. It sees

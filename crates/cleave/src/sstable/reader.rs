@@ -140,14 +140,32 @@ impl Table {
 
     /// Point lookup: `None` if the filter excludes `user_key`; otherwise the
     /// first entry ≥ `seek_key` if its user key is `user_key`.
+    #[cfg(test)]
     pub(crate) fn get(
         &self,
         user_key: &[u8],
         seek_key: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut found = None;
+        self.get_versions(user_key, seek_key, &mut |ikey, value| {
+            found = Some((ikey.to_vec(), value.to_vec()));
+            false
+        })?;
+        Ok(found)
+    }
+
+    /// Calls `f` with the entries of `user_key` from the first ≥
+    /// `seek_key` on, newest first, while it returns true (a merge walks
+    /// its operands this way); none if the filter excludes `user_key`.
+    pub(crate) fn get_versions(
+        &self,
+        user_key: &[u8],
+        seek_key: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
         if let Some(filter) = self.filter()? {
             if !filter.may_contain(user_key) {
-                return Ok(None);
+                return Ok(());
             }
         }
         let index = self.cached_block(self.footer.index, CacheKind::Index)?;
@@ -155,22 +173,23 @@ impl Table {
         let mut ii = index.iter(KeyOrder::Internal);
         ii.seek(seek_key).map_err(index_err)?;
         // Separators make the first candidate block the only one that can
-        // hold the key; looking further costs nothing when it does not.
+        // hold the key's first entry; a key's entries may run on into the
+        // next blocks.
         while ii.valid() {
             let handle = self.decode_handle(ii.value())?;
             let block = self.cached_block(handle, CacheKind::Data)?;
             let mut di = block.iter(KeyOrder::Internal);
-            di.seek(seek_key)
-                .map_err(|e| self.corruption(handle.offset, e))?;
-            if di.valid() {
-                if key::user_key(di.key()) == user_key {
-                    return Ok(Some((di.key().to_vec(), di.value().to_vec())));
+            let block_err = |e| self.corruption(handle.offset, e);
+            di.seek(seek_key).map_err(block_err)?;
+            while di.valid() {
+                if key::user_key(di.key()) != user_key || !f(di.key(), di.value()) {
+                    return Ok(());
                 }
-                return Ok(None);
+                di.next().map_err(block_err)?;
             }
             ii.next().map_err(index_err)?;
         }
-        Ok(None)
+        Ok(())
     }
 
     pub(crate) fn iter(self: &Arc<Self>) -> TableIter {

@@ -12,9 +12,10 @@ use crate::vfs::{self, FileOptions, Fs};
 
 const MAGIC: &[u8; 8] = b"cleavWAL";
 /// Version of the WAL format this build writes, and the newest it reads:
-/// 2 lets batches hold value handles (WAL-time separation), which a build
-/// that reads only version 1 must refuse rather than replay as damage.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+/// 2 lets batches hold value handles (WAL-time separation), 3 merge
+/// operands, which a build that reads only an older version must refuse
+/// rather than replay as damage.
+pub(crate) const FORMAT_VERSION: u32 = 3;
 
 /// The header names the file's own number and the WAL written before it
 /// (0: none known), so that replay can tell a missing WAL from the end of
@@ -259,7 +260,7 @@ mod tests {
         drop(f);
         let err = read(&fs, &dir, FileNumber(5)).unwrap_err();
         assert!(
-            matches!(err, Error::UnsupportedFormatVersion { found: 3, .. }),
+            matches!(err, Error::UnsupportedFormatVersion { found, .. } if found == FORMAT_VERSION + 1),
             "{err}"
         );
     }

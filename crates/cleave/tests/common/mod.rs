@@ -100,7 +100,22 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         } else {
             0
         },
+        // Merges append, so that the model sees their order.
+        merge_operator: Some(Arc::new(cleave::Append::default())),
         ..Options::default()
+    }
+}
+
+/// Applies a merge of `operand` to `key` as `Append::default()` does.
+pub fn merge_append(model: &mut Model, key: Vec<u8>, operand: &[u8]) {
+    match model.get_mut(&key) {
+        Some(value) => {
+            value.push(b',');
+            value.extend_from_slice(operand);
+        }
+        None => {
+            model.insert(key, operand.to_vec());
+        }
     }
 }
 

@@ -220,33 +220,43 @@ fn bounds_stop_scans_early() {
     assert!(steps.load(std::sync::atomic::Ordering::Relaxed) <= 21);
 }
 
+/// A merge operand the iterator has no operator for fails it, naming
+/// the key, in both directions, and leaves it failed.
 #[test]
-fn visible_unsupported_kinds_are_corruption() {
-    {
-        let kind = ValueKind::Merge;
-        let parts: &[Part<'_>] = &[
-            (b"a", 1, V, b"a1"),
-            (b"b", 2, kind, b"h"),
-            (b"c", 3, V, b"c3"),
-        ];
-        let mut it = db_iter(parts, MAX_SEQ);
-        it.seek_to_first().unwrap();
-        assert_eq!(it.key(), b"a");
-        let err = it.next().unwrap_err();
-        assert!(err.is_corruption(), "{err}");
-        assert!(err.to_string().contains("\"b\""), "{err}");
-        assert!(!it.valid());
-        assert!(it.status().is_err());
-        // The iterator stays failed.
-        assert!(it.seek_to_first().is_err());
-        assert!(!it.valid());
+fn a_merge_operand_without_an_operator_fails_the_iterator() {
+    let parts: &[Part<'_>] = &[
+        (b"a", 1, V, b"a1"),
+        (b"b", 2, ValueKind::Merge, b"h"),
+        (b"c", 3, V, b"c3"),
+    ];
+    let merge_failed = |e: &Error| matches!(e, Error::MergeFailed { key, .. } if key == "b");
+    let mut it = db_iter(parts, MAX_SEQ);
+    it.seek_to_first().unwrap();
+    assert_eq!(it.key(), b"a");
+    let err = it.next().unwrap_err();
+    assert!(merge_failed(&err), "{err}");
+    assert!(!it.valid());
+    assert!(it.status().is_err());
+    // The iterator stays failed.
+    assert!(it.seek_to_first().is_err());
+    assert!(!it.valid());
 
-        let mut it = db_iter(parts, MAX_SEQ);
-        it.seek_to_last().unwrap();
-        assert_eq!(it.key(), b"c");
-        assert!(it.prev().unwrap_err().is_corruption());
-        assert!(it.status().is_err());
-    }
+    let mut it = db_iter(parts, MAX_SEQ);
+    it.seek_to_last().unwrap();
+    assert_eq!(it.key(), b"c");
+    assert!(merge_failed(&it.prev().unwrap_err()));
+    assert!(it.status().is_err());
+
+    // With an operator, both directions merge it.
+    let op: Arc<dyn crate::merge::MergeOperator> = Arc::new(crate::merge::Append::default());
+    let mut it = db_iter(parts, MAX_SEQ).with_merge_operator(Some(op));
+    let want = vec![
+        (b"a".to_vec(), b"a1".to_vec()),
+        (b"b".to_vec(), b"h".to_vec()),
+        (b"c".to_vec(), b"c3".to_vec()),
+    ];
+    assert_eq!(forward(&mut it), want);
+    assert_eq!(backward(&mut it), want);
 }
 
 /// A handle is resolved only by `value()`: a damaged one fails there, in
@@ -283,8 +293,11 @@ fn a_bad_value_handle_fails_value_not_movement() {
     assert_eq!((it.key(), it.value().unwrap()), (&b"c"[..], &b"c3"[..]));
 }
 
+/// Entries a reader never needs are never resolved: a damaged handle
+/// hidden by a newer value, a merge operand above the snapshot (with no
+/// operator to merge it).
 #[test]
-fn shadowed_or_invisible_unsupported_kinds_are_skipped() {
+fn shadowed_or_invisible_entries_are_not_resolved() {
     let parts: &[Part<'_>] = &[
         (b"a", 1, ValueKind::ValueRef, b"h"),
         (b"a", 2, V, b"a2"),
