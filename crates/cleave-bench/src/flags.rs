@@ -12,6 +12,7 @@ use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 
 use crate::distributions::{KeyDistribution, DEFAULT_ZIPF_THETA};
+use crate::merge::{MergeKind, MergeShape};
 use crate::value_sizes::ValueSizeDistribution;
 
 /// The block compression to ask the engine for.
@@ -98,6 +99,22 @@ pub struct Flags {
     /// readrandomwriterandom: the percentage of operations that are reads.
     #[arg(long, default_value_t = 90)]
     pub readwritepercent: u32,
+
+    /// The merge operator of every engine, for mergerandom and
+    /// readrandommergerandom: db_bench's uint64add (8-byte operands), put,
+    /// stringappend (`,`) and max, or fieldupdate (an operand replaces one
+    /// of --ycsb_field_count fields of --ycsb_field_length bytes).
+    #[arg(long, value_enum, default_value_t = MergeKind::None)]
+    pub merge_operator: MergeKind,
+
+    /// readrandommergerandom: the percentage of operations that are reads.
+    #[arg(long, default_value_t = 70)]
+    pub mergereadpercent: u32,
+
+    /// Distinct keys mergerandom and readrandommergerandom touch; negative
+    /// means --num.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub merge_keys: i64,
 
     /// Seeks per thread for seekrandom; negative means --reads.
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
@@ -387,6 +404,21 @@ impl Flags {
         u64::try_from(self.reads).unwrap_or(self.num)
     }
 
+    /// Keys mergerandom and readrandommergerandom touch (negative means
+    /// --num).
+    pub fn merge_key_space(&self) -> u64 {
+        u64::try_from(self.merge_keys).unwrap_or(self.num)
+    }
+
+    /// The merge operator and its operands' shape.
+    pub fn merge_shape(&self) -> MergeShape {
+        MergeShape {
+            kind: self.merge_operator,
+            fields: self.ycsb_field_count,
+            field_len: self.ycsb_field_length,
+        }
+    }
+
     /// Seeks per thread for seekrandom (negative means --reads).
     pub fn seeks_per_thread(&self) -> u64 {
         u64::try_from(self.seeks).unwrap_or_else(|_| self.reads_per_thread())
@@ -439,6 +471,15 @@ impl Flags {
         }
         if self.readwritepercent > 100 {
             bail!("--readwritepercent must be at most 100");
+        }
+        if self.mergereadpercent > 100 {
+            bail!("--mergereadpercent must be at most 100");
+        }
+        if self.merge_keys == 0 {
+            bail!("--merge_keys must be positive (or negative for --num)");
+        }
+        if self.merge_operator == MergeKind::Fieldupdate && self.ycsb_field_count > 1 << 16 {
+            bail!("--merge_operator=fieldupdate takes at most 65536 fields (--ycsb_field_count)");
         }
         let limit = self.space_limit_ratio;
         if limit != 0.0 && (limit.is_nan() || limit < 1.0) {

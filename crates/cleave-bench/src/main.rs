@@ -11,6 +11,7 @@ mod engines;
 mod flags;
 mod keys;
 mod live;
+mod merge;
 mod monitor;
 mod process;
 mod report;

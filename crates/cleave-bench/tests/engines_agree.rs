@@ -158,3 +158,61 @@ fn every_benchmark_runs_on_every_engine_with_the_same_operations() {
         }
     }
 }
+
+/// mergerandom and readrandommergerandom on every engine, with db_bench's
+/// uint64add and with KDSep's field updates onto loaded records: the same
+/// operations everywhere, and every read finds its key.
+#[test]
+fn merge_benchmarks_run_on_every_engine_with_the_same_operations() {
+    for (operator, value_size) in [("uint64add", "8"), ("fieldupdate", "200")] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let json = dir.path().join("out.json");
+        let benchmarks = ["filluniquerandom", "mergerandom", "readrandommergerandom"];
+        let output = Command::new(env!("CARGO_BIN_EXE_cleave-bench"))
+            .args([
+                &format!("--engine={}", engines()),
+                &format!("--benchmarks={}", benchmarks.join(",")),
+                &format!("--db={}", dir.path().join("db").display()),
+                &format!("--json={}", json.display()),
+                &format!("--merge_operator={operator}"),
+                &format!("--value_size={value_size}"),
+                "--num=2000",
+                "--reads=3000",
+                "--merge_keys=1000",
+                "--mergereadpercent=30",
+                "--ycsb_field_count=4",
+                "--ycsb_field_length=50",
+                "--key_distribution=zipfian",
+                "--write_buffer_size=65536",
+                "--compression_type=none",
+                "--seed=5",
+            ])
+            .output()
+            .expect("cleave-bench runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{operator}: cleave-bench failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(stdout.contains("( updates:3000)"), "{stdout}");
+        assert!(stdout.contains("merges:"), "{stdout}");
+        let records: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("json"))
+                .expect("valid json");
+        let records = records.as_array().expect("array");
+        assert_eq!(
+            records.len(),
+            engines().split(',').count() * benchmarks.len()
+        );
+        for run in records.chunks(benchmarks.len()) {
+            assert_eq!(run[1]["ops"], 3000, "{operator}");
+            // Every key was loaded, so every read finds one.
+            assert_eq!(run[2]["found"], records[2]["found"], "{operator}");
+            assert!(run[2]["found"].as_u64().is_some_and(|f| f > 0));
+            for field in ["live_bytes", "live_keys", "user_bytes"] {
+                assert_eq!(run[2][field], records[2][field], "{operator} {field}");
+            }
+        }
+    }
+}

@@ -186,6 +186,7 @@ impl CleaveEngine {
             )?,
             use_direct_reads: config.use_direct_reads,
             use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,
+            merge_operator: config.merge.operator(),
             ..defaults
         };
         let db = Db::open(&config.path, options)
@@ -231,6 +232,11 @@ impl Engine for CleaveEngine {
             batch.put(key, value);
         }
         self.db.write(&self.write_options(), batch)?;
+        Ok(())
+    }
+
+    fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.db.merge(&self.write_options(), key, operand)?;
         Ok(())
     }
 

@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Result};
+use cleave::MergeOperator;
 
 use super::{Engine, EngineCounters, ScanOutcome};
 
@@ -13,9 +14,18 @@ use super::{Engine, EngineCounters, ScanOutcome};
 pub struct MemoryEngine {
     map: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
     counters: Mutex<EngineCounters>,
+    merge: Option<Arc<dyn MergeOperator>>,
 }
 
 impl MemoryEngine {
+    /// An engine whose merges apply `merge` at once.
+    pub fn with_merge_operator(merge: Option<Arc<dyn MergeOperator>>) -> Self {
+        MemoryEngine {
+            merge,
+            ..MemoryEngine::default()
+        }
+    }
+
     fn lock_map(&self) -> Result<std::sync::MutexGuard<'_, BTreeMap<Vec<u8>, Vec<u8>>>> {
         self.map
             .lock()
@@ -60,6 +70,20 @@ impl Engine for MemoryEngine {
         }
         drop(map);
         self.count_write(bytes)
+    }
+
+    fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        let op = self
+            .merge
+            .as_ref()
+            .ok_or_else(|| anyhow!("the memory engine has no merge operator"))?;
+        let mut map = self.lock_map()?;
+        let merged = op
+            .full_merge(key, map.get(key).map(Vec::as_slice), &[operand])
+            .map_err(|reason| anyhow!("merge: {reason}"))?;
+        map.insert(key.to_vec(), merged);
+        drop(map);
+        self.count_write(key.len() + operand.len())
     }
 
     fn scan(&self, start: &[u8], nexts: u64) -> Result<ScanOutcome> {

@@ -9,6 +9,7 @@ use anyhow::{bail, Result};
 use serde::{Serialize, Serializer};
 
 use crate::flags::{CompressionType, Flags};
+use crate::merge::MergeShape;
 
 mod cleave;
 #[cfg(feature = "rocksdb")]
@@ -216,6 +217,8 @@ pub trait Engine: Send + Sync {
     }
     /// Writes all entries atomically.
     fn write_batch(&self, entries: &[(&[u8], &[u8])]) -> Result<()>;
+    /// Merges `operand` into `key` with the configured merge operator.
+    fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()>;
     /// Seeks a fresh iterator to `start`, then reads up to `nexts` entries
     /// with `next`, as db_bench's seekrandom does.
     fn scan(&self, start: &[u8], nexts: u64) -> Result<ScanOutcome>;
@@ -311,6 +314,8 @@ pub struct EngineConfig {
     pub recent_value_cache_size: u64,
     /// cleave only: `--range_merge_idle_ms`.
     pub range_merge_idle_ms: u64,
+    /// Every engine's merge operator (`--merge_operator`).
+    pub merge: MergeShape,
 }
 
 /// BlobDB's separation threshold in the benchmarks we compare against
@@ -363,6 +368,11 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         big_value_threshold: 0,
         value_log_count: 4,
         recent_value_cache_size: 64 << 20,
+        merge: MergeShape {
+            kind: crate::merge::MergeKind::Uint64add,
+            fields: 10,
+            field_len: 100,
+        },
     }
 }
 
@@ -408,6 +418,7 @@ impl EngineConfig {
             big_value_threshold: flags.big_value_threshold,
             value_log_count: flags.value_log_count,
             recent_value_cache_size: flags.recent_value_cache_size,
+            merge: flags.merge_shape(),
         }
     }
 
@@ -430,7 +441,8 @@ impl EngineConfig {
              correlated_compaction {} (cleave) | max_value_file_refs {} (cleave) | \
              prepopulate_block_cache {} (cleave) | range_merge_sorted_runs {} (cleave) | \
              range_merge_idle_ms {} (cleave) | big_value_threshold {} (cleave) | \
-             value_log_count {} (cleave) | recent_value_cache_size {} (cleave)",
+             value_log_count {} (cleave) | recent_value_cache_size {} (cleave) | \
+             merge_operator {}",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -464,6 +476,9 @@ impl EngineConfig {
             self.big_value_threshold,
             self.value_log_count,
             self.recent_value_cache_size,
+            self.merge
+                .operator()
+                .map_or_else(|| "none".to_owned(), |op| op.name().to_owned()),
         )
     }
 }

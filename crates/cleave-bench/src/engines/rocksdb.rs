@@ -12,15 +12,17 @@ use std::collections::HashMap;
 use std::fs;
 use std::os::raw::c_int;
 use std::path::Path;
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use ::rocksdb::perf::{set_perf_stats, PerfStatsLevel};
 use ::rocksdb::{
     BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType,
-    Options, ReadOptions, WriteBatch, WriteOptions, DB,
+    MergeOperands, Options, ReadOptions, WriteBatch, WriteOptions, DB,
 };
 use anyhow::{anyhow, bail, Context, Result};
+use cleave::MergeOperator;
 
 use super::{Engine, EngineConfig, EngineCounters, ScanOutcome};
 use crate::flags::CompressionType;
@@ -160,6 +162,29 @@ fn table_options(config: &EngineConfig) -> Result<BlockBasedOptions> {
     Ok(table)
 }
 
+/// Merges through RocksDB's merge-operator callbacks with cleave's operator
+/// of the same name, so that both engines compute alike: a full merge that
+/// fails is RocksDB's merge failure (a corruption error on read), and a
+/// partial merge of a run succeeds only if every adjacent pair combines.
+fn set_merge_operator(options: &mut Options, op: Arc<dyn MergeOperator>) {
+    let full = op.clone();
+    let partial = op.clone();
+    options.set_merge_operator(
+        op.name(),
+        move |key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands| {
+            let operands: Vec<&[u8]> = operands.iter().collect();
+            full.full_merge(key, existing, &operands).ok()
+        },
+        move |key: &[u8], _: Option<&[u8]>, operands: &MergeOperands| {
+            let mut operands = operands.iter();
+            let first = operands.next()?.to_vec();
+            operands.try_fold(first, |older, newer| {
+                partial.partial_merge(key, &older, newer)
+            })
+        },
+    );
+}
+
 /// The database options db_bench sets from the same-named flags.
 fn database_options(config: &EngineConfig, flavor: Flavor) -> Result<Options> {
     let mut options = Options::default();
@@ -168,6 +193,9 @@ fn database_options(config: &EngineConfig, flavor: Flavor) -> Result<Options> {
     options.create_missing_column_families(true);
     options.enable_statistics();
     db_bench_defaults(&mut options);
+    if let Some(op) = config.merge.operator() {
+        set_merge_operator(&mut options, op);
+    }
 
     options.set_write_buffer_size(usize_value(config.write_buffer_size, "write_buffer_size")?);
     options.set_max_write_buffer_number(c_int_value(
@@ -392,6 +420,13 @@ impl Engine for RocksDbEngine {
         self.db
             .write_opt(batch, &self.write_options)
             .context("RocksDB write batch")
+    }
+
+    fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        perf_counters_off_on_this_thread();
+        self.db
+            .merge_opt(key, operand, &self.write_options)
+            .context("RocksDB merge")
     }
 
     fn scan(&self, start: &[u8], nexts: u64) -> Result<ScanOutcome> {

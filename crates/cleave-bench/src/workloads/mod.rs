@@ -17,6 +17,7 @@ use crate::distributions::KeyDistribution;
 use crate::engines::Engine;
 use crate::flags::Flags;
 use crate::live::LiveSet;
+use crate::merge::MergeShape;
 use crate::monitor::Progress;
 use crate::space_limit::SpaceLimit;
 use crate::value_sizes::ValueSizes;
@@ -47,6 +48,12 @@ pub enum Benchmark {
     SeekRandom,
     /// Each operation a get (`--readwritepercent`) or else a put.
     ReadRandomWriteRandom,
+    /// As overwrite, with merges (`--merge_operator`) of random keys among
+    /// `--merge_keys`.
+    MergeRandom,
+    /// Each operation a get (`--mergereadpercent`) or else a merge, of
+    /// random keys among `--merge_keys`.
+    ReadRandomMergeRandom,
     /// YCSB's load phase: `--num` records in hashed (random) order.
     YcsbLoad,
     Ycsb(Workload),
@@ -81,7 +88,7 @@ impl OpKind {
 }
 
 impl Benchmark {
-    pub const ALL: [Benchmark; 21] = [
+    pub const ALL: [Benchmark; 23] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::FillUniqueRandom,
@@ -92,6 +99,8 @@ impl Benchmark {
         Benchmark::ReadWhileWriting,
         Benchmark::SeekRandom,
         Benchmark::ReadRandomWriteRandom,
+        Benchmark::MergeRandom,
+        Benchmark::ReadRandomMergeRandom,
         Benchmark::YcsbLoad,
         Benchmark::Ycsb(Workload::A),
         Benchmark::Ycsb(Workload::B),
@@ -127,6 +136,8 @@ impl Benchmark {
             Benchmark::ReadWhileWriting => "readwhilewriting",
             Benchmark::SeekRandom => "seekrandom",
             Benchmark::ReadRandomWriteRandom => "readrandomwriterandom",
+            Benchmark::MergeRandom => "mergerandom",
+            Benchmark::ReadRandomMergeRandom => "readrandommergerandom",
             Benchmark::YcsbLoad => "ycsb_load",
             Benchmark::Ycsb(workload) => workload.name(),
             Benchmark::Flush => "flush",
@@ -161,6 +172,7 @@ impl Benchmark {
             | Benchmark::FillRandom
             | Benchmark::FillUniqueRandom
             | Benchmark::Overwrite
+            | Benchmark::MergeRandom
             | Benchmark::YcsbLoad => OpKind::Write,
             Benchmark::ReadRandom | Benchmark::MultiReadRandom | Benchmark::ReadWhileWriting => {
                 OpKind::Read
@@ -169,6 +181,7 @@ impl Benchmark {
             Benchmark::Compact => OpKind::Compact,
             Benchmark::UpdateRandom
             | Benchmark::ReadRandomWriteRandom
+            | Benchmark::ReadRandomMergeRandom
             | Benchmark::Ycsb(_)
             | Benchmark::Flush
             | Benchmark::WaitForCompaction
@@ -195,6 +208,10 @@ impl Benchmark {
                 Some(params.writes / params.batch_size * params.batch_size)
             }
             Benchmark::SeekRandom => Some(params.seeks),
+            // db_bench's: the larger of --reads and --writes.
+            Benchmark::MergeRandom | Benchmark::ReadRandomMergeRandom => {
+                Some(params.reads.max(params.writes))
+            }
             Benchmark::UpdateRandom
             | Benchmark::ReadRandom
             | Benchmark::MultiReadRandom
@@ -212,6 +229,9 @@ impl Benchmark {
     pub fn key_space_end(self, params: &WorkloadParams, records: u64) -> u64 {
         match self {
             Benchmark::FillSeq => params.num.max(params.writes),
+            Benchmark::MergeRandom | Benchmark::ReadRandomMergeRandom => {
+                params.num.max(params.merge_keys)
+            }
             Benchmark::Ycsb(workload) if workload.inserts() => records + params.ycsb_operations,
             _ => params.num,
         }
@@ -238,6 +258,11 @@ pub struct WorkloadParams {
     pub zipf_theta: f64,
     pub duration: Option<Duration>,
     pub readwritepercent: u32,
+    /// readrandommergerandom's share of reads, the keys merges touch, and
+    /// the merge operator's operands.
+    pub mergereadpercent: u32,
+    pub merge_keys: u64,
+    pub merge: MergeShape,
     /// YCSB run-phase operations in all.
     pub ycsb_operations: u64,
     /// YCSB record size: field count times field length.
@@ -274,6 +299,9 @@ impl WorkloadParams {
             zipf_theta: flags.zipf_theta,
             duration: (flags.duration > 0).then(|| Duration::from_secs(flags.duration)),
             readwritepercent: flags.readwritepercent,
+            mergereadpercent: flags.mergereadpercent,
+            merge_keys: flags.merge_key_space(),
+            merge: flags.merge_shape(),
             ycsb_operations: flags.ycsb_operations(),
             ycsb_record_bytes: flags.ycsb_field_count * flags.ycsb_field_length,
             ycsb_max_scan_length: flags.ycsb_max_scan_length,
@@ -539,6 +567,7 @@ mod tests {
     use super::*;
     use crate::engines::memory::MemoryEngine;
     use crate::keys::KeyFormat;
+    use crate::merge::MergeKind;
     use crate::value_sizes::ValueSizeDistribution;
 
     fn params(num: u64, threads: usize) -> WorkloadParams {
@@ -560,6 +589,13 @@ mod tests {
             zipf_theta: 0.99,
             duration: None,
             readwritepercent: 90,
+            mergereadpercent: 70,
+            merge_keys: num,
+            merge: MergeShape {
+                kind: MergeKind::Uint64add,
+                fields: 10,
+                field_len: 100,
+            },
             ycsb_operations: num,
             ycsb_record_bytes: 1000,
             ycsb_max_scan_length: 10,
@@ -620,6 +656,42 @@ mod tests {
         assert_eq!(read.message.as_deref(), Some("(500 of 500 found)\n"));
         assert_eq!(read.bytes, 500 * 116);
         assert_eq!(read.written_bytes, 0);
+    }
+
+    /// Merges land on `--merge_keys` keys with the operator's operands:
+    /// field updates keep every record 4 x 50 bytes, and the reads of
+    /// readrandommergerandom find the loaded keys.
+    #[test]
+    fn merge_benchmarks_touch_merge_keys_with_operator_operands() {
+        let mut params = params(300, 2);
+        params.merge = MergeShape {
+            kind: MergeKind::Fieldupdate,
+            fields: 4,
+            field_len: 50,
+        };
+        params.value_sizes =
+            ValueSizes::new(ValueSizeDistribution::Fixed, 200, 0, 0).expect("fixed sizes");
+        params.merge_keys = 100;
+        params.mergereadpercent = 50;
+        let mut harness = Harness::new(&params, 300);
+        harness.engine = MemoryEngine::with_merge_operator(params.merge.operator());
+        harness.run(Benchmark::FillSeq, &params);
+        let beyond = KeyFormat::new(16).encode(150);
+        let loaded = harness.engine.get(&beyond).expect("get");
+        let merged = harness.run(Benchmark::MergeRandom, &params);
+        assert_eq!(merged.ops, 600);
+        // Operands of 2 + 50 bytes under 16-byte keys.
+        assert_eq!(merged.written_bytes, 600 * (16 + 52));
+        assert_eq!(merged.message.as_deref(), Some("( updates:300)"));
+        let mixed = harness.run(Benchmark::ReadRandomMergeRandom, &params);
+        assert_eq!(mixed.ops, 600);
+        assert!(mixed.found > 200 && mixed.found == mixed.attempted);
+        let message = mixed.message.expect("a message");
+        assert!(message.contains("maxlength:200)"), "{message}");
+        assert_eq!(harness.engine.len(), 300);
+        assert_eq!(harness.live.bytes(), 300 * (16 + 200));
+        // No merge reached a key beyond --merge_keys.
+        assert_eq!(harness.engine.get(&beyond).expect("get"), loaded);
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub struct ThreadStats {
     pub inserts: u64,
     pub scans: u64,
     pub read_modify_writes: u64,
+    /// Merges, and the longest value a read returned.
+    pub merges: u64,
+    pub max_value_len: u64,
     pub latencies: Histogram<u64>,
     pub start: Instant,
     pub finish: Instant,
@@ -78,6 +81,11 @@ pub fn message(
         Benchmark::ReadRandomWriteRandom => Some(format!(
             "( reads:{} writes:{} total:{} found:{})",
             first.attempted, first.writes, first.ops, first.found
+        )),
+        Benchmark::MergeRandom => Some(format!("( updates:{})", first.merges)),
+        Benchmark::ReadRandomMergeRandom => Some(format!(
+            "( reads:{} merges:{} total:{} hits:{} maxlength:{})",
+            first.attempted, first.merges, first.ops, first.found, first.max_value_len
         )),
         Benchmark::Ycsb(_) => Some(format!(
             "(reads {} found {}, updates {}, inserts {}, scans {}, read-modify-writes {})",
@@ -175,6 +183,8 @@ pub fn run(
             inserts: 0,
             scans: 0,
             read_modify_writes: 0,
+            merges: 0,
+            max_value_len: 0,
             latencies: new_latency_histogram()?,
             start: now,
             finish: now,
@@ -226,6 +236,9 @@ pub fn run(
         Benchmark::MultiReadRandom => run.multi_read_random(&budget, &mut plan)?,
         Benchmark::SeekRandom => run.seek_random(&budget, &mut plan)?,
         Benchmark::ReadRandomWriteRandom => run.read_random_write_random(&budget, &mut plan)?,
+        Benchmark::MergeRandom | Benchmark::ReadRandomMergeRandom => {
+            run.merge_random(&budget, &mut plan)?
+        }
         Benchmark::Ycsb(workload) => run.ycsb(workload, &budget, &mut plan)?,
         other => bail!("{} is not a data benchmark", other.name()),
     }
@@ -283,6 +296,10 @@ impl ThreadRun<'_> {
             Benchmark::Overwrite | Benchmark::UpdateRandom | Benchmark::ReadRandomWriteRandom => {
                 WriteKeys::Chosen(chooser(params.write_keys))
             }
+            // Reads and merges alike among --merge_keys keys.
+            Benchmark::MergeRandom | Benchmark::ReadRandomMergeRandom => WriteKeys::Chosen(
+                KeyChooser::new(params.write_keys, params.merge_keys, params.zipf_theta),
+            ),
             _ => WriteKeys::None,
         };
         let read_keys = match benchmark {
@@ -374,6 +391,23 @@ impl ThreadRun<'_> {
         bytes
     }
 
+    /// Merges an operand the merge operator takes into key number `index`;
+    /// returns the bytes written.
+    fn merge(&mut self, index: u64) -> Result<u64> {
+        self.keys.encode_into(index, &mut self.key);
+        let merge = self.params.merge;
+        let source_len = merge.operand_source_len(self.value_len());
+        let operand = merge.operand(&mut self.rng, self.values.next_value(source_len));
+        self.context.engine.merge(&self.key, &operand)?;
+        if let (Some(live), Some(len)) = (self.context.live, merge.merged_len(operand.len())) {
+            live.put(index, len);
+        }
+        let bytes = (self.key.len() + operand.len()) as u64;
+        self.stats.written_bytes += bytes;
+        self.stats.merges += 1;
+        Ok(bytes)
+    }
+
     /// Gets key number `index`; returns the bytes read if it was found.
     fn get(&mut self, index: u64) -> Result<Option<u64>> {
         self.keys.encode_into(index, &mut self.key);
@@ -382,6 +416,7 @@ impl ThreadRun<'_> {
             return Ok(None);
         };
         self.stats.found += 1;
+        self.stats.max_value_len = self.stats.max_value_len.max(value.len() as u64);
         Ok(Some((self.key.len() + value.len()) as u64))
     }
 
@@ -556,6 +591,30 @@ impl ThreadRun<'_> {
                 let index = self.next_write_index(plan)?;
                 let len = self.value_len();
                 self.put(index, len)?
+            };
+            self.stats.bytes += bytes;
+            self.finished(1, bytes);
+        }
+        Ok(())
+    }
+
+    /// mergerandom (merges only) and readrandommergerandom (a get with
+    /// probability `--mergereadpercent`, else a merge), as db_bench's.
+    fn merge_random(&mut self, budget: &Budget<'_>, plan: &mut Plan) -> Result<()> {
+        let read_percent = match self.benchmark {
+            Benchmark::ReadRandomMergeRandom => self.params.mergereadpercent,
+            _ => 0,
+        };
+        let WriteKeys::Chosen(keys) = &mut plan.write_keys else {
+            bail!("{} chooses its keys", self.benchmark.name());
+        };
+        while budget.allows(self.stats.ops, 1) {
+            let index = keys.next(&mut self.rng, self.params.merge_keys);
+            let bytes = if self.rng.gen_range(0..100) < read_percent {
+                self.get(index)?.unwrap_or(0)
+            } else {
+                self.throttle();
+                self.merge(index)?
             };
             self.stats.bytes += bytes;
             self.finished(1, bytes);
