@@ -107,6 +107,12 @@ pub struct Flags {
     #[arg(long, value_enum, default_value_t = MergeKind::None)]
     pub merge_operator: MergeKind,
 
+    /// cleave-bench's own: mergerandom and readrandommergerandom do each
+    /// read-modify-write as a get, the operator applied by the client, and
+    /// a put, instead of a merge (KDSep's "Get-Put").
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub merge_as_get_put: bool,
+
     /// readrandommergerandom: the percentage of operations that are reads.
     #[arg(long, default_value_t = 70)]
     pub mergereadpercent: u32,
@@ -416,6 +422,7 @@ impl Flags {
             kind: self.merge_operator,
             fields: self.ycsb_field_count,
             field_len: self.ycsb_field_length,
+            get_put: self.merge_as_get_put,
         }
     }
 
@@ -474,6 +481,9 @@ impl Flags {
         }
         if self.mergereadpercent > 100 {
             bail!("--mergereadpercent must be at most 100");
+        }
+        if self.merge_as_get_put && self.merge_operator == MergeKind::None {
+            bail!("--merge_as_get_put needs a --merge_operator to apply");
         }
         if self.merge_keys == 0 {
             bail!("--merge_keys must be positive (or negative for --num)");

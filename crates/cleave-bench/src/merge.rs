@@ -28,6 +28,9 @@ pub struct MergeShape {
     pub kind: MergeKind,
     pub fields: usize,
     pub field_len: usize,
+    /// The benchmarks read, apply the operator and put, instead of
+    /// merging (`--merge_as_get_put`).
+    pub get_put: bool,
 }
 
 /// Bytes of a uint64add operand.
@@ -111,6 +114,7 @@ mod tests {
                 kind,
                 fields: 10,
                 field_len: 100,
+                get_put: false,
             };
             let op = shape.operator().unwrap();
             let source = vec![b'x'; shape.operand_source_len(1000)];
@@ -125,6 +129,7 @@ mod tests {
             kind: MergeKind::None,
             fields: 1,
             field_len: 1,
+            get_put: false,
         };
         assert!(none.operator().is_none());
     }

@@ -372,6 +372,7 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
             kind: crate::merge::MergeKind::Uint64add,
             fields: 10,
             field_len: 100,
+            get_put: false,
         },
     }
 }

@@ -595,6 +595,7 @@ mod tests {
                 kind: MergeKind::Uint64add,
                 fields: 10,
                 field_len: 100,
+                get_put: false,
             },
             ycsb_operations: num,
             ycsb_record_bytes: 1000,
@@ -668,6 +669,7 @@ mod tests {
             kind: MergeKind::Fieldupdate,
             fields: 4,
             field_len: 50,
+            get_put: false,
         };
         params.value_sizes =
             ValueSizes::new(ValueSizeDistribution::Fixed, 200, 0, 0).expect("fixed sizes");
@@ -692,6 +694,13 @@ mod tests {
         assert_eq!(harness.live.bytes(), 300 * (16 + 200));
         // No merge reached a key beyond --merge_keys.
         assert_eq!(harness.engine.get(&beyond).expect("get"), loaded);
+        // As get+put, on an engine without merge: whole records written.
+        params.merge.get_put = true;
+        let mut get_put = Harness::new(&params, 300);
+        get_put.run(Benchmark::FillSeq, &params);
+        let rewritten = get_put.run(Benchmark::MergeRandom, &params);
+        assert_eq!(rewritten.written_bytes, 600 * (16 + 200));
+        assert_eq!(get_put.live.bytes(), 300 * (16 + 200));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -391,18 +391,32 @@ impl ThreadRun<'_> {
         bytes
     }
 
-    /// Merges an operand the merge operator takes into key number `index`;
-    /// returns the bytes written.
+    /// Merges an operand the merge operator takes into key number `index`,
+    /// or with `--merge_as_get_put` gets the value, applies the operator and
+    /// puts the result; returns the bytes written.
     fn merge(&mut self, index: u64) -> Result<u64> {
         self.keys.encode_into(index, &mut self.key);
         let merge = self.params.merge;
         let source_len = merge.operand_source_len(self.value_len());
         let operand = merge.operand(&mut self.rng, self.values.next_value(source_len));
-        self.context.engine.merge(&self.key, &operand)?;
+        let written = if merge.get_put {
+            let op = merge
+                .operator()
+                .ok_or_else(|| anyhow!("--merge_as_get_put needs a --merge_operator"))?;
+            let old = self.context.engine.get(&self.key)?;
+            let new = op
+                .full_merge(&self.key, old.as_deref(), &[&operand])
+                .map_err(|reason| anyhow!("applying {}: {reason}", op.name()))?;
+            self.context.engine.put(&self.key, &new)?;
+            new.len()
+        } else {
+            self.context.engine.merge(&self.key, &operand)?;
+            operand.len()
+        };
         if let (Some(live), Some(len)) = (self.context.live, merge.merged_len(operand.len())) {
             live.put(index, len);
         }
-        let bytes = (self.key.len() + operand.len()) as u64;
+        let bytes = (self.key.len() + written) as u64;
         self.stats.written_bytes += bytes;
         self.stats.merges += 1;
         Ok(bytes)
