@@ -488,8 +488,17 @@ impl Flags {
         if self.merge_keys == 0 {
             bail!("--merge_keys must be positive (or negative for --num)");
         }
-        if self.merge_operator == MergeKind::Fieldupdate && self.ycsb_field_count > 1 << 16 {
-            bail!("--merge_operator=fieldupdate takes at most 65536 fields (--ycsb_field_count)");
+        if self.merge_operator == MergeKind::Fieldupdate
+            && (self.ycsb_field_count > 1 << 16
+                || self
+                    .ycsb_field_count
+                    .checked_mul(self.ycsb_field_length)
+                    .is_none_or(|bytes| bytes > 1 << 30))
+        {
+            bail!(
+                "--merge_operator=fieldupdate takes at most 65536 fields \
+                 (--ycsb_field_count) and 1 GiB of value"
+            );
         }
         let limit = self.space_limit_ratio;
         if limit != 0.0 && (limit.is_nan() || limit < 1.0) {

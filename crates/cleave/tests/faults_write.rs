@@ -534,6 +534,11 @@ fn a_failed_manifest_write_for_the_first_merge_refuses_it() {
             .unwrap_err();
         assert_io(&err, "MANIFEST", kind, &ctx);
         assert_refuses_writes(&db, "MANIFEST", &ctx);
+        // A second first merge writes no manifest on a poisoned database.
+        let err = db
+            .merge(&SYNC, b"counter", &1u64.to_le_bytes())
+            .unwrap_err();
+        assert_poisoned(&err, "MANIFEST", &ctx);
         assert_eq!(db.get(&ReadOptions::new(), b"counter").unwrap(), None);
         injected(
             &fs,

@@ -129,20 +129,26 @@ impl<'a> MergeRuns<'a> {
     }
 
     /// Remembers the current entry as `prev`, for the next to know
-    /// whether it is hidden.
+    /// whether it is hidden: by a value or deletion before it in its
+    /// stripe, as the drop rules see it.
     fn note_current(&mut self) {
         let Some(parsed) = key::parse(self.key()) else {
             return;
         };
-        let hides = parsed.kind != ValueKind::Merge;
         let s = stripe(self.snapshots, parsed.seq);
+        let hides = parsed.kind != ValueKind::Merge;
         let same_key = self
             .prev
             .as_ref()
             .is_some_and(|(k, _, _)| k.as_slice() == parsed.user_key);
         let new_key = (!same_key).then(|| parsed.user_key.to_vec());
         match (new_key, &mut self.prev) {
-            (None, Some(prev)) => (prev.1, prev.2) = (s, hides),
+            (None, Some(prev)) => {
+                // A run hidden by a newer entry stays hidden to the
+                // stripe's end.
+                prev.2 = hides || (prev.2 && prev.1 == s);
+                prev.1 = s;
+            }
             (new_key, prev) => *prev = new_key.map(|k| (k, s, hides)),
         }
     }
@@ -399,6 +405,55 @@ mod tests {
             }
         }
         assert!(totals.full > 500 && totals.partial > 500, "{totals:?}");
+    }
+
+    /// Operands a newer value hides are not merged: their separated base
+    /// is never read (a dead value, whose read could only fail the job).
+    #[test]
+    fn hidden_runs_read_no_base() {
+        let op: Arc<dyn MergeOperator> = Arc::new(Append::default());
+        let parts: [(&[u8], SeqNo, ValueKind, &[u8]); 5] = [
+            (b"k", 10, ValueKind::Value, b"new"),
+            (b"k", 9, ValueKind::Merge, b"a"),
+            (b"k", 8, ValueKind::Merge, b"b"),
+            (b"k", 7, ValueKind::Merge, b"c"),
+            (b"k", 6, ValueKind::ValueRef, b"handle"),
+        ];
+        for snapshots in [vec![], vec![8]] {
+            let mut it = VecIter::from_parts(&parts);
+            it.seek_to_first().unwrap();
+            let reads = std::cell::Cell::new(0);
+            let read = |_: &[u8], _: SeqNo, _: &[u8]| -> Result<Vec<u8>> {
+                reads.set(reads.get() + 1);
+                Ok(b"base".to_vec())
+            };
+            let nothing_below = |_: &[u8]| true;
+            let mut runs = MergeRuns::new(
+                &mut it,
+                Some(op.clone()),
+                &snapshots,
+                &nothing_below,
+                Some(&read),
+            )
+            .unwrap();
+            let mut out = Vec::new();
+            while runs.valid() {
+                let p = key::parse(runs.key()).unwrap();
+                out.push((p.seq, p.kind, runs.value().to_vec()));
+                runs.next().unwrap();
+            }
+            if snapshots.is_empty() {
+                assert_eq!(reads.get(), 0, "every operand is hidden by @10");
+                assert_eq!(runs.stats(), MergeStats::default());
+                assert_eq!(out.len(), 5);
+            } else {
+                // A snapshot at 8 sees @8 and @7 over the base: merged;
+                // @9, hidden, passes for the drop rules to drop.
+                assert_eq!(reads.get(), 1);
+                assert_eq!(out[1], (9, ValueKind::Merge, b"a".to_vec()));
+                assert_eq!(out[2..], [(8, ValueKind::Value, b"base,c,b".to_vec())]);
+            }
+        }
     }
 
     /// A run the operator refuses passes unchanged, its base included.

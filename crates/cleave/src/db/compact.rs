@@ -190,8 +190,9 @@ impl DbInner {
     /// not overlap. Merge operands are merged as `merge_runs` says, a
     /// separated value beneath them read through `bases` (none: such a
     /// value stays, unmerged); a compaction's merged value of at least
-    /// `min_value_size` goes to a new value file. On failure every file the
-    /// job created is removed.
+    /// `min_value_size` goes to a new value file, with the re-separated
+    /// ones, unless space is short. On failure every file the job created
+    /// is removed.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn write_outputs(
         &self,
@@ -265,6 +266,10 @@ impl DbInner {
             bases.map(|_| &read_base as ReadBase<'_>),
         )?;
         let separate = self.opts.enable_value_separation;
+        // While space is short a compaction's merged values stay inline:
+        // its reservation counts only the sstables it rewrites, as for the
+        // re-separation `run_compaction` turns off then.
+        let short = !flush && self.budget.short(self.disk.bytes());
         let mut builder: Option<(FileNumber, TableBuilder)> = None;
         // The value file being written per class, hot and cold.
         let mut values: HashMap<ValueClass, ValueFileBuilder> = HashMap::new();
@@ -359,13 +364,26 @@ impl DbInner {
                 handle.encode(&mut handle_buf);
                 (ikey, handle_buf.as_slice())
             } else if separate
-                && (flush || input.merged())
+                && (flush || (input.merged() && !short))
                 && value.len() >= self.opts.min_value_size
                 && key::tag(ikey) as u8 == ValueKind::Value as u8
             {
                 let seq = key::seq(ikey);
-                let class = self.drop_cache.class_of(user_key);
-                let vb = self.value_file_builder(&mut values, class, outputs, created)?;
+                let vb = if flush {
+                    let class = self.drop_cache.class_of(user_key);
+                    self.value_file_builder(&mut values, class, outputs, created)?
+                } else {
+                    // A merged value goes where re-separated ones go: one
+                    // new value file per output, as `correlated` counts.
+                    match &mut moved {
+                        Some(vb) => vb,
+                        None => moved.insert(self.create_value_file(
+                            Origin::Compaction,
+                            ValueClass::Cold,
+                            created,
+                        )?),
+                    }
+                };
                 let handle = vb.add(user_key, seq, value)?;
                 handle_buf.clear();
                 handle.encode(&mut handle_buf);

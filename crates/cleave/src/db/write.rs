@@ -135,6 +135,8 @@ impl DbInner {
             })?;
         }
         if !self.merge_logged.load(Ordering::Acquire) {
+            // A poisoned database writes no manifest.
+            Self::check_bg_error(&self.state.lock())?;
             let edit = VersionEdit {
                 merge_operator: Some(op.name().to_string()),
                 ..VersionEdit::default()

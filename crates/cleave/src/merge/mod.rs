@@ -9,6 +9,7 @@ pub use operators::{Append, FieldUpdate, Max, Put, U64Add};
 use std::fmt;
 use std::sync::Arc;
 
+use crate::base::limits::MAX_VALUE_SIZE;
 use crate::error::{Error, Result};
 
 /// Longest merge operator name, in bytes: it is written to the manifest.
@@ -93,8 +94,9 @@ pub fn builtin(name: &str) -> Option<Arc<dyn MergeOperator>> {
                 Arc::new(Append::new(&unescape(sep)?))
             } else {
                 let (fields, len) = name.strip_prefix("fieldupdate:")?.split_once('x')?;
-                let (fields, len) = (fields.parse().ok()?, len.parse().ok()?);
-                if !(1..=1 << 16).contains(&fields) || len == 0 {
+                let (fields, len): (usize, usize) = (fields.parse().ok()?, len.parse().ok()?);
+                let value_len = fields.checked_mul(len)?;
+                if !(1..=1 << 16).contains(&fields) || len == 0 || value_len > MAX_VALUE_SIZE {
                     return None;
                 }
                 Arc::new(FieldUpdate::new(fields, len))

@@ -2,6 +2,7 @@
 //! updates (KDSep's read-modify-write), and db_bench's `put` and `max`.
 
 use super::MergeOperator;
+use crate::base::limits::MAX_VALUE_SIZE;
 
 /// Adds unsigned 64-bit integers, stored as 8 bytes little-endian (as
 /// RocksDB's `uint64add`), wrapping on overflow. A key with no value counts
@@ -123,11 +124,16 @@ pub struct FieldUpdate {
 }
 
 impl FieldUpdate {
-    /// REQUIRES: `fields` in 1..=65536 and `field_len` positive.
+    /// REQUIRES: `fields` in 1..=65536, `field_len` positive, and a value
+    /// of at most 1 GiB.
     pub fn new(fields: usize, field_len: usize) -> Self {
         assert!(
-            (1..=1 << 16).contains(&fields) && field_len > 0,
-            "FieldUpdate needs 1 to 65536 fields of at least one byte"
+            (1..=1 << 16).contains(&fields)
+                && field_len > 0
+                && fields
+                    .checked_mul(field_len)
+                    .is_some_and(|n| n <= MAX_VALUE_SIZE),
+            "FieldUpdate needs 1 to 65536 fields of at least one byte, at most 1 GiB in all"
         );
         FieldUpdate {
             name: format!("fieldupdate:{fields}x{field_len}"),
