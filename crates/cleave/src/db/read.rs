@@ -15,7 +15,7 @@ use crate::iter::merging::MergingIterator;
 use crate::iter::{InternalIterator, ValueSource};
 use crate::manifest::version::Version;
 use crate::memtable::MemTable;
-use crate::merge;
+use crate::merge::{self, Operands};
 use crate::options::ReadOptions;
 use crate::value_log::LogReads;
 use crate::vfs::thread_reads;
@@ -31,8 +31,8 @@ enum Lookup {
     /// A separated value: its handle as stored, and the entry's sequence
     /// number, which the record must carry.
     Separated { raw: Vec<u8>, seq: SeqNo },
-    /// Merge operands, newest first, over what lies beneath them.
-    Merge { operands: Vec<Vec<u8>>, base: Base },
+    /// Merge operands over what lies beneath them.
+    Merge { operands: Operands, base: Base },
 }
 
 /// What lies beneath a key's merge operands.
@@ -46,7 +46,7 @@ enum Base {
 /// is not a merge operand.
 #[derive(Default)]
 struct Walk {
-    operands: Vec<Vec<u8>>,
+    operands: Operands,
     base: Option<Base>,
 }
 
@@ -56,7 +56,7 @@ impl Walk {
     fn take(&mut self, kind: ValueKind, value: &[u8], seq: SeqNo) -> bool {
         self.base = Some(match kind {
             ValueKind::Merge => {
-                self.operands.push(value.to_vec());
+                self.operands.push(value);
                 return true;
             }
             ValueKind::Value => Base::Inline(value.to_vec()),
@@ -228,12 +228,12 @@ impl DbInner {
         Ok(walk.finish())
     }
 
-    /// The value a lookup's merge operands (newest first) make of `base`.
+    /// The value a lookup's merge operands make of `base`.
     fn merge(
         &self,
         view: &ReadView,
         user_key: &[u8],
-        operands: &[Vec<u8>],
+        operands: &Operands,
         base: Base,
     ) -> Result<Option<Vec<u8>>> {
         let separated;
@@ -251,12 +251,11 @@ impl DbInner {
                 Some(separated.to_vec())
             }
         };
-        let oldest_first: Vec<&[u8]> = operands.iter().rev().map(Vec::as_slice).collect();
         merge::full_merge(
             self.opts.merge_operator.as_ref(),
             user_key,
             base.as_deref(),
-            &oldest_first,
+            &operands.oldest_first(),
         )
         .map(Some)
     }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::base::key::{self, InternalKey, ParsedKey, SeqNo, ValueKind, MAX_SEQ};
 use crate::iter::{InternalIterator, ValueSource};
-use crate::merge::{self, MergeOperator};
+use crate::merge::{self, MergeOperator, Operands};
 use crate::value_file::Readahead;
 use crate::{Error, Result};
 
@@ -564,7 +564,8 @@ impl DbIterator {
     /// entry of `saved_key`, a merge operand) with what lies beneath them,
     /// leaving `inner` at that entry or past the key.
     fn merge_forward(&mut self) -> Result<()> {
-        let mut operands = vec![self.inner.value().to_vec()];
+        let mut operands = Operands::default();
+        operands.push(self.inner.value());
         let mut base = None;
         loop {
             self.inner.next()?;
@@ -577,7 +578,7 @@ impl DbIterator {
                 break;
             }
             match parsed.kind {
-                ValueKind::Merge => operands.push(self.inner.value().to_vec()),
+                ValueKind::Merge => operands.push(self.inner.value()),
                 ValueKind::Value => {
                     base = Some(self.inner.value().to_vec());
                     break;
@@ -596,12 +597,11 @@ impl DbIterator {
                 ValueKind::Deletion => break,
             }
         }
-        let oldest_first: Vec<&[u8]> = operands.iter().rev().map(Vec::as_slice).collect();
         self.saved_value = merge::full_merge(
             self.merge.as_ref(),
             &self.saved_key,
             base.as_deref(),
-            &oldest_first,
+            &operands.oldest_first(),
         )?;
         self.merged = true;
         self.valid = true;

@@ -58,6 +58,36 @@ pub trait MergeOperator: Send + Sync + fmt::Debug {
     }
 }
 
+/// A key's merge operands as a read gathers them, newest first, in one
+/// buffer: a read of a hot key may gather thousands.
+#[derive(Default)]
+pub(crate) struct Operands {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Operands {
+    pub(crate) fn push(&mut self, operand: &[u8]) {
+        self.bytes.extend_from_slice(operand);
+        self.ends.push(self.bytes.len());
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The operands oldest first, as [`full_merge`] takes them.
+    pub(crate) fn oldest_first(&self) -> Vec<&[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        let mut out: Vec<&[u8]> = starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.bytes[start..end])
+            .collect();
+        out.reverse();
+        out
+    }
+}
+
 /// The value `operands` (oldest first) make of `base` for `key`, as a read
 /// returns it: a database without an operator, or an operator refusing the
 /// history, gives `Error::MergeFailed` naming the key.
@@ -133,6 +163,16 @@ fn unescape(s: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn operands_come_back_oldest_first() {
+        let mut ops = Operands::default();
+        assert!(ops.is_empty());
+        for o in [&b"newest"[..], b"", b"old"] {
+            ops.push(o);
+        }
+        assert_eq!(ops.oldest_first(), vec![&b"old"[..], b"", b"newest"]);
+    }
 
     #[test]
     fn builtins_are_found_by_their_names() {

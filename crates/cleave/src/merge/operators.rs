@@ -157,8 +157,14 @@ impl FieldUpdate {
         self.fields * self.field_len
     }
 
-    /// The updates of an operand, in order: `(field, new bytes)`.
-    fn updates<'a>(&self, operand: &'a [u8]) -> Result<Vec<(usize, &'a [u8])>, String> {
+    /// Calls `f` with each update of an operand, in order: `(field, new
+    /// bytes)`; an error if the operand is malformed (after the updates
+    /// before the damage).
+    fn for_each_update<'a>(
+        &self,
+        operand: &'a [u8],
+        mut f: impl FnMut(usize, &'a [u8]),
+    ) -> Result<(), String> {
         let unit = FIELD_INDEX_LEN + self.field_len;
         if operand.is_empty() || !operand.len().is_multiple_of(unit) {
             return Err(format!(
@@ -166,16 +172,14 @@ impl FieldUpdate {
                 operand.len()
             ));
         }
-        operand
-            .chunks_exact(unit)
-            .map(|u| {
-                let index = usize::from(u16::from_le_bytes([u[0], u[1]]));
-                if index >= self.fields {
-                    return Err(format!("field {index} of {}", self.fields));
-                }
-                Ok((index, &u[FIELD_INDEX_LEN..]))
-            })
-            .collect()
+        for u in operand.chunks_exact(unit) {
+            let index = usize::from(u16::from_le_bytes([u[0], u[1]]));
+            if index >= self.fields {
+                return Err(format!("field {index} of {}", self.fields));
+            }
+            f(index, &u[FIELD_INDEX_LEN..]);
+        }
+        Ok(())
     }
 }
 
@@ -185,7 +189,7 @@ impl MergeOperator for FieldUpdate {
     }
 
     fn check_operand(&self, operand: &[u8]) -> Result<(), String> {
-        self.updates(operand).map(|_| ())
+        self.for_each_update(operand, |_, _| {})
     }
 
     fn full_merge(
@@ -206,11 +210,14 @@ impl MergeOperator for FieldUpdate {
             Some(b) => b.to_vec(),
             None => vec![0; self.value_len()],
         };
+        // Without allocating per operand: a hot key's read may apply
+        // thousands of them.
+        let field_len = self.field_len;
         for op in operands {
-            for (index, bytes) in self.updates(op)? {
-                let at = index * self.field_len;
-                value[at..at + self.field_len].copy_from_slice(bytes);
-            }
+            self.for_each_update(op, |index, bytes| {
+                let at = index * field_len;
+                value[at..at + field_len].copy_from_slice(bytes);
+            })?;
         }
         Ok(value)
     }
@@ -219,9 +226,8 @@ impl MergeOperator for FieldUpdate {
         // One update per field, the newest, in field order.
         let mut latest: Vec<Option<&[u8]>> = vec![None; self.fields];
         for op in [older, newer] {
-            for (index, bytes) in self.updates(op).ok()? {
-                latest[index] = Some(bytes);
-            }
+            self.for_each_update(op, |index, bytes| latest[index] = Some(bytes))
+                .ok()?;
         }
         let mut out = Vec::new();
         for (index, bytes) in latest.iter().enumerate() {
