@@ -39,7 +39,7 @@ use process::ProcessSnapshot;
 use report::{BenchmarkRecord, Costs};
 use space_limit::SpaceLimit;
 use value_sizes::ValueSizeDistribution;
-use workloads::{Benchmark, Records, RunOutcome, SeedSequence, Shared, WorkloadParams};
+use workloads::{Benchmark, OpKind, Records, RunOutcome, SeedSequence, Shared, WorkloadParams};
 use write_rate::WriteRate;
 
 /// Marks a directory as created by this driver, so wiping it can never
@@ -424,6 +424,18 @@ impl Driver {
                         "{}",
                         report::histogram_block(benchmark.op_kind(), &outcome.latencies)
                     );
+                    // A mixed benchmark's kinds apart, as db_bench's
+                    // histogram per operation type.
+                    if let Some(kind) = benchmark.update_kind() {
+                        for (kind, latencies) in [
+                            (OpKind::Read, &outcome.read_latencies),
+                            (kind, &outcome.update_latencies),
+                        ] {
+                            if !latencies.is_empty() {
+                                println!("{}", report::histogram_block(kind, latencies));
+                            }
+                        }
+                    }
                 }
             }
         }

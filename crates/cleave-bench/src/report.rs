@@ -84,6 +84,11 @@ impl Percentiles {
     }
 }
 
+/// The mean of `latencies` in µs; `None` when it holds none.
+fn average_us(latencies: &Histogram<u64>) -> Option<f64> {
+    (!latencies.is_empty()).then(|| latencies.mean() / NANOS_PER_MICRO)
+}
+
 /// db_bench's `--histogram` block: the title, `HistogramImpl::ToString`'s
 /// summary lines (Count/Average/StdDev, Min/Median/Max, Percentiles) and
 /// its dashed rule, then a blank line. db_bench's bucket table is left out.
@@ -141,6 +146,15 @@ pub struct BenchmarkRecord {
     pub p99_us: Option<f64>,
     pub p999_us: Option<f64>,
     pub max_us: Option<f64>,
+    /// A mixed benchmark's reads and updates apart (average and P99, µs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_avg_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_p99_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update_avg_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update_p99_us: Option<f64>,
     /// Key plus value bytes the benchmark asked the engine to write.
     pub user_bytes: u64,
     /// Bytes this process sent to the device during the benchmark.
@@ -252,6 +266,10 @@ impl BenchmarkRecord {
             p99_us: percentiles.map(|p| p.p99_us),
             p999_us: percentiles.map(|p| p.p999_us),
             max_us: percentiles.map(|p| p.max_us),
+            read_avg_us: average_us(&outcome.read_latencies),
+            read_p99_us: Percentiles::of(&outcome.read_latencies).map(|p| p.p99_us),
+            update_avg_us: average_us(&outcome.update_latencies),
+            update_p99_us: Percentiles::of(&outcome.update_latencies).map(|p| p.p99_us),
             user_bytes,
             device_write_bytes: costs.device_write_bytes,
             write_amp,
@@ -444,6 +462,8 @@ mod tests {
             found: 0,
             attempted: 0,
             latencies: new_latency_histogram().expect("histogram"),
+            read_latencies: new_latency_histogram().expect("histogram"),
+            update_latencies: new_latency_histogram().expect("histogram"),
         }
     }
 

@@ -178,6 +178,7 @@ fn merge_benchmarks_run_on_every_engine_with_the_same_operations() {
                 &format!("--value_size={value_size}"),
                 "--num=2000",
                 "--reads=3000",
+                "--histogram",
                 "--merge_keys=1000",
                 "--mergereadpercent=30",
                 "--ycsb_field_count=4",
@@ -197,6 +198,7 @@ fn merge_benchmarks_run_on_every_engine_with_the_same_operations() {
         );
         assert!(stdout.contains("( updates:3000)"), "{stdout}");
         assert!(stdout.contains("merges:"), "{stdout}");
+        assert!(stdout.contains("Microseconds per merge:"), "{stdout}");
         let records: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&json).expect("json"))
                 .expect("valid json");
@@ -210,6 +212,16 @@ fn merge_benchmarks_run_on_every_engine_with_the_same_operations() {
             // Every key was loaded, so every read finds one.
             assert_eq!(run[2]["found"], records[2]["found"], "{operator}");
             assert!(run[2]["found"].as_u64().is_some_and(|f| f > 0));
+            // Reads and merges timed apart, as db_bench's per-type histograms.
+            for field in [
+                "read_avg_us",
+                "read_p99_us",
+                "update_avg_us",
+                "update_p99_us",
+            ] {
+                assert!(run[2][field].as_f64().is_some_and(|us| us > 0.0), "{field}");
+                assert!(run[1].get(field).is_none(), "{field}");
+            }
             for field in ["live_bytes", "live_keys", "user_bytes"] {
                 assert_eq!(run[2][field], records[2][field], "{operator} {field}");
             }

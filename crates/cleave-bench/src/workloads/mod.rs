@@ -69,6 +69,7 @@ pub enum Benchmark {
 pub enum OpKind {
     Write,
     Read,
+    Merge,
     Seek,
     Compact,
     /// Mixed or maintenance operations.
@@ -80,6 +81,7 @@ impl OpKind {
         match self {
             OpKind::Write => "write",
             OpKind::Read => "read",
+            OpKind::Merge => "merge",
             OpKind::Seek => "seek",
             OpKind::Compact => "compact",
             OpKind::Other => "op",
@@ -164,6 +166,16 @@ impl Benchmark {
             self,
             Benchmark::Flush | Benchmark::Compact | Benchmark::WaitForCompaction | Benchmark::Stats
         )
+    }
+
+    /// The kind a mixed benchmark's updates are reported as, beside its
+    /// reads; `None` for a benchmark of one kind.
+    pub fn update_kind(self) -> Option<OpKind> {
+        match self {
+            Benchmark::ReadRandomWriteRandom | Benchmark::Ycsb(_) => Some(OpKind::Write),
+            Benchmark::ReadRandomMergeRandom => Some(OpKind::Merge),
+            _ => None,
+        }
     }
 
     pub fn op_kind(self) -> OpKind {
@@ -407,6 +419,11 @@ pub struct RunOutcome {
     pub attempted: u64,
     /// Per-operation (per-batch for batched writes) latencies in ns.
     pub latencies: Histogram<u64>,
+    /// A mixed benchmark's reads, and its updates (puts, merges,
+    /// read-modify-writes, inserts) apart: db_bench's histogram per
+    /// operation type. Empty for the others.
+    pub read_latencies: Histogram<u64>,
+    pub update_latencies: Histogram<u64>,
 }
 
 pub fn new_latency_histogram() -> Result<Histogram<u64>> {
@@ -515,6 +532,8 @@ fn merge(
         found: 0,
         attempted: 0,
         latencies: new_latency_histogram()?,
+        read_latencies: new_latency_histogram()?,
+        update_latencies: new_latency_histogram()?,
     };
     for thread in &stats {
         outcome.ops += thread.ops;
@@ -526,10 +545,14 @@ fn merge(
             .finish
             .saturating_duration_since(thread.start)
             .as_secs_f64();
-        outcome
-            .latencies
-            .add(&thread.latencies)
-            .map_err(|error| anyhow!("merging latencies: {error}"))?;
+        for (all, one) in [
+            (&mut outcome.latencies, &thread.latencies),
+            (&mut outcome.read_latencies, &thread.read_latencies),
+            (&mut outcome.update_latencies, &thread.update_latencies),
+        ] {
+            all.add(one)
+                .map_err(|error| anyhow!("merging latencies: {error}"))?;
+        }
     }
     Ok(outcome)
 }
@@ -558,6 +581,8 @@ pub fn run_maintenance(engine: &dyn Engine, benchmark: Benchmark) -> Result<RunO
         found: 0,
         attempted: 0,
         latencies,
+        read_latencies: new_latency_histogram()?,
+        update_latencies: new_latency_histogram()?,
     })
 }
 
@@ -688,6 +713,10 @@ mod tests {
         let mixed = harness.run(Benchmark::ReadRandomMergeRandom, &params);
         assert_eq!(mixed.ops, 600);
         assert!(mixed.found > 200 && mixed.found == mixed.attempted);
+        // Reads and merges timed apart too.
+        assert_eq!(mixed.read_latencies.len(), mixed.attempted);
+        assert_eq!(mixed.update_latencies.len(), 600 - mixed.attempted);
+        assert!(merged.read_latencies.is_empty() && merged.update_latencies.is_empty());
         let message = mixed.message.expect("a message");
         assert!(message.contains("maxlength:200)"), "{message}");
         assert_eq!(harness.engine.len(), 300);

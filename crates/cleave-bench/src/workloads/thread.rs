@@ -51,6 +51,9 @@ pub struct ThreadStats {
     pub merges: u64,
     pub max_value_len: u64,
     pub latencies: Histogram<u64>,
+    /// A mixed benchmark's reads and updates apart (`RunOutcome`'s).
+    pub read_latencies: Histogram<u64>,
+    pub update_latencies: Histogram<u64>,
     pub start: Instant,
     pub finish: Instant,
 }
@@ -186,6 +189,8 @@ pub fn run(
             merges: 0,
             max_value_len: 0,
             latencies: new_latency_histogram()?,
+            read_latencies: new_latency_histogram()?,
+            update_latencies: new_latency_histogram()?,
             start: now,
             finish: now,
         },
@@ -334,9 +339,20 @@ impl ThreadRun<'_> {
     /// Records one finished operation (or batch of `ops` entries): its
     /// latency since the previous one finished, as db_bench's `FinishedOps`.
     fn finished(&mut self, ops: u64, bytes: u64) {
+        self.finished_as(None, ops, bytes);
+    }
+
+    /// As [`Self::finished`], for a mixed benchmark's read (`Some(true)`)
+    /// or update (`Some(false)`), whose latency is also kept apart.
+    fn finished_as(&mut self, read: Option<bool>, ops: u64, bytes: u64) {
         let now = Instant::now();
-        let latency = nanos(now.saturating_duration_since(self.last_op_finish));
-        self.stats.latencies.saturating_record(latency.max(1));
+        let latency = nanos(now.saturating_duration_since(self.last_op_finish)).max(1);
+        self.stats.latencies.saturating_record(latency);
+        match read {
+            Some(true) => self.stats.read_latencies.saturating_record(latency),
+            Some(false) => self.stats.update_latencies.saturating_record(latency),
+            None => {}
+        }
         self.last_op_finish = now;
         self.stats.ops += ops;
         self.context.progress.add(ops, bytes);
@@ -597,7 +613,8 @@ impl ThreadRun<'_> {
     fn read_random_write_random(&mut self, budget: &Budget<'_>, plan: &mut Plan) -> Result<()> {
         let read_percent = self.params.readwritepercent;
         while budget.allows(self.stats.ops, 1) {
-            let bytes = if self.rng.gen_range(0..100) < read_percent {
+            let read = self.rng.gen_range(0..100) < read_percent;
+            let bytes = if read {
                 let index = self.next_read_index(plan, self.params.num)?;
                 self.get(index)?.unwrap_or(0)
             } else {
@@ -607,7 +624,7 @@ impl ThreadRun<'_> {
                 self.put(index, len)?
             };
             self.stats.bytes += bytes;
-            self.finished(1, bytes);
+            self.finished_as(Some(read), 1, bytes);
         }
         Ok(())
     }
@@ -624,14 +641,16 @@ impl ThreadRun<'_> {
         };
         while budget.allows(self.stats.ops, 1) {
             let index = keys.next(&mut self.rng, self.params.merge_keys);
-            let bytes = if self.rng.gen_range(0..100) < read_percent {
+            let read = self.rng.gen_range(0..100) < read_percent;
+            let bytes = if read {
                 self.get(index)?.unwrap_or(0)
             } else {
                 self.throttle();
                 self.merge(index)?
             };
             self.stats.bytes += bytes;
-            self.finished(1, bytes);
+            let kind = (self.benchmark == Benchmark::ReadRandomMergeRandom).then_some(read);
+            self.finished_as(kind, 1, bytes);
         }
         Ok(())
     }
@@ -679,7 +698,12 @@ impl ThreadRun<'_> {
                 }
             };
             self.stats.bytes += bytes;
-            self.finished(1, bytes);
+            let kind = match op {
+                Op::Read => Some(true),
+                Op::Update | Op::Insert | Op::ReadModifyWrite => Some(false),
+                Op::Scan => None,
+            };
+            self.finished_as(kind, 1, bytes);
         }
         Ok(())
     }
