@@ -36,8 +36,9 @@ pub enum CompressionType {
 pub struct Flags {
     /// Comma-separated benchmarks to run in order: fillseq, fillrandom,
     /// filluniquerandom, overwrite, updaterandom, readrandom,
-    /// readwhilewriting, seekrandom, readrandomwriterandom, ycsb_load,
-    /// ycsb_a .. ycsb_f, flush, compact, waitforcompaction, stats.
+    /// readwhilewriting, seekrandom, readrandomwriterandom, mergerandom,
+    /// readrandommergerandom, ycsb_load, ycsb_a .. ycsb_f, ycsb_am,
+    /// ycsb_bm, ycsb_fm, flush, compact, waitforcompaction, stats.
     #[arg(long, default_value = "fillrandom,readrandom")]
     pub benchmarks: String,
 

@@ -183,6 +183,11 @@ impl Driver {
             .iter()
             .map(|name| Benchmark::parse(name))
             .collect::<Result<Vec<_>>>()?;
+        if let Some(merging) = benchmarks.iter().find(|b| b.merges()) {
+            if flags.merge_operator == merge::MergeKind::None {
+                bail!("{} merges: pass --merge_operator", merging.name());
+            }
+        }
         let seed = if flags.seed == 0 {
             let seed = seed_from_clock();
             println!("Set seed to {seed} because --seed was 0");
@@ -556,6 +561,22 @@ mod tests {
         ]);
         assert!(Driver::start(flags, open_memory).is_err());
         assert!(!db.exists());
+    }
+
+    #[test]
+    fn a_merging_benchmark_without_an_operator_is_an_error_before_anything_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("db");
+        for benchmark in ["mergerandom", "ycsb_fm"] {
+            let flags = Flags::parse_from([
+                "cleave-bench".to_owned(),
+                format!("--benchmarks=fillrandom,{benchmark}"),
+                format!("--db={}", db.display()),
+            ]);
+            let error = Driver::start(flags, open_memory).err().expect("refused");
+            assert!(error.to_string().contains("--merge_operator"), "{error}");
+            assert!(!db.exists());
+        }
     }
 
     #[test]

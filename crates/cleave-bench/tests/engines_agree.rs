@@ -228,3 +228,47 @@ fn merge_benchmarks_run_on_every_engine_with_the_same_operations() {
         }
     }
 }
+
+/// KDSep's YCSB AM, BM and FM after a YCSB load: updates as field merges
+/// on every engine, the same operations everywhere, every read a hit.
+#[test]
+fn ycsb_with_merges_runs_on_every_engine_with_the_same_operations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("out.json");
+    let benchmarks = ["ycsb_load", "ycsb_am", "ycsb_bm", "ycsb_fm"];
+    let output = Command::new(env!("CARGO_BIN_EXE_cleave-bench"))
+        .args([
+            &format!("--engine={}", engines()),
+            &format!("--benchmarks={}", benchmarks.join(",")),
+            &format!("--db={}", dir.path().join("db").display()),
+            &format!("--json={}", json.display()),
+            "--merge_operator=fieldupdate",
+            "--num=2000",
+            "--ycsb_operation_count=2000",
+            "--ycsb_field_count=4",
+            "--ycsb_field_length=50",
+            "--write_buffer_size=65536",
+            "--compression_type=none",
+            "--seed=7",
+        ])
+        .output()
+        .expect("cleave-bench runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "cleave-bench failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid json");
+    let records = records.as_array().expect("array");
+    for run in records.chunks(benchmarks.len()) {
+        for (index, record) in run.iter().enumerate().skip(1) {
+            assert_eq!(record["ops"], 2000, "{record}");
+            // Every record was loaded: each read finds one, whatever merged.
+            assert_eq!(record["found"], records[index]["found"], "{record}");
+            assert!(record["update_avg_us"].as_f64().is_some_and(|us| us > 0.0));
+        }
+    }
+    assert!(stdout.contains("read-modify-writes 0, merges "), "{stdout}");
+}

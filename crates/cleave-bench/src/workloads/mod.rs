@@ -90,7 +90,7 @@ impl OpKind {
 }
 
 impl Benchmark {
-    pub const ALL: [Benchmark; 23] = [
+    pub const ALL: [Benchmark; 26] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::FillUniqueRandom,
@@ -110,6 +110,9 @@ impl Benchmark {
         Benchmark::Ycsb(Workload::D),
         Benchmark::Ycsb(Workload::E),
         Benchmark::Ycsb(Workload::F),
+        Benchmark::Ycsb(Workload::AM),
+        Benchmark::Ycsb(Workload::BM),
+        Benchmark::Ycsb(Workload::FM),
         Benchmark::Flush,
         Benchmark::Compact,
         Benchmark::WaitForCompaction,
@@ -168,10 +171,21 @@ impl Benchmark {
         )
     }
 
+    /// Whether the benchmark writes merge operands (and so needs
+    /// `--merge_operator`).
+    pub fn merges(self) -> bool {
+        match self {
+            Benchmark::MergeRandom | Benchmark::ReadRandomMergeRandom => true,
+            Benchmark::Ycsb(workload) => workload.merges(),
+            _ => false,
+        }
+    }
+
     /// The kind a mixed benchmark's updates are reported as, beside its
     /// reads; `None` for a benchmark of one kind.
     pub fn update_kind(self) -> Option<OpKind> {
         match self {
+            Benchmark::Ycsb(workload) if workload.merges() => Some(OpKind::Merge),
             Benchmark::ReadRandomWriteRandom | Benchmark::Ycsb(_) => Some(OpKind::Write),
             Benchmark::ReadRandomMergeRandom => Some(OpKind::Merge),
             _ => None,

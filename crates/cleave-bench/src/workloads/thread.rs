@@ -91,13 +91,14 @@ pub fn message(
             first.attempted, first.merges, first.ops, first.found, first.max_value_len
         )),
         Benchmark::Ycsb(_) => Some(format!(
-            "(reads {} found {}, updates {}, inserts {}, scans {}, read-modify-writes {})",
+            "(reads {} found {}, updates {}, inserts {}, scans {}, read-modify-writes {}, merges {})",
             sum(|s| s.attempted),
             sum(|s| s.found),
             sum(|s| s.updates),
             sum(|s| s.inserts),
             sum(|s| s.scans),
             sum(|s| s.read_modify_writes),
+            sum(|s| s.merges),
         )),
         _ => None,
     }
@@ -696,11 +697,16 @@ impl ThreadRun<'_> {
                     let len = self.value_len();
                     read + self.put(index, len)?
                 }
+                Op::Merge => {
+                    self.throttle();
+                    let index = self.next_read_index(plan, records.readable())?;
+                    self.merge(index)?
+                }
             };
             self.stats.bytes += bytes;
             let kind = match op {
                 Op::Read => Some(true),
-                Op::Update | Op::Insert | Op::ReadModifyWrite => Some(false),
+                Op::Update | Op::Insert | Op::ReadModifyWrite | Op::Merge => Some(false),
                 Op::Scan => None,
             };
             self.finished_as(kind, 1, bytes);

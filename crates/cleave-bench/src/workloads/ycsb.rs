@@ -3,7 +3,9 @@
 //! request distributions. Records are `field_count x field_length` bytes
 //! under one key; an engine without columns stores a record as one value,
 //! so an update rewrites the whole record, as YCSB's RocksDB binding does.
-//! Room is left for AM/BM/FM (updates as merges) once engines have merge.
+//! KDSep's AM, BM and FM are A, B and F with their updates and
+//! read-modify-writes as merges (`--merge_operator`, `fieldupdate` for one
+//! field of the record).
 
 use rand::Rng;
 
@@ -17,6 +19,9 @@ pub enum Workload {
     D,
     E,
     F,
+    AM,
+    BM,
+    FM,
 }
 
 /// One YCSB operation.
@@ -31,17 +36,22 @@ pub enum Op {
     Scan,
     /// Reads a record, then writes it back changed.
     ReadModifyWrite,
+    /// Changes a record by a merge operand (AM, BM, FM).
+    Merge,
 }
 
 impl Workload {
     #[cfg(test)]
-    pub const ALL: [Workload; 6] = [
+    pub const ALL: [Workload; 9] = [
         Workload::A,
         Workload::B,
         Workload::C,
         Workload::D,
         Workload::E,
         Workload::F,
+        Workload::AM,
+        Workload::BM,
+        Workload::FM,
     ];
 
     pub fn name(self) -> &'static str {
@@ -52,6 +62,9 @@ impl Workload {
             Workload::D => "ycsb_d",
             Workload::E => "ycsb_e",
             Workload::F => "ycsb_f",
+            Workload::AM => "ycsb_am",
+            Workload::BM => "ycsb_bm",
+            Workload::FM => "ycsb_fm",
         }
     }
 
@@ -66,7 +79,16 @@ impl Workload {
             Workload::D => &[(Op::Read, 95), (Op::Insert, 5)],
             Workload::E => &[(Op::Scan, 95), (Op::Insert, 5)],
             Workload::F => &[(Op::Read, 50), (Op::ReadModifyWrite, 50)],
+            // KDSep Exp#3: A's and F's mix (50/50) and B's (95/5), each
+            // update or read-modify-write a merge.
+            Workload::AM | Workload::FM => &[(Op::Read, 50), (Op::Merge, 50)],
+            Workload::BM => &[(Op::Read, 95), (Op::Merge, 5)],
         }
+    }
+
+    /// Whether the workload merges (and so needs a merge operator).
+    pub fn merges(self) -> bool {
+        self.mix().iter().any(|(op, _)| *op == Op::Merge)
     }
 
     /// requestdistribution: zipfian everywhere except D, which reads the
@@ -110,6 +132,7 @@ mod tests {
         }
         assert!(Workload::D.inserts() && Workload::E.inserts() && !Workload::A.inserts());
         assert_eq!(Workload::D.request_distribution(), KeyDistribution::Latest);
+        assert!(Workload::AM.merges() && Workload::FM.merges() && !Workload::F.merges());
     }
 
     #[test]
