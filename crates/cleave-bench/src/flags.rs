@@ -114,7 +114,8 @@ pub struct Flags {
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     pub merge_as_get_put: bool,
 
-    /// readrandommergerandom: the percentage of operations that are reads.
+    /// readrandommergerandom: the percentage of operations that are
+    /// merges (db_bench's name; the rest are gets).
     #[arg(long, default_value_t = 70)]
     pub mergereadpercent: u32,
 

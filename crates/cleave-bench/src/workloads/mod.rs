@@ -51,8 +51,8 @@ pub enum Benchmark {
     /// As overwrite, with merges (`--merge_operator`) of random keys among
     /// `--merge_keys`.
     MergeRandom,
-    /// Each operation a get (`--mergereadpercent`) or else a merge, of
-    /// random keys among `--merge_keys`.
+    /// Each operation a merge (with probability `--mergereadpercent`, as
+    /// db_bench) or else a get, of random keys among `--merge_keys`.
     ReadRandomMergeRandom,
     /// YCSB's load phase: `--num` records in hashed (random) order.
     YcsbLoad,
@@ -284,8 +284,8 @@ pub struct WorkloadParams {
     pub zipf_theta: f64,
     pub duration: Option<Duration>,
     pub readwritepercent: u32,
-    /// readrandommergerandom's share of reads, the keys merges touch, and
-    /// the merge operator's operands.
+    /// readrandommergerandom's share of merges, the keys merges touch,
+    /// and the merge operator's operands.
     pub mergereadpercent: u32,
     pub merge_keys: u64,
     pub merge: MergeShape,

@@ -87,7 +87,7 @@ pub fn message(
         )),
         Benchmark::MergeRandom => Some(format!("( updates:{})", first.merges)),
         Benchmark::ReadRandomMergeRandom => Some(format!(
-            "( reads:{} merges:{} total:{} hits:{} maxlength:{})",
+            "(reads:{} merges:{} total:{} hits:{} maxlength:{})",
             first.attempted, first.merges, first.ops, first.found, first.max_value_len
         )),
         Benchmark::Ycsb(_) => Some(format!(
@@ -630,26 +630,30 @@ impl ThreadRun<'_> {
         Ok(())
     }
 
-    /// mergerandom (merges only) and readrandommergerandom (a get with
-    /// probability `--mergereadpercent`, else a merge), as db_bench's.
+    /// mergerandom (merges only) and readrandommergerandom (a merge with
+    /// probability `--mergereadpercent`, else a get), as db_bench's.
     fn merge_random(&mut self, budget: &Budget<'_>, plan: &mut Plan) -> Result<()> {
-        let read_percent = match self.benchmark {
+        let merge_percent = match self.benchmark {
             Benchmark::ReadRandomMergeRandom => self.params.mergereadpercent,
-            _ => 0,
+            _ => 100,
         };
         let WriteKeys::Chosen(keys) = &mut plan.write_keys else {
             bail!("{} chooses its keys", self.benchmark.name());
         };
         while budget.allows(self.stats.ops, 1) {
             let index = keys.next(&mut self.rng, self.params.merge_keys);
-            let read = self.rng.gen_range(0..100) < read_percent;
+            let read = self.rng.gen_range(0..100) >= merge_percent;
             let bytes = if read {
                 self.get(index)?.unwrap_or(0)
             } else {
                 self.throttle();
                 self.merge(index)?
             };
-            self.stats.bytes += bytes;
+            // db_bench counts no bytes for readrandommergerandom (its
+            // result line has no MB/s).
+            if self.benchmark == Benchmark::MergeRandom {
+                self.stats.bytes += bytes;
+            }
             let kind = (self.benchmark == Benchmark::ReadRandomMergeRandom).then_some(read);
             self.finished_as(kind, 1, bytes);
         }
