@@ -375,14 +375,7 @@ impl DbInner {
                 } else {
                     // A merged value goes where re-separated ones go: one
                     // new value file per output, as `correlated` counts.
-                    match &mut moved {
-                        Some(vb) => vb,
-                        None => moved.insert(self.create_value_file(
-                            Origin::Compaction,
-                            ValueClass::Cold,
-                            created,
-                        )?),
-                    }
+                    self.moved_file(&mut moved, created)?
                 };
                 let handle = vb.add(user_key, seq, value)?;
                 handle_buf.clear();
@@ -489,6 +482,22 @@ impl DbInner {
         Ok(b)
     }
 
+    /// The value file a compaction moves values into, started on first use.
+    fn moved_file<'m>(
+        &self,
+        moved: &'m mut Option<ValueFileBuilder>,
+        created: &mut Created,
+    ) -> Result<&'m mut ValueFileBuilder> {
+        Ok(match moved {
+            Some(vb) => vb,
+            None => moved.insert(self.create_value_file(
+                Origin::Compaction,
+                ValueClass::Cold,
+                created,
+            )?),
+        })
+    }
+
     /// Reads the value `old` names for the entry `ikey` (checked against
     /// the record's key and seq, as every read is) and appends it to
     /// `moved`, started here if need be. Returns its new handle.
@@ -515,15 +524,9 @@ impl DbInner {
             seq,
             Some((&mut r.readahead, true)),
         )?;
-        let vb = match moved {
-            Some(vb) => vb,
-            None => moved.insert(self.create_value_file(
-                Origin::Compaction,
-                ValueClass::Cold,
-                created,
-            )?),
-        };
-        let handle = vb.add(user_key, seq, &value)?;
+        let handle = self
+            .moved_file(moved, created)?
+            .add(user_key, seq, &value)?;
         r.records += 1;
         r.bytes_read += u64::from(old.len);
         Ok(handle)
