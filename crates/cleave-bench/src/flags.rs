@@ -287,6 +287,20 @@ pub struct Flags {
     #[arg(long, default_value_t = 64 << 20)]
     pub recent_value_cache_size: u64,
 
+    /// cleave only: key-delta separation (KDSep), merge operands kept in
+    /// a delta store of buckets instead of the LSM-tree.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub enable_delta_separation: bool,
+
+    /// cleave only: bytes of chunks a delta bucket holds before garbage
+    /// collection (KDSep's bucket capacity).
+    #[arg(long, default_value_t = 256 << 10)]
+    pub delta_bucket_capacity: u64,
+
+    /// cleave only: the most buckets the delta store keeps.
+    #[arg(long, default_value_t = 4096)]
+    pub delta_max_buckets: u64,
+
     /// Concurrent benchmark threads. As in db_bench, every thread does the
     /// full --num / --reads / --writes count and the report is the total.
     #[arg(long, default_value_t = 1)]

@@ -169,6 +169,17 @@ fn run(cli: Cli) -> Result<bool> {
                 mb(r.referenced_value_bytes),
                 mb(r.exposed_garbage_bytes)
             )?;
+            if r.delta_files > 0 {
+                writeln!(
+                    out,
+                    "delta store: {} buckets in {} files ({:.1} MB; buckets {:.1} MB, garbage {:.1} MB)",
+                    r.delta_buckets,
+                    r.delta_files,
+                    mb(r.delta_file_bytes),
+                    mb(r.delta_bucket_bytes),
+                    mb(r.delta_garbage_bytes)
+                )?;
+            }
             writeln!(
                 out,
                 "S_index: {:.3}; exposed garbage / referenced (G_E/D): {:.3}; hidden garbage (estimate): {:.1} MB",
@@ -195,10 +206,11 @@ fn run(cli: Cli) -> Result<bool> {
             }
             writeln!(
                 out,
-                "on disk: {:.1} MB (sstables {:.1}, value files {:.1}, WAL {:.1}, manifest {:.1}, other {:.1})",
+                "on disk: {:.1} MB (sstables {:.1}, value files {:.1}, delta files {:.1}, WAL {:.1}, manifest {:.1}, other {:.1})",
                 mb(r.on_disk_bytes),
                 mb(r.sstable_bytes),
                 mb(r.value_file_bytes),
+                mb(r.delta_file_bytes),
                 mb(r.wal_bytes),
                 mb(r.manifest_bytes),
                 mb(r.other_bytes)

@@ -104,6 +104,12 @@ pub fn options(variant: u64) -> Options {
             0
         },
         recent_value_cache_bytes: rng.gen_range(0..2) << 20,
+        // Key-delta separation in half the runs (the counters' merges go
+        // to the delta store), with small buckets, so that a kill lands in
+        // a bucket's garbage collection, split or merge.
+        enable_delta_separation: rng.gen_bool(0.5),
+        delta_bucket_capacity: rng.gen_range(8..64) << 10,
+        delta_max_buckets: rng.gen_range(8..64),
         ..Options::default()
     }
 }

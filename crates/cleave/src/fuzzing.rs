@@ -25,6 +25,7 @@ use crate::base::limits::{MAX_VALUE_SIZE, NUM_LEVELS};
 use crate::base::Decoder;
 use crate::base::{filename, FileNumber, InternalIterator, InternalKey, SeqNo, ValueKind};
 use crate::compaction::picker::{Busy, PickerOptions};
+use crate::delta;
 use crate::gc::picker::GcPickerOptions;
 use crate::manifest::{FileMeta, HostedLogical, TableValueRefs, ValueFileMeta, Version};
 use crate::manifest::{VersionEdit, FORMAT_VERSION};
@@ -52,7 +53,7 @@ pub type Seeds = Vec<(&'static str, Vec<Vec<u8>>)>;
 
 /// Every target by name: `fuzz/fuzz_targets/<name>.rs` calls it and
 /// `fuzz/corpus/<name>/` holds its seeds.
-pub const TARGETS: [(&str, Target); 11] = [
+pub const TARGETS: [(&str, Target); 12] = [
     ("block", block),
     ("sstable", sstable),
     ("value_record", value_record),
@@ -64,6 +65,7 @@ pub const TARGETS: [(&str, Target); 11] = [
     ("value_handle", value_handle),
     ("value_log", value_log),
     ("merge_operands", merge_operands),
+    ("delta_file", delta_file),
 ];
 
 /// Where the file-level targets put their input, on a fresh [`MemFs`].
@@ -502,6 +504,46 @@ pub fn value_log(data: &[u8]) -> usize {
     places.len()
 }
 
+/// The bytes as a delta file: the header checked, then chunk after chunk
+/// decoded as a bucket's read decodes them, each key's records looked up
+/// as a read sees them at each of their sequence numbers, and the records
+/// garbage collected as a flush does (under a snapshot in their midst),
+/// which must leave them in chunk order.
+pub fn delta_file(data: &[u8]) -> usize {
+    let _checksums = ChecksumsIgnored::new();
+    let path = Path::new(DIR);
+    if delta::format::check_header(path, data).is_err() {
+        return 0;
+    }
+    let op: Arc<dyn MergeOperator> = Arc::new(U64Add);
+    let mut offset = delta::format::HEADER_LEN;
+    let mut decoded = 0;
+    while let Some(frame) = data.get(offset..offset + delta::format::CHUNK_HEADER_LEN) {
+        let len = crate::base::coding::decode_fixed32(frame) as usize;
+        let end = offset + delta::format::CHUNK_HEADER_LEN + len;
+        let Some(chunk) = data.get(offset..end) else {
+            break;
+        };
+        let Ok(records) = delta::format::decode_chunk(path, offset as u64, chunk) else {
+            break;
+        };
+        decoded += records.len();
+        let bucket = delta::BucketRecords::new(records.clone());
+        for r in records.iter().take(MAX_PROBES) {
+            let of_key = bucket.of_key(&r.key);
+            assert!(!of_key.is_empty());
+            std::hint::black_box(delta::visible(of_key, r.seq).count());
+        }
+        let snapshot = records.get(records.len() / 2).map_or(0, |r| r.seq);
+        let live = delta::gc::Collector::new(&[snapshot], Some(&op)).collect(records, &|_| false);
+        assert!(live
+            .windows(2)
+            .all(|w| delta::format::order(&w[0], &w[1]).is_lt()));
+        offset = end;
+    }
+    decoded
+}
+
 // ------------------------------------------------------------------ seeds
 
 /// Seed inputs per target, written by the crate's own builders: what
@@ -519,6 +561,7 @@ pub fn seeds() -> Result<Seeds> {
         ("value_handle", value_handle_seeds()),
         ("value_log", value_log_seeds()?),
         ("merge_operands", merge_operands_seeds()),
+        ("delta_file", delta_file_seeds()),
     ])
 }
 
@@ -743,6 +786,27 @@ fn write_batch_seeds() -> Vec<Vec<u8>> {
         seeds.push(b.encode_with_seq(100 + n).to_vec());
     }
     seeds
+}
+
+fn delta_file_seeds() -> Vec<Vec<u8>> {
+    use delta::Record;
+    let add = |key: &[u8], seq: SeqNo, n: u64| Record::delta(key, seq, &n.to_le_bytes());
+    let mut one = Vec::new();
+    delta::format::encode_header(&mut one);
+    delta::format::encode_chunk(
+        &mut one,
+        &[
+            add(b"a", 9, 1),
+            add(b"a", 8, 2),
+            Record::anchor(b"a", 7),
+            add(b"a", 3, 4),
+            add(b"b", 5, 1),
+            Record::anchor(b"c", 2),
+        ],
+    );
+    let mut two = one.clone();
+    delta::format::encode_chunk(&mut two, &[add(b"", 11, 7), add(b"zz", 10, 1)]);
+    vec![one, two]
 }
 
 fn merge_operands_seeds() -> Vec<Vec<u8>> {

@@ -7,6 +7,7 @@ mod batch;
 mod cache;
 mod compaction;
 mod db;
+mod delta;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

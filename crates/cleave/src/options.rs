@@ -235,6 +235,21 @@ pub struct Options {
     /// merges. Its name is stored with the first merge written, and a
     /// database holding merges opens only with an operator of that name.
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Key-delta separation (KDSep): flushes move merge operands out of
+    /// the LSM-tree into a delta store of buckets by key range, so that a
+    /// read finds a key's deltas in one bucket. Once the store holds
+    /// deltas, flushes keep routing operands there even with this off,
+    /// so that deltas of one key never straddle the two.
+    pub enable_delta_separation: bool,
+    /// Bytes of chunks a delta bucket holds before garbage collection
+    /// rewrites it (KDSep's bucket capacity).
+    pub delta_bucket_capacity: u64,
+    /// Share of `delta_bucket_capacity` past which garbage collection
+    /// splits a bucket in two (KDSep's split threshold).
+    pub delta_split_ratio: f64,
+    /// Most buckets the delta store keeps; with no room to split, the
+    /// smallest adjacent pair is merged.
+    pub delta_max_buckets: usize,
     /// The file system; tests pass an in-memory or fault-injecting one.
     /// The default, `OsFs::new()`, reads batches of independent reads
     /// through io_uring where the kernel allows it; `OsFs::with_pread()`
@@ -292,10 +307,19 @@ impl Default for Options {
             max_open_files: 1000,
             max_manifest_file_size: 64 << 20,
             merge_operator: None,
+            enable_delta_separation: false,
+            delta_bucket_capacity: 256 << 10,
+            delta_split_ratio: 0.8,
+            delta_max_buckets: 4096,
             fs: Arc::new(OsFs::new()),
         }
     }
 }
+
+/// Bounds of `delta_bucket_capacity`: a bucket is read whole into
+/// memory, and at least a page.
+const MIN_DELTA_BUCKET_BYTES: u64 = 4 << 10;
+const MAX_DELTA_BUCKET_BYTES: u64 = 64 << 20;
 
 /// A space budget holds a manifest of at most this many times fewer bytes.
 const BUDGET_PER_MANIFEST_BYTE: u64 = 64;
@@ -429,6 +453,16 @@ impl Options {
             if op.name().is_empty() || op.name().len() > MAX_NAME_LEN {
                 return bad("merge_operator's name must be 1 to 128 bytes");
             }
+        }
+        if !(MIN_DELTA_BUCKET_BYTES..=MAX_DELTA_BUCKET_BYTES).contains(&self.delta_bucket_capacity)
+        {
+            return bad("delta_bucket_capacity must be in [4 KiB, 64 MiB]");
+        }
+        if !(self.delta_split_ratio > 0.0 && self.delta_split_ratio <= 1.0) {
+            return bad("delta_split_ratio must be in (0, 1]");
+        }
+        if self.delta_max_buckets < 4 {
+            return bad("delta_max_buckets must be at least 4");
         }
         Ok(())
     }

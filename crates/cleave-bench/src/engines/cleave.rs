@@ -115,6 +115,12 @@ impl CleaveEngine {
         } else {
             notes.push("cleave: value separation off (--value_separation=false)".to_owned());
         }
+        if config.delta_separation {
+            notes.push(format!(
+                "cleave: key-delta separation on, buckets of {} bytes, at most {}",
+                config.delta_bucket_capacity, config.delta_max_buckets
+            ));
+        }
         let defaults = Options::default();
         let bloom_bits_per_key = config
             .bloom_bits_per_key
@@ -187,6 +193,9 @@ impl CleaveEngine {
             use_direct_reads: config.use_direct_reads,
             use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,
             merge_operator: config.merge.operator(),
+            enable_delta_separation: config.delta_separation,
+            delta_bucket_capacity: config.delta_bucket_capacity,
+            delta_max_buckets: option_value(config.delta_max_buckets, "delta_max_buckets")?,
             ..defaults
         };
         let db = Db::open(&config.path, options)
@@ -536,6 +545,41 @@ mod tests {
         engine.flush().expect("flush");
         assert!(bytes_with_suffix(&config.path, ".vf") > 0);
         assert_eq!(engine.get(b"small").expect("get"), Some(b"x".to_vec()));
+        Box::new(engine).close().expect("close");
+    }
+
+    #[test]
+    fn delta_separation_keeps_merge_operands_in_delta_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = EngineConfig {
+            delta_separation: true,
+            ..uncompressed_config(dir.path().join("db"))
+        };
+        std::fs::create_dir_all(&config.path).expect("mkdir");
+        let engine = CleaveEngine::open(&config).expect("open");
+        assert!(engine
+            .config_notes()
+            .iter()
+            .any(|note| note.contains("key-delta separation on")));
+        for round in 0..50u64 {
+            for index in 0..100 {
+                engine
+                    .merge(&key(index), &round.to_le_bytes())
+                    .expect("merge");
+            }
+        }
+        engine.flush().expect("flush");
+        assert!(bytes_with_suffix(&config.path, ".kd") > 0);
+        let sum: u64 = (0..50).sum();
+        assert_eq!(
+            engine.get(&key(7)).expect("get"),
+            Some(sum.to_le_bytes().to_vec())
+        );
+        let space = engine
+            .space_breakdown()
+            .expect("space report")
+            .expect("cleave has a breakdown");
+        assert_eq!(space.sstable_bytes, 0, "{space:?}");
         Box::new(engine).close().expect("close");
     }
 }

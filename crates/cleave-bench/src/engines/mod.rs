@@ -312,6 +312,10 @@ pub struct EngineConfig {
     pub big_value_threshold: u64,
     pub value_log_count: u64,
     pub recent_value_cache_size: u64,
+    /// cleave only: key-delta separation and its buckets.
+    pub delta_separation: bool,
+    pub delta_bucket_capacity: u64,
+    pub delta_max_buckets: u64,
     /// cleave only: `--range_merge_idle_ms`.
     pub range_merge_idle_ms: u64,
     /// Every engine's merge operator (`--merge_operator`).
@@ -368,6 +372,9 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         big_value_threshold: 0,
         value_log_count: 4,
         recent_value_cache_size: 64 << 20,
+        delta_separation: false,
+        delta_bucket_capacity: 256 << 10,
+        delta_max_buckets: 4096,
         merge: MergeShape {
             kind: crate::merge::MergeKind::Uint64add,
             fields: 10,
@@ -419,6 +426,9 @@ impl EngineConfig {
             big_value_threshold: flags.big_value_threshold,
             value_log_count: flags.value_log_count,
             recent_value_cache_size: flags.recent_value_cache_size,
+            delta_separation: flags.enable_delta_separation,
+            delta_bucket_capacity: flags.delta_bucket_capacity,
+            delta_max_buckets: flags.delta_max_buckets,
             merge: flags.merge_shape(),
         }
     }
@@ -443,7 +453,7 @@ impl EngineConfig {
              prepopulate_block_cache {} (cleave) | range_merge_sorted_runs {} (cleave) | \
              range_merge_idle_ms {} (cleave) | big_value_threshold {} (cleave) | \
              value_log_count {} (cleave) | recent_value_cache_size {} (cleave) | \
-             merge_operator {}",
+             delta separation {} ({} B buckets, at most {}) (cleave) | merge_operator {}",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -477,6 +487,9 @@ impl EngineConfig {
             self.big_value_threshold,
             self.value_log_count,
             self.recent_value_cache_size,
+            self.delta_separation,
+            self.delta_bucket_capacity,
+            self.delta_max_buckets,
             self.merge
                 .operator()
                 .map_or_else(|| "none".to_owned(), |op| op.name().to_owned()),

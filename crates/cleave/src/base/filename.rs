@@ -11,6 +11,8 @@ pub(crate) enum FileKind {
     Sstable,
     /// A physical value file.
     ValueFile,
+    /// A file of the delta store's chunks.
+    DeltaFile,
     Manifest,
     Current,
     Lock,
@@ -32,6 +34,10 @@ pub(crate) fn value_file(dir: &Path, n: FileNumber) -> PathBuf {
     dir.join(format!("{n}.vf"))
 }
 
+pub(crate) fn delta_file(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(format!("{n}.kd"))
+}
+
 pub(crate) fn manifest(dir: &Path, n: FileNumber) -> PathBuf {
     dir.join(format!("MANIFEST-{n}"))
 }
@@ -47,6 +53,7 @@ pub(crate) fn numbered(dir: &Path, kind: FileKind, n: FileNumber) -> Option<Path
         FileKind::Wal => Some(wal(dir, n)),
         FileKind::Sstable => Some(sstable(dir, n)),
         FileKind::ValueFile => Some(value_file(dir, n)),
+        FileKind::DeltaFile => Some(delta_file(dir, n)),
         FileKind::Manifest => Some(manifest(dir, n)),
         FileKind::Temp => Some(temp(dir, n)),
         FileKind::Current | FileKind::Lock => None,
@@ -77,6 +84,7 @@ pub(crate) fn parse(name: &str) -> Option<(FileKind, FileNumber)> {
         "wal" => FileKind::Wal,
         "sst" => FileKind::Sstable,
         "vf" => FileKind::ValueFile,
+        "kd" => FileKind::DeltaFile,
         "tmp" => FileKind::Temp,
         _ => return None,
     };
@@ -102,6 +110,7 @@ mod tests {
             (wal(d, n), FileKind::Wal),
             (sstable(d, n), FileKind::Sstable),
             (value_file(d, n), FileKind::ValueFile),
+            (delta_file(d, n), FileKind::DeltaFile),
             (manifest(d, n), FileKind::Manifest),
             (temp(d, n), FileKind::Temp),
         ] {

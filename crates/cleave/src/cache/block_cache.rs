@@ -1,6 +1,7 @@
 //! The block cache: the one byte-charged LRU of the engine, shared by the
 //! blocks of every sstable (data, index, filter, value references), the
-//! record index blocks of every value file and separated values, keyed by
+//! record index blocks of every value file, separated values and the
+//! delta store's buckets, keyed by
 //! (kind, file number, offset or ordinal). File numbers are never reused,
 //! across kinds, so entries of deleted files are never served again and
 //! simply age out. A value is keyed by its logical file and ordinal, which
@@ -31,16 +32,20 @@ pub(crate) enum CacheKind {
     RecordIndex = 4,
     /// A separated value, keyed by (logical file, ordinal).
     Value = 5,
+    /// A delta store bucket's records, keyed by (bucket id, chunks): the
+    /// KD cache, inside the block cache's budget.
+    Deltas = 6,
 }
 
 impl CacheKind {
-    pub(crate) const ALL: [CacheKind; 6] = [
+    pub(crate) const ALL: [CacheKind; 7] = [
         CacheKind::Data,
         CacheKind::Index,
         CacheKind::Filter,
         CacheKind::ValueRefs,
         CacheKind::RecordIndex,
         CacheKind::Value,
+        CacheKind::Deltas,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -51,6 +56,7 @@ impl CacheKind {
             CacheKind::ValueRefs => "value-refs",
             CacheKind::RecordIndex => "record-index",
             CacheKind::Value => "value",
+            CacheKind::Deltas => "deltas",
         }
     }
 }
@@ -105,6 +111,8 @@ pub(crate) enum CachedBlock {
     ValueIndex(Arc<[u8]>),
     /// A separated value, decompressed and checked.
     Value(Arc<Vec<u8>>),
+    /// A delta store bucket's records, decoded and in order.
+    Deltas(Arc<crate::delta::BucketRecords>),
 }
 
 #[cfg(test)]

@@ -7,9 +7,12 @@ use super::stats::add;
 use super::DbInner;
 use crate::base::SeqNo;
 use crate::compaction::stream::DropRules;
+use crate::delta::write::WithoutOperands;
+use crate::delta::{DeltaOutput, Routed};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::manifest::edit::VersionEdit;
+use crate::manifest::version::Version;
 use crate::memtable::MemTable;
 use crate::value_file::ValueClass;
 
@@ -20,25 +23,63 @@ impl DbInner {
     /// files, as a flush and recovery's replay both do. Shadowed versions
     /// no snapshot in `snapshots` needs are dropped already here;
     /// deletions stay, since older versions may live in the levels.
+    ///
+    /// With key-delta separation (on, or deltas already in the store over
+    /// `version`) its merge operands go to the delta store instead, with
+    /// anchors for its puts and deletes; the caller logs both outputs in
+    /// one edit.
     pub(super) fn write_memtable(
         &self,
         mem: &Arc<MemTable>,
+        version: &Version,
         snapshots: Vec<SeqNo>,
         written: &dyn Fn(u64),
-    ) -> Result<Outputs> {
-        let mut it = mem.iter();
-        it.seek_to_first()?;
+    ) -> Result<(Outputs, DeltaOutput)> {
+        let routes = self.opts.enable_delta_separation || version.has_buckets();
+        let mut deltas = DeltaOutput::default();
+        if routes {
+            let routed = Routed::from_memtable(&mut mem.iter(), version.has_buckets())?;
+            let new_number = || self.versions.lock().new_file_number();
+            deltas = self.deltas.write_flush(
+                version,
+                routed,
+                &snapshots,
+                self.opts.merge_operator.as_ref(),
+                &new_number,
+            )?;
+            written(deltas.bytes_written());
+        }
         let mut rules = DropRules::new(snapshots, false);
-        self.write_outputs(
-            &mut it,
-            &mut rules,
-            &|_| true,
-            u64::MAX,
-            true,
-            None,
-            None,
-            written,
-        )
+        let outputs = if routes {
+            let mut it = WithoutOperands::new(mem.iter());
+            it.seek_to_first()?;
+            self.write_memtable_outputs(&mut it, &mut rules, written)?
+        } else {
+            let mut it = mem.iter();
+            it.seek_to_first()?;
+            self.write_memtable_outputs(&mut it, &mut rules, written)?
+        };
+        Ok((outputs, deltas))
+    }
+
+    fn write_memtable_outputs(
+        &self,
+        it: &mut dyn InternalIterator,
+        rules: &mut DropRules,
+        written: &dyn Fn(u64),
+    ) -> Result<Outputs> {
+        self.write_outputs(it, rules, &|_| true, u64::MAX, true, None, None, written)
+    }
+
+    /// Counts what a flush wrote to the delta store.
+    pub(super) fn count_delta_output(&self, out: &DeltaOutput) {
+        let c = &self.counters;
+        add(&c.delta_bytes_written, out.bytes_written());
+        add(&c.delta_buckets_collected, out.collected);
+        add(&c.delta_bucket_splits, out.splits);
+        add(&c.delta_bucket_merges, out.merged_pairs);
+        add(&c.delta_records_dropped, out.dropped);
+        add(&c.merge_operands_combined, out.partial_merges);
     }
 
     /// Writes the oldest immutable memtable to L0 and retires its WAL.
@@ -70,16 +111,21 @@ impl DbInner {
                 .copied()
                 .filter(|&n| version.physical_file(n).is_none()),
         )?;
+        // Only flushes change the delta store, one at a time: `version`'s
+        // buckets are the current ones until this flush's edit.
+        let (outputs, deltas) =
+            self.write_memtable(&mem, &version, self.snapshots.sequence_numbers(), &|b| {
+                reservation.written(b)
+            })?;
         drop(version);
-        let outputs = self.write_memtable(&mem, self.snapshots.sequence_numbers(), &|b| {
-            reservation.written(b)
-        })?;
+        self.count_delta_output(&deltas);
 
         // The sstable and the value files its handles point into become
         // live in one edit: a crash before it leaves only orphans, which
         // the next open removes.
         let mut edit = VersionEdit::default();
         outputs.add_to(&mut edit, 0);
+        deltas.add_to(&mut edit);
         for log in &installs {
             edit.add_value_file(value_file_meta(log));
         }

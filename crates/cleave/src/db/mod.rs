@@ -162,6 +162,8 @@ pub(crate) struct DbInner {
     block_cache: Arc<BlockCache>,
     table_cache: Arc<TableCache>,
     values: Arc<ValueStore>,
+    /// Key-delta separation: the buckets flushes move operands to.
+    deltas: Arc<crate::delta::DeltaStore>,
     /// WAL-time separation: the value logs big values are appended to.
     logs: Arc<ValueLogs>,
     purger: Arc<purge::Purger>,

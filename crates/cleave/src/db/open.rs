@@ -18,6 +18,7 @@ use crate::base::key::ValueKind;
 use crate::base::FileNumber;
 use crate::batch::WriteBatch;
 use crate::compaction::picker::PickerOptions;
+use crate::delta::{DeltaOptions, DeltaStore};
 use crate::error::{Error, Result};
 use crate::gc::drop_cache::DropCache;
 use crate::gc::rate_limiter::GcLimiter;
@@ -88,12 +89,26 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         opts.use_direct_reads,
         block_cache.clone(),
     ));
+    let deltas = Arc::new(DeltaStore::new(
+        fs.clone(),
+        dir,
+        opts.use_direct_reads,
+        block_cache.clone(),
+        DeltaOptions {
+            bucket_capacity: opts.delta_bucket_capacity,
+            split_bytes: (opts.delta_bucket_capacity as f64 * opts.delta_split_ratio) as u64,
+            max_buckets: opts.delta_max_buckets,
+        },
+    ));
+    // Bucket filters are not stored: every read and flush needs them.
+    deltas.fill_filters(versions.current().buckets());
     let purger = Arc::new(super::purge::Purger::new(
         fs.clone(),
         dir.to_path_buf(),
         versions.obsolete_files(),
         table_cache.clone(),
         values.clone(),
+        deltas.clone(),
     ));
     let logs = Arc::new(ValueLogs::new(
         fs.clone(),
@@ -149,6 +164,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         block_cache,
         table_cache,
         values,
+        deltas,
         logs,
         purger,
         snapshots: Arc::new(SnapshotList::default()),
@@ -188,7 +204,7 @@ fn refuse_lost_current(fs: &dyn Fs, dir: &Path) -> Result<()> {
         filename::parse(name).is_some_and(|(kind, _)| {
             matches!(
                 kind,
-                FileKind::Wal | FileKind::Sstable | FileKind::ValueFile
+                FileKind::Wal | FileKind::Sstable | FileKind::ValueFile | FileKind::DeltaFile
             )
         })
     });
@@ -297,6 +313,15 @@ impl DbInner {
             }
             if self.opts.paranoid_checks {
                 self.values.file(file.number)?;
+            }
+        }
+        for file in current.delta_files() {
+            if !present.contains(&(FileKind::DeltaFile, file.number)) {
+                return Err(Error::corruption(
+                    filename::delta_file(&self.dir, file.number),
+                    0,
+                    "delta file named by the manifest is missing",
+                ));
             }
         }
         Ok(())
@@ -461,8 +486,18 @@ impl DbInner {
                 edit.add_value_file(value_file_meta(&summary));
             }
         }
-        self.write_memtable(mem, Vec::new(), &|_| {})?
-            .add_to(edit, 0);
+        // What earlier replayed memtables wrote is in `edit`, not applied
+        // yet: this one's deltas go to the buckets as that edit leaves them.
+        let version = self
+            .versions
+            .lock()
+            .current()
+            .apply(edit.clone())
+            .map_err(|reason| Error::corruption(&self.dir, 0, reason))?;
+        let (outputs, deltas) = self.write_memtable(mem, &version, Vec::new(), &|_| {})?;
+        self.count_delta_output(&deltas);
+        outputs.add_to(edit, 0);
+        deltas.add_to(edit);
         Ok(())
     }
 
@@ -478,7 +513,9 @@ impl DbInner {
                 continue;
             };
             let orphan = match kind {
-                FileKind::Sstable | FileKind::ValueFile => !live.contains(&number),
+                FileKind::Sstable | FileKind::ValueFile | FileKind::DeltaFile => {
+                    !live.contains(&number)
+                }
                 FileKind::Wal => number < log_number,
                 FileKind::Manifest => number != manifest,
                 FileKind::Temp => true,

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::base::filename::{self, FileKind};
+use crate::delta::DeltaStore;
 use crate::manifest::ObsoleteFiles;
 use crate::sstable::TableCache;
 use crate::value_file::ValueStore;
@@ -25,6 +26,7 @@ pub(crate) struct Purger {
     obsolete: Arc<ObsoleteFiles>,
     table_cache: Arc<TableCache>,
     values: Arc<ValueStore>,
+    deltas: Arc<DeltaStore>,
     /// Held shared by each purge from `take` to its last removal (files
     /// taken are no longer pending, but still on disk until then), and
     /// exclusively by a purge that must see them gone.
@@ -38,6 +40,7 @@ impl Purger {
         obsolete: Arc<ObsoleteFiles>,
         table_cache: Arc<TableCache>,
         values: Arc<ValueStore>,
+        deltas: Arc<DeltaStore>,
     ) -> Purger {
         Purger {
             fs,
@@ -45,6 +48,7 @@ impl Purger {
             obsolete,
             table_cache,
             values,
+            deltas,
             running: RwLock::new(()),
         }
     }
@@ -77,10 +81,10 @@ impl Purger {
         for f in &files {
             // Closing the cached handle first, so the space is freed now
             // rather than when the cache would have evicted it.
-            if f.kind == FileKind::ValueFile {
-                self.values.evict_file(f.number);
-            } else {
-                self.table_cache.evict(f.number);
+            match f.kind {
+                FileKind::ValueFile => self.values.evict_file(f.number),
+                FileKind::DeltaFile => self.deltas.forget(f.number),
+                _ => self.table_cache.evict(f.number),
             }
             if let Some(path) = filename::numbered(&self.dir, f.kind, f.number) {
                 let _ = self.fs.remove(&path);

@@ -8,6 +8,7 @@ use super::stats::{add, GET_READS_BUCKETS};
 use super::DbInner;
 use crate::base::key::{self, InternalKey, ValueKind};
 use crate::base::SeqNo;
+use crate::delta::{self, iter::DeltaIterator};
 use crate::error::{Error, Result};
 use crate::iter::db_iter::{DbIterator, InnerSource};
 use crate::iter::level::{LevelIterator, TableOpener};
@@ -48,12 +49,15 @@ enum Base {
 struct Walk {
     operands: Operands,
     base: Option<Base>,
+    /// The sequence number of the entry `base` came from.
+    base_seq: SeqNo,
 }
 
 impl Walk {
     /// Takes the next older entry, of sequence `seq`; false once the walk
     /// has found what the key's value rests on.
     fn take(&mut self, kind: ValueKind, value: &[u8], seq: SeqNo) -> bool {
+        self.base_seq = seq;
         self.base = Some(match kind {
             ValueKind::Merge => {
                 self.operands.push(value);
@@ -199,6 +203,10 @@ impl DbInner {
                 return Ok(walk.finish());
             }
         }
+        // The delta store's deltas are older than any memtable entry and
+        // newer than any operand in the levels (flushes route every
+        // operand there once it holds any): they go between the two.
+        let mem_operands = std::mem::take(&mut walk.operands);
         let seek = InternalKey::for_seek(user_key, view.seq);
         for file in view.version.files_for_get(user_key) {
             let table = self.table_cache.get(file.number)?;
@@ -225,7 +233,38 @@ impl DbInner {
                 break;
             }
         }
+        let base_seq = if walk.ended() { walk.base_seq } else { 0 };
+        let mut operands = mem_operands;
+        self.delta_operands(view, user_key, base_seq, &mut operands)?;
+        operands.append(&walk.operands);
+        walk.operands = operands;
         Ok(walk.finish())
+    }
+
+    /// Pushes the deltas of `user_key` the delta store holds that `view`
+    /// sees above the base of sequence `base_seq`, newest first.
+    fn delta_operands(
+        &self,
+        view: &ReadView,
+        user_key: &[u8],
+        base_seq: SeqNo,
+        operands: &mut Operands,
+    ) -> Result<()> {
+        let Some(bucket) = view.version.bucket_for(user_key) else {
+            return Ok(());
+        };
+        if !bucket.filter.may_contain(user_key) {
+            return Ok(());
+        }
+        add(&self.counters.delta_reads, 1);
+        let records = self.deltas.records(bucket)?;
+        for r in delta::visible(records.of_key(user_key), view.seq) {
+            if r.seq <= base_seq {
+                break;
+            }
+            operands.push(&r.value);
+        }
+        Ok(())
     }
 
     /// The value a lookup's merge operands make of `base`.
@@ -273,6 +312,7 @@ impl DbInner {
         let view = self.capture(opts.snapshot.map(|s| s.sequence_number()));
         let (mems, version, opener) =
             (view.mems.clone(), view.version.clone(), self.table_opener());
+        let (deltas, seq) = (self.deltas.clone(), view.seq);
         // The iterator and its lookahead are built alike, over one view.
         let source: InnerSource = Arc::new(move || {
             let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -290,6 +330,13 @@ impl DbInner {
                 if !files.is_empty() {
                     children.push(Box::new(LevelIterator::new(files.to_vec(), opener.clone())));
                 }
+            }
+            if version.has_buckets() {
+                children.push(Box::new(DeltaIterator::new(
+                    deltas.clone(),
+                    version.buckets().cloned().collect(),
+                    seq,
+                )));
             }
             Box::new(MergingIterator::new(children))
         });

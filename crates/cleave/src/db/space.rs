@@ -47,6 +47,14 @@ pub struct SpaceReport {
     /// Record bytes of live value files that no live sstable references:
     /// exact garbage, which GC can reclaim.
     pub exposed_garbage_bytes: u64,
+    /// The delta store (key-delta separation): its files and their bytes
+    /// on disk, the chunk bytes of its live buckets, and the rest (chunks
+    /// no bucket names any more, in files other buckets still use).
+    pub delta_files: usize,
+    pub delta_file_bytes: u64,
+    pub delta_bucket_bytes: u64,
+    pub delta_garbage_bytes: u64,
+    pub delta_buckets: usize,
     /// Space amplification of the key tree (Scavenger+'s S_index): the
     /// compensated bytes of all levels over those of the last non-empty
     /// level; 1.0 when the tree is empty or has one level.
@@ -107,6 +115,15 @@ impl DbInner {
             r.exposed_garbage_bytes += garbage;
             r.referenced_value_bytes += f.record_bytes() - garbage;
         }
+        for f in version.delta_files() {
+            r.delta_files += 1;
+            r.delta_file_bytes += f.size;
+        }
+        for b in version.buckets() {
+            r.delta_buckets += 1;
+            r.delta_bucket_bytes += b.bytes();
+        }
+        r.delta_garbage_bytes = r.delta_file_bytes.saturating_sub(r.delta_bucket_bytes);
         let compensated: Vec<u64> = r.levels.iter().map(LevelSpace::compensated_bytes).collect();
         r.s_index = pressure::s_index(&compensated);
         if r.referenced_value_bytes > 0 {
@@ -158,9 +175,13 @@ impl DbInner {
                 _ => {}
             }
         }
-        r.other_bytes = r
-            .on_disk_bytes
-            .saturating_sub(r.sstable_bytes + r.value_file_bytes + r.wal_bytes + r.manifest_bytes);
+        r.other_bytes = r.on_disk_bytes.saturating_sub(
+            r.sstable_bytes
+                + r.value_file_bytes
+                + r.delta_file_bytes
+                + r.wal_bytes
+                + r.manifest_bytes,
+        );
         Ok(r)
     }
 }

@@ -29,6 +29,12 @@ pub(crate) struct Counters {
     pub merges_full: AtomicU64,
     pub merge_operands_combined: AtomicU64,
     pub merges_failed: AtomicU64,
+    pub delta_bytes_written: AtomicU64,
+    pub delta_buckets_collected: AtomicU64,
+    pub delta_bucket_splits: AtomicU64,
+    pub delta_bucket_merges: AtomicU64,
+    pub delta_records_dropped: AtomicU64,
+    pub delta_reads: AtomicU64,
     pub stall_micros: AtomicU64,
     pub slowdown_writes: AtomicU64,
     pub stopped_writes: AtomicU64,
@@ -163,6 +169,17 @@ pub struct Stats {
     pub merges_full: u64,
     pub merge_operands_combined: u64,
     pub merges_failed: u64,
+    /// The delta store (key-delta separation): bytes flushes wrote to it
+    /// (garbage collection included); buckets garbage collected, split,
+    /// and merged pairwise; deltas and anchors garbage collection dropped
+    /// (partial merges count in `merge_operands_combined`); reads that
+    /// consulted a bucket (its filter said it may hold the key).
+    pub delta_bytes_written: u64,
+    pub delta_buckets_collected: u64,
+    pub delta_bucket_splits: u64,
+    pub delta_bucket_merges: u64,
+    pub delta_records_dropped: u64,
+    pub delta_reads: u64,
     /// Time writers spent slowed down or stopped.
     pub stall_micros: u64,
     pub slowdown_writes: u64,
@@ -234,6 +251,12 @@ impl Stats {
             merges_full: get(&c.merges_full),
             merge_operands_combined: get(&c.merge_operands_combined),
             merges_failed: get(&c.merges_failed),
+            delta_bytes_written: get(&c.delta_bytes_written),
+            delta_buckets_collected: get(&c.delta_buckets_collected),
+            delta_bucket_splits: get(&c.delta_bucket_splits),
+            delta_bucket_merges: get(&c.delta_bucket_merges),
+            delta_records_dropped: get(&c.delta_records_dropped),
+            delta_reads: get(&c.delta_reads),
             stall_micros: get(&c.stall_micros),
             slowdown_writes: get(&c.slowdown_writes),
             stopped_writes: get(&c.stopped_writes),
@@ -326,6 +349,18 @@ impl Stats {
             self.merge_operands_combined,
             self.merges_failed
         );
+        if self.delta_bytes_written > 0 || self.delta_reads > 0 {
+            let _ = writeln!(
+                s,
+                "delta store: {:.1} MB written; {} buckets collected ({} split, {} merged pairs), {} records dropped; {} bucket reads",
+                mb(self.delta_bytes_written),
+                self.delta_buckets_collected,
+                self.delta_bucket_splits,
+                self.delta_bucket_merges,
+                self.delta_records_dropped,
+                self.delta_reads
+            );
+        }
         let _ = writeln!(
             s,
             "value files: {} written ({:.1} MB, {:.1} MB hot; drop cache {:.1}/{:.1} MB); {} value reads ({:.1} MB)",

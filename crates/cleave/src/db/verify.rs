@@ -20,6 +20,7 @@ use super::DbInner;
 use crate::base::limits::NUM_LEVELS;
 use crate::base::{filename, key, FileNumber, InternalIterator, SeqNo, ValueKind};
 
+use crate::delta;
 use crate::error::{Error, Result};
 use crate::manifest::{FileMeta, Version};
 use crate::sstable::Table;
@@ -42,6 +43,11 @@ pub struct VerifyReport {
     /// sstables reference, and the rest (exact garbage).
     pub referenced_value_bytes: u64,
     pub garbage_bytes: u64,
+    /// The delta store: its files and buckets, and the records read from
+    /// the buckets' chunks.
+    pub delta_files: usize,
+    pub delta_buckets: usize,
+    pub delta_records: u64,
     pub problems: Vec<Error>,
 }
 
@@ -64,6 +70,13 @@ impl fmt::Display for VerifyReport {
             "value files: {} ({} records; {} bytes referenced, {} bytes garbage)",
             self.value_files, self.value_records, self.referenced_value_bytes, self.garbage_bytes
         )?;
+        if self.delta_files > 0 {
+            writeln!(
+                f,
+                "delta store: {} files, {} buckets ({} records)",
+                self.delta_files, self.delta_buckets, self.delta_records
+            )?;
+        }
         if self.problems.is_empty() {
             return writeln!(f, "ok");
         }
@@ -116,6 +129,7 @@ impl DbInner {
         let records = self.check_value_files(&version, &mut report);
         let referenced = self.check_tables(&version, &mut report);
         check_garbage(&self.dir, &version, &records, &referenced, &mut report);
+        self.check_delta_store(&version, &mut report);
         // The copy may have been the last to name a compacted file.
         drop(version);
         self.purger.purge();
@@ -152,6 +166,30 @@ impl DbInner {
         }
         for f in version.value_files() {
             self.check_size(&filename::value_file(&self.dir, f.number), f.size, report);
+        }
+    }
+
+    /// Every delta file's size and header, and every bucket's chunks:
+    /// checksums, order, and keys inside the bucket's range.
+    fn check_delta_store(&self, version: &Version, report: &mut VerifyReport) {
+        for f in version.delta_files() {
+            report.delta_files += 1;
+            let path = filename::delta_file(&self.dir, f.number);
+            self.check_size(&path, f.size, report);
+            let header = self
+                .fs
+                .open(&path, FileOptions::default())
+                .and_then(|file| file.read_at(0, delta::format::HEADER_LEN))
+                .and_then(|h| delta::format::check_header(&path, &h));
+            if let Err(e) = header {
+                report.problems.push(e);
+            }
+        }
+        let buckets: Vec<_> = version.buckets().cloned().collect();
+        report.delta_buckets = buckets.len();
+        match self.deltas.verify(&buckets) {
+            Ok(n) => report.delta_records = n,
+            Err(e) => report.problems.push(e),
         }
     }
 

@@ -4,19 +4,21 @@
 
 use crate::base::coding::{put_length_prefixed, put_varint32, put_varint64, DecodeError};
 use crate::base::key;
-use crate::base::limits::NUM_LEVELS;
+use crate::base::limits::{MAX_KEY_SIZE, NUM_LEVELS};
 use crate::base::{Decoder, FileNumber, InternalKey, SeqNo};
 use crate::merge::MAX_NAME_LEN;
 
+use super::delta_meta::{BucketMeta, ChunkRef, DeltaFileMeta};
 use super::file_meta::TableValueRefs;
 use super::value_file_meta::{HostedLogical, ValueFileMeta};
 use super::FileMeta;
 
 /// The database format version this build writes and the newest it reads.
 /// Version 2 added value files (tags 7–9), version 3 the merge
-/// operator's name (tag 10) and merge operands in WALs and sstables; an
-/// older manifest is a newer one without them.
-pub(crate) const FORMAT_VERSION: u32 = 3;
+/// operator's name (tag 10) and merge operands in WALs and sstables,
+/// version 4 the delta store (tags 11–15); an older manifest is a newer
+/// one without them.
+pub(crate) const FORMAT_VERSION: u32 = 4;
 
 const TAG_FORMAT_VERSION: u64 = 1;
 const TAG_LOG_NUMBER: u64 = 2;
@@ -28,6 +30,11 @@ const TAG_TABLE_VALUE_REFS: u64 = 7;
 const TAG_NEW_VALUE_FILE: u64 = 8;
 const TAG_DELETED_VALUE_FILE: u64 = 9;
 const TAG_MERGE_OPERATOR: u64 = 10;
+const TAG_NEW_DELTA_FILE: u64 = 11;
+const TAG_DELETED_DELTA_FILE: u64 = 12;
+const TAG_NEW_BUCKET: u64 = 13;
+const TAG_DELETED_BUCKET: u64 = 14;
+const TAG_APPENDED_CHUNK: u64 = 15;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct VersionEdit {
@@ -45,6 +52,13 @@ pub(crate) struct VersionEdit {
     /// The name of the merge operator the database's merges need: logged
     /// with the first merge, and in every snapshot after.
     pub merge_operator: Option<String>,
+    /// The delta store: files joining and leaving it, buckets leaving
+    /// (applied first) and joining, and chunks appended to buckets.
+    pub new_delta_files: Vec<DeltaFileMeta>,
+    pub deleted_delta_files: Vec<FileNumber>,
+    pub deleted_buckets: Vec<u64>,
+    pub new_buckets: Vec<BucketMeta>,
+    pub appended_chunks: Vec<(u64, ChunkRef)>,
 }
 
 impl VersionEdit {
@@ -114,6 +128,33 @@ impl VersionEdit {
             put_varint64(dst, TAG_DELETED_VALUE_FILE);
             put_varint64(dst, number.0);
         }
+        for f in &self.new_delta_files {
+            put_varint64(dst, TAG_NEW_DELTA_FILE);
+            put_varint64(dst, f.number.0);
+            put_varint64(dst, f.size);
+        }
+        for &number in &self.deleted_delta_files {
+            put_varint64(dst, TAG_DELETED_DELTA_FILE);
+            put_varint64(dst, number.0);
+        }
+        for &id in &self.deleted_buckets {
+            put_varint64(dst, TAG_DELETED_BUCKET);
+            put_varint64(dst, id);
+        }
+        for b in &self.new_buckets {
+            put_varint64(dst, TAG_NEW_BUCKET);
+            put_varint64(dst, b.id);
+            put_length_prefixed(dst, &b.smallest);
+            put_varint64(dst, b.chunks.len() as u64);
+            for c in &b.chunks {
+                encode_chunk_ref(dst, c);
+            }
+        }
+        for (id, c) in &self.appended_chunks {
+            put_varint64(dst, TAG_APPENDED_CHUNK);
+            put_varint64(dst, *id);
+            encode_chunk_ref(dst, c);
+        }
         for v in &self.new_value_files {
             put_varint64(dst, TAG_NEW_VALUE_FILE);
             put_varint64(dst, v.number.0);
@@ -175,6 +216,29 @@ impl VersionEdit {
                         .map_err(|_| DecodeError("merge operator name is not UTF-8"))?;
                     set_once(&mut e.merge_operator, name.to_string())?;
                 }
+                TAG_NEW_DELTA_FILE => e.new_delta_files.push(DeltaFileMeta {
+                    number: FileNumber(d.varint64()?),
+                    size: d.varint64()?,
+                    ..DeltaFileMeta::default()
+                }),
+                TAG_DELETED_DELTA_FILE => e.deleted_delta_files.push(FileNumber(d.varint64()?)),
+                TAG_DELETED_BUCKET => e.deleted_buckets.push(d.varint64()?),
+                TAG_NEW_BUCKET => {
+                    let id = d.varint64()?;
+                    let smallest = d.length_prefixed()?.to_vec();
+                    if smallest.len() > MAX_KEY_SIZE {
+                        return Err(DecodeError("bucket's smallest key too long"));
+                    }
+                    let n = decode_count(&mut d, 3)?;
+                    let chunks = (0..n)
+                        .map(|_| decode_chunk_ref(&mut d))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    e.new_buckets.push(BucketMeta::new(id, smallest, chunks));
+                }
+                TAG_APPENDED_CHUNK => {
+                    let id = d.varint64()?;
+                    e.appended_chunks.push((id, decode_chunk_ref(&mut d)?));
+                }
                 // No forward compatibility yet: a field we do not know could
                 // change the meaning of the ones we do.
                 _ => return Err(DecodeError("unknown version edit tag")),
@@ -182,6 +246,24 @@ impl VersionEdit {
         }
         Ok(e)
     }
+}
+
+fn encode_chunk_ref(dst: &mut Vec<u8>, c: &ChunkRef) {
+    put_varint64(dst, c.file.0);
+    put_varint64(dst, c.offset);
+    put_varint64(dst, c.len);
+}
+
+fn decode_chunk_ref(d: &mut Decoder<'_>) -> Result<ChunkRef, DecodeError> {
+    let c = ChunkRef {
+        file: FileNumber(d.varint64()?),
+        offset: d.varint64()?,
+        len: d.varint64()?,
+    };
+    if c.len == 0 || c.offset.checked_add(c.len).is_none() {
+        return Err(DecodeError("delta chunk reference out of range"));
+    }
+    Ok(c)
 }
 
 fn set_once<T>(slot: &mut Option<T>, v: T) -> Result<(), DecodeError> {
@@ -374,6 +456,26 @@ mod tests {
             ],
             ..ValueFileMeta::default()
         });
+        let chunk = |file, offset, len| ChunkRef {
+            file: FileNumber(file),
+            offset,
+            len,
+        };
+        e.new_delta_files.push(DeltaFileMeta {
+            number: FileNumber(12),
+            size: 9000,
+            ..DeltaFileMeta::default()
+        });
+        e.deleted_delta_files.push(FileNumber(3));
+        e.deleted_buckets.push(5);
+        e.new_buckets.push(BucketMeta::new(
+            13,
+            Vec::new(),
+            vec![chunk(12, 16, 400), chunk(12, 416, 80)],
+        ));
+        e.new_buckets
+            .push(BucketMeta::new(14, b"k".to_vec(), vec![chunk(12, 496, 9)]));
+        e.appended_chunks.push((6, chunk(12, 505, 100)));
         e
     }
 

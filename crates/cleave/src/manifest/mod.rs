@@ -1,12 +1,14 @@
 //! The manifest: VersionEdits, immutable Versions and the VersionSet that
 //! logs and installs them. Format: `docs/format/manifest.md`.
 
+pub(crate) mod delta_meta;
 pub(crate) mod edit;
 pub(crate) mod file_meta;
 pub(crate) mod value_file_meta;
 pub(crate) mod version;
 pub(crate) mod version_set;
 
+pub(crate) use delta_meta::{BucketMeta, ChunkRef, DeltaFileMeta};
 pub(crate) use edit::{VersionEdit, FORMAT_VERSION};
 pub(crate) use file_meta::{FileMeta, ObsoleteFiles, TableValueRefs};
 pub(crate) use value_file_meta::{HostedLogical, ValueFileMeta};

@@ -16,7 +16,7 @@ use crate::base::key;
 use crate::base::limits::NUM_LEVELS;
 use crate::base::FileNumber;
 
-use super::{FileMeta, ValueFileMeta, VersionEdit};
+use super::{BucketMeta, DeltaFileMeta, FileMeta, ValueFileMeta, VersionEdit};
 
 /// Records and bytes of one logical value file that live sstables reference.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -37,6 +37,11 @@ pub(crate) struct Version {
     /// Derived: what live sstables reference, per logical value file;
     /// absent means nothing.
     referenced: BTreeMap<FileNumber, Referenced>,
+    /// The delta store's files by number.
+    delta_files: BTreeMap<FileNumber, Arc<DeltaFileMeta>>,
+    /// The delta store's buckets by smallest key; empty, or covering the
+    /// whole key space.
+    buckets: BTreeMap<Vec<u8>, Arc<BucketMeta>>,
 }
 
 impl Version {
@@ -114,10 +119,41 @@ impl Version {
             .collect()
     }
 
-    /// The same sstables (level by level) and value files, with the same
-    /// metadata.
+    pub(crate) fn delta_files(&self) -> impl Iterator<Item = &Arc<DeltaFileMeta>> {
+        self.delta_files.values()
+    }
+
+    pub(crate) fn delta_file(&self, number: FileNumber) -> Option<&Arc<DeltaFileMeta>> {
+        self.delta_files.get(&number)
+    }
+
+    /// The delta store's buckets in key order.
+    pub(crate) fn buckets(&self) -> impl DoubleEndedIterator<Item = &Arc<BucketMeta>> {
+        self.buckets.values()
+    }
+
+    pub(crate) fn has_buckets(&self) -> bool {
+        !self.buckets.is_empty()
+    }
+
+    /// The bucket whose range holds `user_key`, if the store has any.
+    pub(crate) fn bucket_for(&self, user_key: &[u8]) -> Option<&Arc<BucketMeta>> {
+        self.buckets
+            .range::<[u8], _>((
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Included(user_key),
+            ))
+            .next_back()
+            .map(|(_, b)| b)
+    }
+
+    /// The same sstables (level by level), value files and delta store,
+    /// with the same metadata.
     pub(crate) fn same_files(&self, other: &Version) -> bool {
-        self.levels == other.levels && self.value_files == other.value_files
+        self.levels == other.levels
+            && self.value_files == other.value_files
+            && self.delta_files == other.delta_files
+            && self.buckets == other.buckets
     }
 
     pub(crate) fn all_files(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> {
@@ -192,7 +228,14 @@ impl Version {
     /// corruption when replaying a manifest, a bug when logging. The new
     /// Version holds the edit's own metadata, so callers can mark exactly
     /// the `Arc`s that Versions share.
-    pub(crate) fn apply(&self, edit: VersionEdit) -> Result<Version, &'static str> {
+    pub(crate) fn apply(&self, mut edit: VersionEdit) -> Result<Version, &'static str> {
+        let edit_delta = DeltaEdit {
+            new_files: std::mem::take(&mut edit.new_delta_files),
+            deleted_files: std::mem::take(&mut edit.deleted_delta_files),
+            deleted_buckets: std::mem::take(&mut edit.deleted_buckets),
+            new_buckets: std::mem::take(&mut edit.new_buckets),
+            appended_chunks: std::mem::take(&mut edit.appended_chunks),
+        };
         let mut value_files = self.value_files.clone();
         for number in &edit.deleted_value_files {
             value_files
@@ -225,15 +268,92 @@ impl Version {
             let moved = removed.iter().find(|f| f.number == meta.number);
             files.push(moved.map_or_else(|| Arc::new(meta), Arc::clone));
         }
+        let (delta_files, buckets) = self.apply_delta(&edit_delta)?;
         let mut v = Version {
             levels,
             value_files,
+            delta_files,
+            buckets,
             ..Version::default()
         };
         v.sort();
         v.derive_value_maps()?;
         v.check()?;
         Ok(v)
+    }
+
+    /// The delta store after `edit`: buckets leave, join and grow, and
+    /// every chunk must lie inside a live delta file.
+    #[allow(clippy::type_complexity)]
+    fn apply_delta(
+        &self,
+        edit: &DeltaEdit,
+    ) -> Result<
+        (
+            BTreeMap<FileNumber, Arc<DeltaFileMeta>>,
+            BTreeMap<Vec<u8>, Arc<BucketMeta>>,
+        ),
+        &'static str,
+    > {
+        let mut files = self.delta_files.clone();
+        for number in &edit.deleted_files {
+            files
+                .remove(number)
+                .ok_or("edit deletes a delta file that is not in the version")?;
+        }
+        for f in &edit.new_files {
+            if files.insert(f.number, Arc::new(f.clone())).is_some() {
+                return Err("delta file number appears twice in a version");
+            }
+        }
+        let mut buckets = self.buckets.clone();
+        let mut by_id: BTreeMap<u64, Vec<u8>> = buckets
+            .values()
+            .map(|b| (b.id, b.smallest.clone()))
+            .collect();
+        for id in &edit.deleted_buckets {
+            let smallest = by_id
+                .remove(id)
+                .ok_or("edit deletes a bucket that is not in the version")?;
+            buckets.remove(&smallest);
+        }
+        for b in &edit.new_buckets {
+            if b.chunks.is_empty() {
+                return Err("bucket without chunks");
+            }
+            if by_id.insert(b.id, b.smallest.clone()).is_some() {
+                return Err("bucket id appears twice in a version");
+            }
+            if buckets
+                .insert(b.smallest.clone(), Arc::new(b.clone()))
+                .is_some()
+            {
+                return Err("two buckets start at the same key");
+            }
+        }
+        for (id, chunk) in &edit.appended_chunks {
+            let smallest = by_id.get(id).ok_or("chunk appended to an unknown bucket")?;
+            let b = buckets
+                .get_mut(smallest)
+                .ok_or("bucket index out of step")?;
+            let mut grown = (**b).clone();
+            grown.chunks.push(*chunk);
+            *b = Arc::new(grown);
+        }
+        if buckets.keys().next().is_some_and(|k| !k.is_empty()) {
+            return Err("the first bucket does not start at the empty key");
+        }
+        for b in buckets.values() {
+            for c in &b.chunks {
+                let f = files
+                    .get(&c.file)
+                    .ok_or("bucket chunk in a delta file the version does not hold")?;
+                if c.offset.saturating_add(c.len) > f.size {
+                    return Err("bucket chunk past the end of its delta file");
+                }
+            }
+        }
+        Ok((files, buckets))
     }
 
     /// Fills `logical` and `referenced` from the files, checking that each
@@ -287,6 +407,9 @@ impl Version {
         if !self.value_files.keys().all(|n| seen.insert(*n)) {
             return Err("value file has the number of an sstable");
         }
+        if !self.delta_files.keys().all(|n| seen.insert(*n)) {
+            return Err("delta file has the number of another file");
+        }
         for files in self.levels.iter().skip(1) {
             let sorted = files.windows(2).all(|pair| match pair {
                 [a, b] => key::compare(a.largest.encoded(), b.smallest.encoded()) == Ordering::Less,
@@ -309,6 +432,15 @@ impl Version {
             files.sort_by(|a, b| key::compare(a.smallest.encoded(), b.smallest.encoded()));
         }
     }
+}
+
+/// The delta store's part of a VersionEdit.
+struct DeltaEdit {
+    new_files: Vec<DeltaFileMeta>,
+    deleted_files: Vec<FileNumber>,
+    deleted_buckets: Vec<u64>,
+    new_buckets: Vec<BucketMeta>,
+    appended_chunks: Vec<(u64, super::ChunkRef)>,
 }
 
 impl fmt::Debug for Version {

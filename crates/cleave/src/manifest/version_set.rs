@@ -194,6 +194,11 @@ impl VersionSet {
                 f.mark_obsolete(&self.obsolete);
             }
         }
+        for number in &edit.deleted_delta_files {
+            if let Some(f) = self.current.delta_file(*number) {
+                f.mark_obsolete(&self.obsolete);
+            }
+        }
         self.current = Arc::new(version);
         Ok(())
     }
@@ -264,6 +269,11 @@ impl VersionSet {
             deleted_value_files: Vec::new(),
             new_value_files: version.value_files().map(|f| (**f).clone()).collect(),
             merge_operator: self.merge_operator.clone(),
+            new_delta_files: version.delta_files().map(|f| (**f).clone()).collect(),
+            deleted_delta_files: Vec::new(),
+            deleted_buckets: Vec::new(),
+            new_buckets: version.buckets().map(|b| (**b).clone()).collect(),
+            appended_chunks: Vec::new(),
         }
     }
 
@@ -352,6 +362,7 @@ impl VersionSet {
             .all_files()
             .map(|(_, f)| f.number)
             .chain(self.current.value_files().map(|f| f.number))
+            .chain(self.current.delta_files().map(|f| f.number))
             .chain([self.manifest_number])
             .collect()
     }

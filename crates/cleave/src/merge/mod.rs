@@ -76,6 +76,13 @@ impl Operands {
         self.ends.is_empty()
     }
 
+    /// Pushes `older`'s operands after these, all older than them.
+    pub(crate) fn append(&mut self, older: &Operands) {
+        let base = self.bytes.len();
+        self.bytes.extend_from_slice(&older.bytes);
+        self.ends.extend(older.ends.iter().map(|e| e + base));
+    }
+
     /// The operands oldest first, as [`full_merge`] takes them.
     pub(crate) fn oldest_first(&self) -> Vec<&[u8]> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());

@@ -2,7 +2,7 @@
 //! The format is specified in `docs/format/sstable.md`.
 
 mod block;
-mod bloom;
+pub(crate) mod bloom;
 mod builder;
 mod format;
 mod properties;

@@ -100,8 +100,14 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         } else {
             0
         },
-        // Merges append, so that the model sees their order.
+        // Merges append, so that the model sees their order; half the time
+        // flushes move them to a delta store of tiny buckets, so that
+        // garbage collection splits and merges buckets all the time.
         merge_operator: Some(Arc::new(cleave::Append::default())),
+        enable_delta_separation: rng.gen_bool(0.5),
+        delta_bucket_capacity: rng.gen_range(4 << 10..32 << 10),
+        delta_split_ratio: rng.gen_range(0.3..1.0),
+        delta_max_buckets: rng.gen_range(4..16),
         ..Options::default()
     }
 }

@@ -1,0 +1,172 @@
+//! The delta store as an internal iterator over one view: each bucket's
+//! deltas the view sees (newer than the key's newest anchor it sees) as
+//! merge operands, so that a scan merges them with the LSM-tree's entries
+//! like operands of its own. Buckets are read one at a time, as the
+//! iterator reaches them.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::{visible, DeltaStore};
+use crate::base::key::{self, InternalKey, ValueKind};
+use crate::base::{InternalIterator, SeqNo};
+use crate::error::Result;
+use crate::manifest::BucketMeta;
+
+pub(crate) struct DeltaIterator {
+    store: Arc<DeltaStore>,
+    buckets: Vec<Arc<BucketMeta>>,
+    view_seq: SeqNo,
+    /// The bucket `entries` come from.
+    bucket: usize,
+    /// Internal key and operand of each visible delta, in order.
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    pos: usize,
+}
+
+impl DeltaIterator {
+    pub(crate) fn new(
+        store: Arc<DeltaStore>,
+        buckets: Vec<Arc<BucketMeta>>,
+        view_seq: SeqNo,
+    ) -> DeltaIterator {
+        DeltaIterator {
+            store,
+            buckets,
+            view_seq,
+            bucket: 0,
+            entries: Vec::new(),
+            pos: 0,
+        }
+    }
+
+    fn load(&mut self, bucket: usize) -> Result<()> {
+        self.bucket = bucket;
+        self.entries.clear();
+        self.pos = 0;
+        let records = self.store.records(&self.buckets[bucket])?;
+        let mut start = 0;
+        while start < records.records.len() {
+            let key = &records.records[start].key;
+            let group = records.of_key(key);
+            for r in visible(group, self.view_seq) {
+                self.entries.push((
+                    InternalKey::new(key, r.seq, ValueKind::Merge)
+                        .encoded()
+                        .to_vec(),
+                    r.value.clone(),
+                ));
+            }
+            start += group.len();
+        }
+        Ok(())
+    }
+
+    /// The bucket whose range holds `user_key`.
+    fn bucket_for(&self, user_key: &[u8]) -> usize {
+        self.buckets
+            .partition_point(|b| b.smallest.as_slice() <= user_key)
+            .saturating_sub(1)
+    }
+
+    /// From bucket `from` on, the first with a visible delta.
+    fn forward_from(&mut self, from: usize) -> Result<()> {
+        for b in from..self.buckets.len() {
+            self.load(b)?;
+            if !self.entries.is_empty() {
+                return Ok(());
+            }
+        }
+        self.invalidate();
+        Ok(())
+    }
+
+    /// From bucket `from` back, the last visible delta.
+    fn backward_from(&mut self, from: Option<usize>) -> Result<()> {
+        let mut b = from;
+        while let Some(i) = b {
+            self.load(i)?;
+            if let Some(last) = self.entries.len().checked_sub(1) {
+                self.pos = last;
+                return Ok(());
+            }
+            b = i.checked_sub(1);
+        }
+        self.invalidate();
+        Ok(())
+    }
+
+    fn invalidate(&mut self) {
+        self.entries.clear();
+        self.pos = 0;
+    }
+}
+
+impl InternalIterator for DeltaIterator {
+    fn valid(&self) -> bool {
+        self.pos < self.entries.len()
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.forward_from(0)
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.backward_from(self.buckets.len().checked_sub(1))
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        if self.buckets.is_empty() {
+            return Ok(());
+        }
+        let b = self.bucket_for(key::user_key(target));
+        self.load(b)?;
+        self.pos = self
+            .entries
+            .partition_point(|(k, _)| key::compare(k, target) == Ordering::Less);
+        if self.pos == self.entries.len() {
+            self.forward_from(b + 1)?;
+        }
+        Ok(())
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        if self.buckets.is_empty() {
+            return Ok(());
+        }
+        let b = self.bucket_for(key::user_key(target));
+        self.load(b)?;
+        let after = self
+            .entries
+            .partition_point(|(k, _)| key::compare(k, target) != Ordering::Greater);
+        match after.checked_sub(1) {
+            Some(last) => self.pos = last,
+            None => self.backward_from(b.checked_sub(1))?,
+        }
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        self.pos += 1;
+        if self.pos >= self.entries.len() {
+            self.forward_from(self.bucket + 1)?;
+        }
+        Ok(())
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        match self.pos.checked_sub(1) {
+            Some(p) => self.pos = p,
+            None => self.backward_from(self.bucket.checked_sub(1))?,
+        }
+        Ok(())
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.entries[self.pos].0
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.entries[self.pos].1
+    }
+}

@@ -1,0 +1,467 @@
+//! What a flush writes to the delta store: the memtable's operands and
+//! anchors, appended per bucket or, where a bucket is full, garbage
+//! collected with it; all in one new delta file.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::format::{self, Record};
+use super::gc::Collector;
+use super::{DeltaStore, MAX_CHUNKS};
+use crate::base::key::{self, ValueKind};
+use crate::base::{FileNumber, InternalIterator, SeqNo};
+use crate::error::{Error, Result};
+use crate::manifest::{BucketMeta, ChunkRef, DeltaFileMeta, Version, VersionEdit};
+use crate::merge::MergeOperator;
+use crate::vfs::FileOptions;
+
+/// A memtable's entries as the delta store takes them: each merge operand
+/// a delta, each put or delete an anchor candidate, in chunk order.
+#[derive(Default)]
+pub(crate) struct Routed {
+    pub records: Vec<Record>,
+}
+
+impl Routed {
+    /// Reads the whole of `it` (a memtable's iterator). Puts and deletes
+    /// of keys without an operand here are taken only if `all_anchors`
+    /// (the store has buckets, which may hold older deltas of them).
+    pub(crate) fn from_memtable(
+        it: &mut dyn InternalIterator,
+        all_anchors: bool,
+    ) -> Result<Routed> {
+        let mut records = Vec::new();
+        let mut group: Vec<Record> = Vec::new();
+        let mut group_has_delta = false;
+        it.seek_to_first()?;
+        while it.valid() {
+            let parsed = key::parse(it.key())
+                .ok_or_else(|| Error::InvalidArgument("malformed key in a memtable".into()))?;
+            if group.first().is_some_and(|r| r.key != parsed.user_key) {
+                if group_has_delta || all_anchors {
+                    records.append(&mut group);
+                }
+                group.clear();
+                group_has_delta = false;
+            }
+            group.push(match parsed.kind {
+                ValueKind::Merge => {
+                    group_has_delta = true;
+                    Record::delta(parsed.user_key, parsed.seq, it.value())
+                }
+                _ => Record::anchor(parsed.user_key, parsed.seq),
+            });
+            it.next()?;
+        }
+        if group_has_delta || all_anchors {
+            records.append(&mut group);
+        }
+        Ok(Routed { records })
+    }
+}
+
+/// What one flush did to the delta store, for its manifest edit.
+#[derive(Debug, Default)]
+pub(crate) struct DeltaOutput {
+    pub file: Option<DeltaFileMeta>,
+    pub deleted_buckets: Vec<u64>,
+    pub new_buckets: Vec<BucketMeta>,
+    pub appended: Vec<(u64, ChunkRef)>,
+    pub deleted_files: Vec<FileNumber>,
+    /// Buckets garbage collected, and how many of them were split.
+    pub collected: u64,
+    pub splits: u64,
+    /// Pairs of small adjacent buckets merged into one.
+    pub merged_pairs: u64,
+    /// Deltas partially merged and records dropped, in the flush and in
+    /// garbage collection.
+    pub partial_merges: u64,
+    pub dropped: u64,
+}
+
+impl DeltaOutput {
+    pub(crate) fn bytes_written(&self) -> u64 {
+        self.file.as_ref().map_or(0, |f| f.size)
+    }
+
+    /// Adds this output to `edit`, which may hold earlier outputs of the
+    /// same recovery (replayed memtables share one edit): a bucket or a
+    /// file the edit adds and this output removes never joins.
+    pub(crate) fn add_to(self, edit: &mut VersionEdit) {
+        for id in self.deleted_buckets {
+            // Chunks an earlier output appended to it go with it.
+            edit.appended_chunks.retain(|(bucket, _)| *bucket != id);
+            match edit.new_buckets.iter().position(|b| b.id == id) {
+                Some(i) => {
+                    edit.new_buckets.remove(i);
+                }
+                None => edit.deleted_buckets.push(id),
+            }
+        }
+        edit.new_buckets.extend(self.new_buckets);
+        for (id, chunk) in self.appended {
+            match edit.new_buckets.iter_mut().find(|b| b.id == id) {
+                Some(b) => b.chunks.push(chunk),
+                None => edit.appended_chunks.push((id, chunk)),
+            }
+        }
+        for number in self.deleted_files {
+            match edit.new_delta_files.iter().position(|f| f.number == number) {
+                Some(i) => {
+                    edit.new_delta_files.remove(i);
+                }
+                None => edit.deleted_delta_files.push(number),
+            }
+        }
+        edit.new_delta_files.extend(self.file);
+    }
+}
+
+/// One bucket's part of the new delta file.
+struct Planned {
+    /// The bucket a chunk is appended to, or a new bucket's smallest key.
+    target: Target,
+    records: Vec<Record>,
+}
+
+enum Target {
+    Append(Arc<BucketMeta>),
+    New { smallest: Vec<u8> },
+}
+
+fn bytes(records: &[Record]) -> u64 {
+    records.iter().map(|r| r.encoded_len() as u64).sum::<u64>() + format::CHUNK_HEADER_LEN as u64
+}
+
+/// Splits `records` (chunk order) into runs of about `target` bytes, at
+/// key boundaries; at least one run, possibly empty.
+fn partition(records: Vec<Record>, target: u64) -> Vec<Vec<Record>> {
+    let mut runs = Vec::new();
+    let mut run: Vec<Record> = Vec::new();
+    let mut run_bytes = 0u64;
+    for r in records {
+        let boundary = run.last().is_some_and(|p| p.key != r.key);
+        if boundary && run_bytes >= target {
+            runs.push(std::mem::take(&mut run));
+            run_bytes = 0;
+        }
+        run_bytes += r.encoded_len() as u64;
+        run.push(r);
+    }
+    runs.push(run);
+    runs
+}
+
+impl DeltaStore {
+    /// Writes `routed` (a memtable's operands and anchor candidates) to the
+    /// delta store over `version`, collecting full buckets, as one new
+    /// delta file; the caller logs the output in the flush's edit.
+    pub(crate) fn write_flush(
+        &self,
+        version: &Version,
+        routed: Routed,
+        snapshots: &[SeqNo],
+        op: Option<&Arc<dyn MergeOperator>>,
+        new_number: &dyn Fn() -> FileNumber,
+    ) -> Result<DeltaOutput> {
+        let mut collector = Collector::new(snapshots, op);
+        // An anchor counts only where the bucket may hold older deltas of
+        // its key (or this flush keeps one, for a snapshot).
+        let may_hold = |key: &[u8]| {
+            version
+                .bucket_for(key)
+                .is_some_and(|b| b.filter.may_contain(key))
+        };
+        let records = collector.collect(routed.records, &may_hold);
+        let mut out = DeltaOutput::default();
+        if records.is_empty() {
+            return Ok(out);
+        }
+        let opts = self.opts;
+        let mut plans: Vec<Planned> = Vec::new();
+        let mut count = version.buckets().count();
+        if count == 0 {
+            // KDSep's initial buckets: filled only partly, so that most of
+            // their capacity is left for the appends to come.
+            let target =
+                (opts.bucket_capacity / 4).max(bytes(&records) / opts.max_buckets as u64 + 1);
+            let runs = partition(records, target);
+            for (i, run) in runs.into_iter().enumerate() {
+                let smallest = if i == 0 {
+                    Vec::new()
+                } else {
+                    run[0].key.clone()
+                };
+                plans.push(Planned {
+                    target: Target::New { smallest },
+                    records: run,
+                });
+            }
+        } else {
+            let buckets: Vec<Arc<BucketMeta>> = version.buckets().cloned().collect();
+            let mut rest = records.as_slice();
+            for (i, b) in buckets.iter().enumerate() {
+                let end = match buckets.get(i + 1) {
+                    Some(next) => rest.partition_point(|r| r.key < next.smallest),
+                    None => rest.len(),
+                };
+                let (mine, later) = rest.split_at(end);
+                rest = later;
+                if mine.is_empty() {
+                    continue;
+                }
+                let mine = mine.to_vec();
+                let fits =
+                    b.bytes() + bytes(&mine) <= opts.bucket_capacity && b.chunks.len() < MAX_CHUNKS;
+                if fits {
+                    plans.push(Planned {
+                        target: Target::Append(b.clone()),
+                        records: mine,
+                    });
+                    continue;
+                }
+                // Garbage collection of the full bucket, with the new
+                // records: it is rewritten sorted, or split in two.
+                let mut all = self.records(b)?.records.clone();
+                all.extend(mine);
+                all.sort_by(format::order);
+                let live = collector.collect(all, &|_| false);
+                out.deleted_buckets.push(b.id);
+                out.collected += 1;
+                if bytes(&live) > opts.split_bytes && count < opts.max_buckets {
+                    let half = bytes(&live) / 2;
+                    let mut runs = partition(live, half).into_iter();
+                    let left = runs.next().unwrap_or_default();
+                    let right: Vec<Record> = runs.flatten().collect();
+                    plans.push(Planned {
+                        target: Target::New {
+                            smallest: b.smallest.clone(),
+                        },
+                        records: left,
+                    });
+                    if !right.is_empty() {
+                        plans.push(Planned {
+                            target: Target::New {
+                                smallest: right[0].key.clone(),
+                            },
+                            records: right,
+                        });
+                        count += 1;
+                        out.splits += 1;
+                    }
+                } else {
+                    plans.push(Planned {
+                        target: Target::New {
+                            smallest: b.smallest.clone(),
+                        },
+                        records: live,
+                    });
+                }
+            }
+            debug_assert!(rest.is_empty());
+            // KDSep's step 5: with no room left to split, the smallest pair
+            // of adjacent buckets becomes one, so that hot ranges can split.
+            if count + 2 > opts.max_buckets {
+                self.merge_smallest_pair(&buckets, &mut plans, &mut collector, &mut out)?;
+            }
+        }
+        out.partial_merges = collector.merged;
+        out.dropped = collector.dropped;
+        self.write_plans(version, plans, new_number, &mut out)?;
+        Ok(out)
+    }
+}
+
+impl DeltaStore {
+    /// Merges the adjacent pair of buckets this flush leaves alone whose
+    /// chunks take the fewest bytes, if those fit one bucket.
+    fn merge_smallest_pair(
+        &self,
+        buckets: &[Arc<BucketMeta>],
+        plans: &mut Vec<Planned>,
+        collector: &mut Collector<'_>,
+        out: &mut DeltaOutput,
+    ) -> Result<()> {
+        let touched: HashSet<u64> = plans
+            .iter()
+            .filter_map(|p| match &p.target {
+                Target::Append(b) => Some(b.id),
+                Target::New { .. } => None,
+            })
+            .chain(out.deleted_buckets.iter().copied())
+            .collect();
+        let pair = buckets
+            .windows(2)
+            .filter(|w| !touched.contains(&w[0].id) && !touched.contains(&w[1].id))
+            .map(|w| (w[0].bytes() + w[1].bytes(), &w[0], &w[1]))
+            .filter(|(total, _, _)| *total <= self.opts.bucket_capacity)
+            .min_by_key(|(total, _, _)| *total);
+        let Some((_, left, right)) = pair else {
+            return Ok(());
+        };
+        let mut all = self.records(left)?.records.clone();
+        all.extend(self.records(right)?.records.iter().cloned());
+        all.sort_by(format::order);
+        let live = collector.collect(all, &|_| false);
+        out.deleted_buckets.extend([left.id, right.id]);
+        out.merged_pairs += 1;
+        plans.push(Planned {
+            target: Target::New {
+                smallest: left.smallest.clone(),
+            },
+            records: live,
+        });
+        Ok(())
+    }
+
+    /// Writes the planned chunks as one delta file, synced, and fills
+    /// `out` with the buckets and chunks the edit installs and the delta
+    /// files no bucket needs after it.
+    fn write_plans(
+        &self,
+        version: &Version,
+        plans: Vec<Planned>,
+        new_number: &dyn Fn() -> FileNumber,
+        out: &mut DeltaOutput,
+    ) -> Result<()> {
+        let number = new_number();
+        let path = self.path(number);
+        let mut data = Vec::new();
+        format::encode_header(&mut data);
+        for plan in plans {
+            let offset = data.len() as u64;
+            format::encode_chunk(&mut data, &plan.records);
+            let chunk = ChunkRef {
+                file: number,
+                offset,
+                len: data.len() as u64 - offset,
+            };
+            match plan.target {
+                // Keys join the shared filter before any Version holds the
+                // chunk: a filter may be ahead of a reader, never behind.
+                Target::Append(b) => {
+                    for r in &plan.records {
+                        b.filter.add(&r.key);
+                    }
+                    out.appended.push((b.id, chunk));
+                }
+                Target::New { smallest } => {
+                    let b = BucketMeta::new(new_number().0, smallest, vec![chunk]);
+                    for r in &plan.records {
+                        b.filter.add(&r.key);
+                    }
+                    out.new_buckets.push(b);
+                }
+            }
+        }
+        let mut f = self.fs.create(&path, FileOptions::default())?;
+        f.append(&data)?;
+        f.sync()?;
+        drop(f);
+        self.fs.sync_dir(&self.dir)?;
+        out.file = Some(DeltaFileMeta {
+            number,
+            size: data.len() as u64,
+            ..DeltaFileMeta::default()
+        });
+        let gone: HashSet<u64> = out.deleted_buckets.iter().copied().collect();
+        let still_used: HashSet<FileNumber> = version
+            .buckets()
+            .filter(|b| !gone.contains(&b.id))
+            .flat_map(|b| b.chunks.iter().map(|c| c.file))
+            .collect();
+        out.deleted_files = version
+            .delta_files()
+            .map(|f| f.number)
+            .filter(|n| !still_used.contains(n))
+            .collect();
+        Ok(())
+    }
+}
+
+/// The entries of a memtable iterator other than merge operands, which
+/// the delta store takes: what a flush with delta separation writes to
+/// its sstable.
+pub(crate) struct WithoutOperands<I> {
+    inner: I,
+}
+
+impl<I: InternalIterator> WithoutOperands<I> {
+    pub(crate) fn new(inner: I) -> Self {
+        WithoutOperands { inner }
+    }
+
+    fn is_operand(&self) -> bool {
+        self.inner.valid()
+            && key::parse(self.inner.key()).is_some_and(|p| p.kind == ValueKind::Merge)
+    }
+
+    fn skip_forward(&mut self) -> Result<()> {
+        while self.is_operand() {
+            self.inner.next()?;
+        }
+        Ok(())
+    }
+
+    fn skip_backward(&mut self) -> Result<()> {
+        while self.is_operand() {
+            self.inner.prev()?;
+        }
+        Ok(())
+    }
+}
+
+impl<I: InternalIterator> InternalIterator for WithoutOperands<I> {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.inner.seek_to_first()?;
+        self.skip_forward()
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.inner.seek_to_last()?;
+        self.skip_backward()
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.inner.seek(target)?;
+        self.skip_forward()
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.inner.seek_for_prev(target)?;
+        self.skip_backward()
+    }
+    fn next(&mut self) -> Result<()> {
+        self.inner.next()?;
+        self.skip_forward()
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.inner.prev()?;
+        self.skip_backward()
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_cuts_only_between_keys() {
+        let records: Vec<Record> = (0..10)
+            .flat_map(|k: u8| (0..3).map(move |s| Record::delta(&[k], 10 - s, &[0; 20])))
+            .collect();
+        let runs = partition(records.clone(), 100);
+        assert!(runs.len() > 2);
+        for w in runs.windows(2) {
+            assert_ne!(w[0].last().unwrap().key, w[1][0].key);
+        }
+        assert_eq!(runs.concat(), records);
+        assert_eq!(partition(Vec::new(), 100), vec![Vec::<Record>::new()]);
+    }
+}
