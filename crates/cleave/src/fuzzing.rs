@@ -504,9 +504,9 @@ pub fn value_log(data: &[u8]) -> usize {
     places.len()
 }
 
-/// The bytes as a delta file: the header checked, then chunk after chunk
-/// decoded as a bucket's read decodes them, each key's records looked up
-/// as a read sees them at each of their sequence numbers, and the records
+/// The bytes as a delta file: the header checked, then block after block
+/// decoded as a read decodes them, each key's records looked up as a
+/// read sees them at each of their sequence numbers, and the records
 /// garbage collected as a flush does (under a snapshot in their midst),
 /// which must leave them in chunk order.
 pub fn delta_file(data: &[u8]) -> usize {
@@ -515,22 +515,20 @@ pub fn delta_file(data: &[u8]) -> usize {
     if delta::format::check_header(path, data).is_err() {
         return 0;
     }
+    let body = &data[delta::format::HEADER_LEN..];
+    let Ok(blocks) = delta::format::split_chunk(path, delta::format::HEADER_LEN as u64, body)
+    else {
+        return 0;
+    };
     let op: Arc<dyn MergeOperator> = Arc::new(U64Add);
-    let mut offset = delta::format::HEADER_LEN;
     let mut decoded = 0;
-    while let Some(frame) = data.get(offset..offset + delta::format::CHUNK_HEADER_LEN) {
-        let len = crate::base::coding::decode_fixed32(frame) as usize;
-        let end = offset + delta::format::CHUNK_HEADER_LEN + len;
-        let Some(chunk) = data.get(offset..end) else {
-            break;
-        };
-        let Ok(records) = delta::format::decode_chunk(path, offset as u64, chunk) else {
+    for (offset, block) in blocks {
+        let Ok(records) = delta::format::decode_block(path, offset, block) else {
             break;
         };
         decoded += records.len();
-        let bucket = delta::BucketRecords::new(records.clone());
         for r in records.iter().take(MAX_PROBES) {
-            let of_key = bucket.of_key(&r.key);
+            let of_key = delta::of_key(&records, &r.key);
             assert!(!of_key.is_empty());
             std::hint::black_box(delta::visible(of_key, r.seq).count());
         }
@@ -539,7 +537,6 @@ pub fn delta_file(data: &[u8]) -> usize {
         assert!(live
             .windows(2)
             .all(|w| delta::format::order(&w[0], &w[1]).is_lt()));
-        offset = end;
     }
     decoded
 }

@@ -32,7 +32,7 @@ pub(crate) enum CacheKind {
     RecordIndex = 4,
     /// A separated value, keyed by (logical file, ordinal).
     Value = 5,
-    /// A delta store bucket's records, keyed by (bucket id, chunks): the
+    /// A block of a delta store chunk, keyed by (delta file, offset): the
     /// KD cache, inside the block cache's budget.
     Deltas = 6,
 }
@@ -111,8 +111,8 @@ pub(crate) enum CachedBlock {
     ValueIndex(Arc<[u8]>),
     /// A separated value, decompressed and checked.
     Value(Arc<Vec<u8>>),
-    /// A delta store bucket's records, decoded and in order.
-    Deltas(Arc<crate::delta::BucketRecords>),
+    /// A delta store block's records, decoded and in order.
+    Deltas(crate::delta::Block),
 }
 
 #[cfg(test)]

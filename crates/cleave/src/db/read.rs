@@ -15,7 +15,7 @@ use crate::iter::level::{LevelIterator, TableOpener};
 use crate::iter::merging::MergingIterator;
 use crate::iter::{InternalIterator, ValueSource};
 use crate::manifest::version::Version;
-use crate::memtable::MemTable;
+use crate::memtable::{MemTable, MergedRun};
 use crate::merge::{self, Operands};
 use crate::options::ReadOptions;
 use crate::value_log::LogReads;
@@ -194,11 +194,7 @@ impl DbInner {
     fn lookup(&self, view: &ReadView, user_key: &[u8]) -> Result<Lookup> {
         let mut walk = Walk::default();
         for mem in &view.mems {
-            // A value log's record carries sequence 0, which any sequence
-            // matches: the view's serves.
-            mem.get_versions(user_key, view.seq, &mut |kind, value| {
-                walk.take(kind, value, view.seq)
-            });
+            self.walk_memtable(mem, user_key, view.seq, &mut walk);
             if walk.ended() {
                 return Ok(walk.finish());
             }
@@ -241,6 +237,72 @@ impl DbInner {
         Ok(walk.finish())
     }
 
+    /// Walks `mem`'s entries of `user_key` that `seq` sees into `walk`:
+    /// those newer than the key's merged run, the run as one operand, and
+    /// what lies below it; then keeps the operands it walked, merged with
+    /// the run, as the key's new run.
+    fn walk_memtable(&self, mem: &MemTable, user_key: &[u8], seq: SeqNo, walk: &mut Walk) {
+        let op = self.opts.merge_operator.as_ref();
+        let run = op
+            .and_then(|_| mem.merged_run(user_key))
+            .filter(|r| r.newest <= seq);
+        let first = walk.operands.len();
+        let (mut newest, mut oldest) = (None, None);
+        // A value log's record carries sequence 0, which any sequence
+        // matches: the view's serves.
+        mem.get_versions(user_key, seq, &mut |kind, value, s| {
+            if run.as_ref().is_some_and(|r| r.newest == s) {
+                return false;
+            }
+            if kind == ValueKind::Merge {
+                newest.get_or_insert(s);
+                oldest = Some(s);
+            }
+            walk.take(kind, value, seq)
+        });
+        let fresh = walk.operands.len() - first;
+        // A value or deletion newer than the run ends the walk above it.
+        let run = run.filter(|_| !walk.ended());
+        if let Some(r) = &run {
+            walk.operands.push(&r.operand);
+            if let Some(below) = r.oldest.checked_sub(1) {
+                mem.get_versions(user_key, below, &mut |kind, value, _| {
+                    walk.take(kind, value, seq)
+                });
+            }
+        }
+        let Some(op) = op else {
+            return;
+        };
+        if fresh + usize::from(run.is_some()) < 2 {
+            return;
+        }
+        // Oldest first: the run, then the operands newer than it.
+        let mut parts = (first..first + fresh).rev().map(|i| walk.operands.get(i));
+        let mut merged: Vec<u8> = match &run {
+            Some(r) => r.operand.to_vec(),
+            None => parts.next().unwrap_or_default().to_vec(),
+        };
+        for newer in parts {
+            match op.partial_merge(user_key, &merged, newer) {
+                Some(m) => merged = m,
+                None => return,
+            }
+        }
+        let (Some(newest), oldest) = (newest.or(run.as_ref().map(|r| r.newest)), oldest) else {
+            return;
+        };
+        let oldest = run.as_ref().map_or(oldest.unwrap_or(newest), |r| r.oldest);
+        mem.set_merged_run(
+            user_key,
+            MergedRun {
+                newest,
+                oldest,
+                operand: merged.into(),
+            },
+        );
+    }
+
     /// Pushes the deltas of `user_key` the delta store holds that `view`
     /// sees above the base of sequence `base_seq`, newest first.
     fn delta_operands(
@@ -257,8 +319,8 @@ impl DbInner {
             return Ok(());
         }
         add(&self.counters.delta_reads, 1);
-        let records = self.deltas.records(bucket)?;
-        for r in delta::visible(records.of_key(user_key), view.seq) {
+        let records = self.deltas.key_records(bucket, user_key)?;
+        for r in delta::visible(&records, view.seq) {
             if r.seq <= base_seq {
                 break;
             }

@@ -1,9 +1,10 @@
 //! The delta file: a header, then chunks. A chunk holds one bucket's
 //! records from one flush or one garbage collection, sorted by key and,
-//! within a key, newest first; it is framed as `fixed32 payload_len |
-//! fixed32 masked_crc32c(payload) | payload`. A record is `u8 kind |
-//! varint64 seq | length-prefixed key`, and a delta adds its
-//! length-prefixed operand. See `docs/format/delta-file.md`.
+//! within a key, newest first, in blocks of about [`BLOCK_BYTES`], so
+//! that a read of one key reads one block. A block is framed as
+//! `fixed32 payload_len | fixed32 masked_crc32c(payload) | payload`. A
+//! record is `u8 kind | varint64 seq | length-prefixed key`, and a delta
+//! adds its length-prefixed operand. See `docs/format/delta_file.md`.
 
 use std::cmp::Ordering;
 use std::path::Path;
@@ -20,11 +21,14 @@ pub(crate) const MAGIC: &[u8; 8] = b"cleaveKD";
 pub(crate) const FORMAT_VERSION: u32 = 1;
 /// Magic, version and the header's own checksum.
 pub(crate) const HEADER_LEN: usize = 16;
-/// Length and checksum before each chunk's payload.
-pub(crate) const CHUNK_HEADER_LEN: usize = 8;
-/// A chunk's payload never exceeds this; bounds what a damaged length
+/// Length and checksum before each block's payload.
+pub(crate) const BLOCK_HEADER_LEN: usize = 8;
+/// A block's payload never exceeds this; bounds what a damaged length
 /// makes a reader allocate.
-pub(crate) const MAX_CHUNK_PAYLOAD: usize = 1 << 30;
+pub(crate) const MAX_BLOCK_PAYLOAD: usize = 1 << 30;
+/// A block is cut after the record that takes it past this many bytes:
+/// a page, as a read of one key costs one read.
+pub(crate) const BLOCK_BYTES: usize = 4 << 10;
 
 const KIND_DELTA: u8 = 1;
 const KIND_ANCHOR: u8 = 2;
@@ -109,46 +113,108 @@ pub(crate) fn check_header(path: &Path, header: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Appends `records` (in chunk order) as one framed chunk.
-pub(crate) fn encode_chunk(dst: &mut Vec<u8>, records: &[Record]) {
+/// Where a block of a chunk lies, and its first key: one entry of the
+/// chunk's index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BlockRef {
+    pub first_key: Vec<u8>,
+    pub offset: u64,
+    pub len: u32,
+}
+
+/// Appends `records` (in chunk order) as one chunk of framed blocks, and
+/// returns its blocks (offsets into `dst`). An empty chunk is one empty
+/// block.
+pub(crate) fn encode_chunk(dst: &mut Vec<u8>, records: &[Record]) -> Vec<BlockRef> {
     debug_assert!(records
         .windows(2)
         .all(|w| order(&w[0], &w[1]) == Ordering::Less));
-    let start = dst.len();
-    put_fixed32(dst, 0);
-    put_fixed32(dst, 0);
-    for r in records {
-        match r.kind {
-            RecordKind::Delta => dst.push(KIND_DELTA),
-            RecordKind::Anchor => dst.push(KIND_ANCHOR),
+    let mut blocks = Vec::new();
+    let mut rest = records;
+    loop {
+        let start = dst.len();
+        put_fixed32(dst, 0);
+        put_fixed32(dst, 0);
+        let mut taken = 0;
+        for r in rest {
+            match r.kind {
+                RecordKind::Delta => dst.push(KIND_DELTA),
+                RecordKind::Anchor => dst.push(KIND_ANCHOR),
+            }
+            put_varint64(dst, r.seq);
+            put_length_prefixed(dst, &r.key);
+            if r.kind == RecordKind::Delta {
+                put_length_prefixed(dst, &r.value);
+            }
+            taken += 1;
+            if dst.len() - start >= BLOCK_BYTES {
+                break;
+            }
         }
-        put_varint64(dst, r.seq);
-        put_length_prefixed(dst, &r.key);
-        if r.kind == RecordKind::Delta {
-            put_length_prefixed(dst, &r.value);
+        let payload_len = dst.len() - start - BLOCK_HEADER_LEN;
+        assert!(payload_len <= MAX_BLOCK_PAYLOAD, "delta block too large");
+        let crc = checksum::mask(checksum::crc32c(&dst[start + BLOCK_HEADER_LEN..]));
+        dst[start..start + 4].copy_from_slice(&(payload_len as u32).to_le_bytes());
+        dst[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+        blocks.push(BlockRef {
+            first_key: rest.first().map(|r| r.key.clone()).unwrap_or_default(),
+            offset: start as u64,
+            len: (dst.len() - start) as u32,
+        });
+        rest = &rest[taken..];
+        if rest.is_empty() {
+            return blocks;
         }
     }
-    let payload_len = dst.len() - start - CHUNK_HEADER_LEN;
-    assert!(payload_len <= MAX_CHUNK_PAYLOAD, "delta chunk too large");
-    let crc = checksum::mask(checksum::crc32c(&dst[start + CHUNK_HEADER_LEN..]));
-    dst[start..start + 4].copy_from_slice(&(payload_len as u32).to_le_bytes());
-    dst[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Decodes one whole framed chunk read from `path` at `offset`, checking
+/// The framed blocks of a whole chunk read from `path` at `offset`: each
+/// block's offset in the file and bytes (frame included).
+pub(crate) fn split_chunk<'a>(
+    path: &Path,
+    offset: u64,
+    chunk: &'a [u8],
+) -> Result<Vec<(u64, &'a [u8])>> {
+    let mut blocks = Vec::new();
+    let mut at = 0usize;
+    while at < chunk.len() {
+        let frame = chunk
+            .get(at..at + BLOCK_HEADER_LEN)
+            .ok_or_else(|| Error::corruption(path, offset + at as u64, "truncated delta block"))?;
+        let len = decode_fixed32(frame) as usize;
+        let end = (at + BLOCK_HEADER_LEN)
+            .checked_add(len)
+            .filter(|&end| end <= chunk.len())
+            .ok_or_else(|| {
+                Error::corruption(path, offset + at as u64, "delta block past its chunk")
+            })?;
+        blocks.push((offset + at as u64, &chunk[at..end]));
+        at = end;
+    }
+    if blocks.is_empty() {
+        return Err(Error::corruption(
+            path,
+            offset,
+            "delta chunk without blocks",
+        ));
+    }
+    Ok(blocks)
+}
+
+/// Decodes one whole framed block read from `path` at `offset`, checking
 /// its checksum and its order.
-pub(crate) fn decode_chunk(path: &Path, offset: u64, chunk: &[u8]) -> Result<Vec<Record>> {
+pub(crate) fn decode_block(path: &Path, offset: u64, block: &[u8]) -> Result<Vec<Record>> {
     let bad = |reason: &str| Error::corruption(path, offset, reason.to_string());
-    if chunk.len() < CHUNK_HEADER_LEN {
-        return Err(bad("delta chunk shorter than its header"));
+    if block.len() < BLOCK_HEADER_LEN {
+        return Err(bad("delta block shorter than its header"));
     }
-    let len = decode_fixed32(&chunk[..4]) as usize;
-    if len != chunk.len() - CHUNK_HEADER_LEN {
-        return Err(bad("delta chunk length does not match its reference"));
+    let len = decode_fixed32(&block[..4]) as usize;
+    if len != block.len() - BLOCK_HEADER_LEN {
+        return Err(bad("delta block length does not match its reference"));
     }
-    let payload = &chunk[CHUNK_HEADER_LEN..];
-    if !checksum::matches(checksum::crc32c(payload), decode_fixed32(&chunk[4..8])) {
-        return Err(bad("delta chunk checksum mismatch"));
+    let payload = &block[BLOCK_HEADER_LEN..];
+    if !checksum::matches(checksum::crc32c(payload), decode_fixed32(&block[4..8])) {
+        return Err(bad("delta block checksum mismatch"));
     }
     let mut d = Decoder::new(payload);
     let mut records: Vec<Record> = Vec::new();
@@ -158,7 +224,7 @@ pub(crate) fn decode_chunk(path: &Path, offset: u64, chunk: &[u8]) -> Result<Vec
             .last()
             .is_some_and(|p| order(p, &r) != Ordering::Less)
         {
-            return Err(bad("delta chunk records out of order"));
+            return Err(bad("delta block records out of order"));
         }
         records.push(r);
     }
@@ -211,11 +277,38 @@ mod tests {
         ]
     }
 
+    fn decode_chunk(chunk: &[u8]) -> Result<Vec<Record>> {
+        let mut records = Vec::new();
+        for (offset, block) in split_chunk(Path::new("d.kd"), 16, chunk)? {
+            records.extend(decode_block(Path::new("d.kd"), offset, block)?);
+        }
+        Ok(records)
+    }
+
     #[test]
-    fn a_chunk_round_trips() {
+    fn a_chunk_round_trips_in_blocks_with_their_first_keys() {
         let mut buf = Vec::new();
-        encode_chunk(&mut buf, &sample());
-        assert_eq!(decode_chunk(Path::new("f"), 0, &buf).unwrap(), sample());
+        assert_eq!(encode_chunk(&mut buf, &sample()).len(), 1);
+        assert_eq!(decode_chunk(&buf).unwrap(), sample());
+        let many: Vec<Record> = (0..500u32)
+            .map(|i| Record::delta(format!("k{i:04}").as_bytes(), 1, &[7; 40]))
+            .collect();
+        let mut buf = Vec::new();
+        let blocks = encode_chunk(&mut buf, &many);
+        assert!(blocks.len() > 4, "{}", blocks.len());
+        assert_eq!(decode_chunk(&buf).unwrap(), many);
+        for b in &blocks {
+            let start = b.offset as usize;
+            let records = decode_block(
+                Path::new("f"),
+                b.offset,
+                &buf[start..start + b.len as usize],
+            );
+            assert_eq!(records.unwrap()[0].key, b.first_key);
+        }
+        let mut empty = Vec::new();
+        assert_eq!(encode_chunk(&mut empty, &[]).len(), 1);
+        assert_eq!(decode_chunk(&empty).unwrap(), Vec::new());
     }
 
     #[test]
@@ -225,11 +318,11 @@ mod tests {
         for i in 0..buf.len() {
             let mut bad = buf.clone();
             bad[i] ^= 0x40;
-            let err = decode_chunk(Path::new("d.kd"), 16, &bad).unwrap_err();
+            let err = decode_chunk(&bad).unwrap_err();
             assert!(err.is_corruption(), "byte {i}: {err}");
             assert!(err.to_string().contains("d.kd"), "{err}");
         }
-        let err = decode_chunk(Path::new("d.kd"), 16, &buf[..buf.len() - 1]).unwrap_err();
+        let err = decode_chunk(&buf[..buf.len() - 1]).unwrap_err();
         assert!(err.is_corruption());
     }
 

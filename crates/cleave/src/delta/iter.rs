@@ -7,7 +7,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::{visible, DeltaStore};
+use super::{of_key, visible, DeltaStore};
 use crate::base::key::{self, InternalKey, ValueKind};
 use crate::base::{InternalIterator, SeqNo};
 use crate::error::Result;
@@ -46,9 +46,9 @@ impl DeltaIterator {
         self.pos = 0;
         let records = self.store.records(&self.buckets[bucket])?;
         let mut start = 0;
-        while start < records.records.len() {
-            let key = &records.records[start].key;
-            let group = records.of_key(key);
+        while start < records.len() {
+            let key = &records[start].key;
+            let group = of_key(&records, key);
             for r in visible(group, self.view_seq) {
                 self.entries.push((
                     InternalKey::new(key, r.seq, ValueKind::Merge)

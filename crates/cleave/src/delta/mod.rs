@@ -34,14 +34,14 @@ use parking_lot::Mutex;
 use crate::base::{filename, FileNumber, SeqNo};
 use crate::cache::{BlockCache, CacheKind, CachedBlock, Priority};
 use crate::error::{Error, Result};
-use crate::manifest::BucketMeta;
-use crate::vfs::{FileOptions, Fs, RandomAccessFile, ReadRequest};
+use crate::manifest::{BucketMeta, ChunkRef};
+use crate::vfs::{FileOptions, Fs, RandomAccessFile};
 
 pub(crate) use format::{Record, RecordKind};
 pub(crate) use write::{DeltaOutput, Routed};
 
 /// Chunks a bucket may have before garbage collection rewrites it: a
-/// read of a bucket not cached reads each.
+/// read of a key reads a block of each.
 pub(crate) const MAX_CHUNKS: usize = 8;
 
 /// Sizing of the delta store.
@@ -54,34 +54,26 @@ pub(crate) struct DeltaOptions {
     pub max_buckets: usize,
 }
 
-/// A bucket's records, decoded from all its chunks, in chunk order (by
-/// key, newest first).
-#[derive(Debug)]
-pub(crate) struct BucketRecords {
-    pub records: Vec<Record>,
-    bytes: usize,
+/// The records of `key` in `records` (chunk order): a run, newest first.
+pub(crate) fn of_key<'a>(records: &'a [Record], key: &[u8]) -> &'a [Record] {
+    let start = records.partition_point(|r| r.key.as_slice() < key);
+    let end = start + records[start..].partition_point(|r| r.key.as_slice() == key);
+    &records[start..end]
 }
 
-impl BucketRecords {
-    pub(crate) fn new(records: Vec<Record>) -> BucketRecords {
-        let bytes = records
-            .iter()
-            .map(|r| r.key.len() + r.value.len() + 64)
-            .sum();
-        BucketRecords { records, bytes }
-    }
-
-    /// The records of `key`, newest first.
-    pub(crate) fn of_key(&self, key: &[u8]) -> &[Record] {
-        let start = self.records.partition_point(|r| r.key.as_slice() < key);
-        let end = start + self.records[start..].partition_point(|r| r.key.as_slice() == key);
-        &self.records[start..end]
-    }
-
-    pub(crate) fn charge(&self) -> usize {
-        self.bytes
-    }
+/// Memory a decoded block takes, for the cache's charge.
+fn charge(records: &[Record]) -> usize {
+    records
+        .iter()
+        .map(|r| r.key.len() + r.value.len() + std::mem::size_of::<Record>())
+        .sum()
 }
+
+/// A chunk's blocks, in order: what a read of one key looks up.
+pub(crate) type ChunkIndex = Vec<format::BlockRef>;
+
+/// A block's records, decoded, as the block cache holds them.
+pub(crate) type Block = Arc<Vec<Record>>;
 
 /// The deltas of `records` (one key's, newest first) that a reader at
 /// `view_seq` sees: those up to it and newer than its newest anchor,
@@ -93,13 +85,16 @@ pub(crate) fn visible(records: &[Record], view_seq: SeqNo) -> impl Iterator<Item
         .take_while(|r| r.kind == RecordKind::Delta)
 }
 
-/// Reads buckets, through the block cache.
+/// Reads buckets, block by block through the block cache.
 pub(crate) struct DeltaStore {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
     direct_reads: bool,
     cache: Arc<BlockCache>,
     files: Mutex<HashMap<FileNumber, Arc<dyn RandomAccessFile>>>,
+    /// Each chunk's block index by (file, offset): made when the chunk is
+    /// written, or when open reads it for the bucket's filter.
+    indexes: Mutex<HashMap<(FileNumber, u64), Arc<ChunkIndex>>>,
     pub(crate) opts: DeltaOptions,
 }
 
@@ -117,6 +112,7 @@ impl DeltaStore {
             direct_reads,
             cache,
             files: Mutex::new(HashMap::new()),
+            indexes: Mutex::new(HashMap::new()),
             opts,
         }
     }
@@ -135,113 +131,166 @@ impl DeltaStore {
         Ok(f)
     }
 
-    /// Closes the handle of a deleted delta file.
+    /// Closes the handle of a deleted delta file and drops its indexes.
     pub(crate) fn forget(&self, number: FileNumber) {
         self.files.lock().remove(&number);
-    }
-
-    /// Every record of `bucket`, from the cache or its chunks.
-    pub(crate) fn records(&self, bucket: &BucketMeta) -> Result<Arc<BucketRecords>> {
-        let key = (
-            CacheKind::Deltas,
-            FileNumber(bucket.id),
-            bucket.chunks.len() as u64,
-        );
-        if let Some(CachedBlock::Deltas(r)) = self.cache.get(&key) {
-            return Ok(r);
-        }
-        let records = Arc::new(BucketRecords::new(self.read_chunks(bucket)?));
-        self.cache.insert(
-            key,
-            CachedBlock::Deltas(records.clone()),
-            records.charge(),
-            Priority::Low,
-        );
-        Ok(records)
-    }
-
-    /// Reads and decodes every chunk of `bucket`, together, merged into
-    /// chunk order.
-    fn read_chunks(&self, bucket: &BucketMeta) -> Result<Vec<Record>> {
-        let files = bucket
-            .chunks
-            .iter()
-            .map(|c| self.file(c.file))
-            .collect::<Result<Vec<_>>>()?;
-        let mut requests = Vec::with_capacity(files.len());
-        for (c, f) in bucket.chunks.iter().zip(&files) {
-            let len = usize::try_from(c.len).map_err(|_| {
-                Error::corruption(
-                    self.path(c.file),
-                    c.offset,
-                    "delta chunk length out of range",
-                )
-            })?;
-            requests.push(ReadRequest {
-                file: f.as_ref(),
-                offset: c.offset,
-                len,
-            });
-        }
-        let mut records = Vec::new();
-        for (c, data) in bucket
-            .chunks
-            .iter()
-            .zip(self.fs.read_batch(&requests, MAX_CHUNKS))
-        {
-            records.extend(format::decode_chunk(&self.path(c.file), c.offset, &data?)?);
-        }
-        // Each chunk is in order; a stable sort keeps a key's newer chunk
-        // first where two chunks hold one sequence number (never: they come
-        // from distinct writes).
-        records.sort_by(format::order);
-        Ok(records)
+        self.indexes.lock().retain(|(file, _), _| *file != number);
     }
 
     pub(crate) fn path(&self, number: FileNumber) -> PathBuf {
         filename::delta_file(&self.dir, number)
     }
 
-    /// Fills the key filters of `buckets`, which open finds empty. A
-    /// bucket that cannot be read does not keep the database from opening:
-    /// its filter takes every key, so reads of its range report the damage
-    /// and flushes still anchor there.
+    /// Keeps the index of a chunk just written.
+    pub(crate) fn add_index(&self, file: FileNumber, offset: u64, index: ChunkIndex) {
+        self.indexes.lock().insert((file, offset), Arc::new(index));
+    }
+
+    /// Reads a whole chunk: its index, and each block decoded (and cached).
+    fn load_chunk(&self, c: &ChunkRef) -> Result<(Arc<ChunkIndex>, Vec<Block>)> {
+        let path = self.path(c.file);
+        let len = usize::try_from(c.len)
+            .map_err(|_| Error::corruption(&path, c.offset, "delta chunk length out of range"))?;
+        let data = self.file(c.file)?.read_at(c.offset, len)?;
+        let mut index = ChunkIndex::new();
+        let mut blocks = Vec::new();
+        for (offset, bytes) in format::split_chunk(&path, c.offset, &data)? {
+            let records = Arc::new(format::decode_block(&path, offset, bytes)?);
+            if let (Some(first), Some(previous)) = (records.first(), blocks.last()) {
+                let previous: &Block = previous;
+                if previous
+                    .last()
+                    .is_some_and(|p| format::order(p, first).is_ge())
+                {
+                    return Err(Error::corruption(
+                        &path,
+                        offset,
+                        "delta blocks out of order",
+                    ));
+                }
+            }
+            index.push(format::BlockRef {
+                first_key: records.first().map(|r| r.key.clone()).unwrap_or_default(),
+                offset,
+                len: bytes.len() as u32,
+            });
+            self.cache.insert(
+                (CacheKind::Deltas, c.file, offset),
+                CachedBlock::Deltas(records.clone()),
+                charge(&records),
+                Priority::Low,
+            );
+            blocks.push(records);
+        }
+        let index = Arc::new(index);
+        self.indexes
+            .lock()
+            .insert((c.file, c.offset), index.clone());
+        Ok((index, blocks))
+    }
+
+    fn index(&self, c: &ChunkRef) -> Result<Arc<ChunkIndex>> {
+        if let Some(index) = self.indexes.lock().get(&(c.file, c.offset)) {
+            return Ok(index.clone());
+        }
+        Ok(self.load_chunk(c)?.0)
+    }
+
+    /// One block's records, from the cache or the file.
+    fn block(&self, file: FileNumber, b: &format::BlockRef) -> Result<Block> {
+        let key = (CacheKind::Deltas, file, b.offset);
+        if let Some(CachedBlock::Deltas(records)) = self.cache.get(&key) {
+            return Ok(records);
+        }
+        let bytes = self.file(file)?.read_at(b.offset, b.len as usize)?;
+        let records = Arc::new(format::decode_block(&self.path(file), b.offset, &bytes)?);
+        self.cache.insert(
+            key,
+            CachedBlock::Deltas(records.clone()),
+            charge(&records),
+            Priority::Low,
+        );
+        Ok(records)
+    }
+
+    /// The records of `key` in `bucket`, newest first: of each chunk, the
+    /// block (rarely blocks) whose range holds the key.
+    pub(crate) fn key_records(&self, bucket: &BucketMeta, key: &[u8]) -> Result<Vec<Record>> {
+        let mut out: Vec<Record> = Vec::new();
+        for c in &bucket.chunks {
+            let index = self.index(c)?;
+            let start = index
+                .partition_point(|b| b.first_key.as_slice() < key)
+                .saturating_sub(1);
+            for b in &index[start..] {
+                if b.first_key.as_slice() > key {
+                    break;
+                }
+                out.extend(of_key(&self.block(c.file, b)?, key).iter().cloned());
+            }
+        }
+        out.sort_by(format::order);
+        Ok(out)
+    }
+
+    /// Every record of `bucket`, in chunk order.
+    pub(crate) fn records(&self, bucket: &BucketMeta) -> Result<Vec<Record>> {
+        let mut out = Vec::new();
+        for c in &bucket.chunks {
+            let index = self.index(c)?;
+            for b in index.iter() {
+                out.extend(self.block(c.file, b)?.iter().cloned());
+            }
+        }
+        out.sort_by(format::order);
+        Ok(out)
+    }
+
+    /// Fills the key filters of `buckets`, which open finds empty, and the
+    /// chunks' indexes. A bucket that cannot be read does not keep the
+    /// database from opening: its filter takes every key, so reads of its
+    /// range report the damage and flushes still anchor there.
     pub(crate) fn fill_filters<'a>(&self, buckets: impl Iterator<Item = &'a Arc<BucketMeta>>) {
         for b in buckets {
-            match self.records(b) {
-                Ok(records) => {
-                    for r in &records.records {
+            let filled = b.chunks.iter().try_for_each(|c| {
+                for block in self.load_chunk(c)?.1 {
+                    for r in block.iter() {
                         b.filter.add(&r.key);
                     }
                 }
-                Err(e) => {
-                    log::warn!("delta bucket {} unreadable: {e}", b.id);
-                    b.filter.saturate();
-                }
+                Ok::<(), Error>(())
+            });
+            if let Err(e) = filled {
+                log::warn!("delta bucket {} unreadable: {e}", b.id);
+                b.filter.saturate();
             }
         }
     }
 
-    /// Checks every chunk of `buckets`: readable, checksums, order, and
-    /// each record inside its bucket's range.
+    /// Checks every chunk of `buckets` from the files: readable,
+    /// checksums, order, and each record inside its bucket's range.
     pub(crate) fn verify(&self, buckets: &[Arc<BucketMeta>]) -> Result<u64> {
         let mut records = 0u64;
         for (i, b) in buckets.iter().enumerate() {
             let next = buckets.get(i + 1).map(|n| n.smallest.as_slice());
-            for r in self.read_chunks(b)? {
-                let inside = r.key >= b.smallest && next.is_none_or(|n| r.key.as_slice() < n);
-                if !inside {
-                    let c = b.chunks[0];
-                    return Err(Error::corruption(
-                        self.path(c.file),
-                        c.offset,
-                        format!(
-                            "delta record of key {} outside its bucket",
-                            r.key.escape_ascii()
-                        ),
-                    ));
+            for c in &b.chunks {
+                for block in self.load_chunk(c)?.1 {
+                    for r in block.iter() {
+                        let inside =
+                            r.key >= b.smallest && next.is_none_or(|n| r.key.as_slice() < n);
+                        if !inside {
+                            return Err(Error::corruption(
+                                self.path(c.file),
+                                c.offset,
+                                format!(
+                                    "delta record of key {} outside its bucket",
+                                    r.key.escape_ascii()
+                                ),
+                            ));
+                        }
+                        records += 1;
+                    }
                 }
-                records += 1;
             }
         }
         Ok(records)

@@ -130,7 +130,7 @@ enum Target {
 }
 
 fn bytes(records: &[Record]) -> u64 {
-    records.iter().map(|r| r.encoded_len() as u64).sum::<u64>() + format::CHUNK_HEADER_LEN as u64
+    records.iter().map(|r| r.encoded_len() as u64).sum::<u64>() + format::BLOCK_HEADER_LEN as u64
 }
 
 /// Splits `records` (chunk order) into runs of about `target` bytes, at
@@ -222,7 +222,7 @@ impl DeltaStore {
                 }
                 // Garbage collection of the full bucket, with the new
                 // records: it is rewritten sorted, or split in two.
-                let mut all = self.records(b)?.records.clone();
+                let mut all = self.records(b)?;
                 all.extend(mine);
                 all.sort_by(format::order);
                 let live = collector.collect(all, &|_| false);
@@ -299,8 +299,8 @@ impl DeltaStore {
         let Some((_, left, right)) = pair else {
             return Ok(());
         };
-        let mut all = self.records(left)?.records.clone();
-        all.extend(self.records(right)?.records.iter().cloned());
+        let mut all = self.records(left)?;
+        all.extend(self.records(right)?);
         all.sort_by(format::order);
         let live = collector.collect(all, &|_| false);
         out.deleted_buckets.extend([left.id, right.id]);
@@ -330,7 +330,8 @@ impl DeltaStore {
         format::encode_header(&mut data);
         for plan in plans {
             let offset = data.len() as u64;
-            format::encode_chunk(&mut data, &plan.records);
+            let index = format::encode_chunk(&mut data, &plan.records);
+            self.add_index(number, offset, index);
             let chunk = ChunkRef {
                 file: number,
                 offset,
@@ -354,11 +355,18 @@ impl DeltaStore {
                 }
             }
         }
-        let mut f = self.fs.create(&path, FileOptions::default())?;
-        f.append(&data)?;
-        f.sync()?;
-        drop(f);
-        self.fs.sync_dir(&self.dir)?;
+        let written = (|| {
+            let mut f = self.fs.create(&path, FileOptions::default())?;
+            f.append(&data)?;
+            f.sync()?;
+            drop(f);
+            self.fs.sync_dir(&self.dir)
+        })();
+        if let Err(e) = written {
+            // The file is an orphan, which the next open removes.
+            self.forget(number);
+            return Err(e);
+        }
         out.file = Some(DeltaFileMeta {
             number,
             size: data.len() as u64,

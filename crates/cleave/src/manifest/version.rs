@@ -38,10 +38,10 @@ pub(crate) struct Version {
     /// absent means nothing.
     referenced: BTreeMap<FileNumber, Referenced>,
     /// The delta store's files by number.
-    delta_files: BTreeMap<FileNumber, Arc<DeltaFileMeta>>,
+    delta_files: DeltaFiles,
     /// The delta store's buckets by smallest key; empty, or covering the
     /// whole key space.
-    buckets: BTreeMap<Vec<u8>, Arc<BucketMeta>>,
+    buckets: Buckets,
 }
 
 impl Version {
@@ -284,17 +284,7 @@ impl Version {
 
     /// The delta store after `edit`: buckets leave, join and grow, and
     /// every chunk must lie inside a live delta file.
-    #[allow(clippy::type_complexity)]
-    fn apply_delta(
-        &self,
-        edit: &DeltaEdit,
-    ) -> Result<
-        (
-            BTreeMap<FileNumber, Arc<DeltaFileMeta>>,
-            BTreeMap<Vec<u8>, Arc<BucketMeta>>,
-        ),
-        &'static str,
-    > {
+    fn apply_delta(&self, edit: &DeltaEdit) -> Result<(DeltaFiles, Buckets), &'static str> {
         let mut files = self.delta_files.clone();
         for number in &edit.deleted_files {
             files
@@ -433,6 +423,9 @@ impl Version {
         }
     }
 }
+
+type DeltaFiles = BTreeMap<FileNumber, Arc<DeltaFileMeta>>;
+type Buckets = BTreeMap<Vec<u8>, Arc<BucketMeta>>;
 
 /// The delta store's part of a VersionEdit.
 struct DeltaEdit {

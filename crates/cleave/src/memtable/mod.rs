@@ -5,12 +5,14 @@
 //! memtable is dropped whole once flushed.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use crossbeam_skiplist::map::Entry;
 use crossbeam_skiplist::SkipMap;
+use parking_lot::Mutex;
 
 use crate::base::key::{self, InternalKey, SeqNo, ValueKind};
 use crate::base::InternalIterator;
@@ -75,9 +77,24 @@ impl Ord for MemEntry {
     }
 }
 
+/// One key's newest merge operands in a memtable as a read found them,
+/// partially merged into one operand: the next read of the key walks only
+/// the operands written since, then takes this one instead of the rest
+/// (KDSep's KD cache, for the deltas still in memory). The operands of a
+/// hot key otherwise make every read of it walk thousands of entries.
+#[derive(Clone)]
+pub(crate) struct MergedRun {
+    /// Sequence numbers of the run's newest and oldest operands: the key
+    /// has no other entry between them in this memtable.
+    pub newest: SeqNo,
+    pub oldest: SeqNo,
+    pub operand: Arc<[u8]>,
+}
+
 pub(crate) struct MemTable {
     map: SkipMap<MemEntry, ()>,
     memory_usage: AtomicUsize,
+    runs: Mutex<HashMap<Vec<u8>, MergedRun>>,
 }
 
 impl Default for MemTable {
@@ -91,6 +108,7 @@ impl MemTable {
         MemTable {
             map: SkipMap::new(),
             memory_usage: AtomicUsize::new(0),
+            runs: Mutex::new(HashMap::new()),
         }
     }
 
@@ -111,21 +129,40 @@ impl MemTable {
     #[cfg(test)]
     pub(crate) fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<(ValueKind, Vec<u8>)> {
         let mut found = None;
-        self.get_versions(user_key, seq, &mut |kind, value| {
+        self.get_versions(user_key, seq, &mut |kind, value, _| {
             found = Some((kind, value.to_vec()));
             false
         });
         found
     }
 
+    /// The merged run of `user_key`'s newest operands a read left, if any.
+    pub(crate) fn merged_run(&self, user_key: &[u8]) -> Option<MergedRun> {
+        self.runs.lock().get(user_key).cloned()
+    }
+
+    /// Keeps `run` for `user_key` unless a newer one is kept already. Its
+    /// bytes count in the memtable's size, so that the runs' memory is
+    /// bounded by the write buffer's.
+    pub(crate) fn set_merged_run(&self, user_key: &[u8], run: MergedRun) {
+        let mut runs = self.runs.lock();
+        let grown = match runs.get(user_key) {
+            Some(old) if old.newest >= run.newest => return,
+            Some(old) => run.operand.len().saturating_sub(old.operand.len()),
+            None => user_key.len() + run.operand.len() + ENTRY_OVERHEAD_BYTES,
+        };
+        runs.insert(user_key.to_vec(), run);
+        self.memory_usage.fetch_add(grown, AtomicOrdering::Relaxed);
+    }
+
     /// Calls `f` with the entries of `user_key` of sequence ≤ `seq`,
-    /// newest first, while it returns true (a merge walks its operands
-    /// this way).
+    /// newest first, with their sequence numbers, while it returns true (a
+    /// merge walks its operands this way).
     pub(crate) fn get_versions(
         &self,
         user_key: &[u8],
         seq: SeqNo,
-        f: &mut dyn FnMut(ValueKind, &[u8]) -> bool,
+        f: &mut dyn FnMut(ValueKind, &[u8], SeqNo) -> bool,
     ) {
         let probe = MemEntry::probe(InternalKey::for_seek(user_key, seq).encoded());
         let mut entry = self.map.lower_bound(Bound::Included(&probe));
@@ -134,7 +171,7 @@ impl MemTable {
             let Some(parsed) = key::parse(e.key().key()) else {
                 return;
             };
-            if parsed.user_key != user_key || !f(parsed.kind, e.key().value()) {
+            if parsed.user_key != user_key || !f(parsed.kind, e.key().value(), parsed.seq) {
                 return;
             }
             entry = e.next();

@@ -76,6 +76,16 @@ impl Operands {
         self.ends.is_empty()
     }
 
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Operand `i`, newest first.
+    pub(crate) fn get(&self, i: usize) -> &[u8] {
+        let start = i.checked_sub(1).map_or(0, |p| self.ends[p]);
+        &self.bytes[start..self.ends[i]]
+    }
+
     /// Pushes `older`'s operands after these, all older than them.
     pub(crate) fn append(&mut self, older: &Operands) {
         let base = self.bytes.len();
