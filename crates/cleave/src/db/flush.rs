@@ -7,9 +7,11 @@ use super::stats::add;
 use super::DbInner;
 use crate::base::SeqNo;
 use crate::compaction::stream::DropRules;
+use crate::delta::iter::SpilledIterator;
 use crate::delta::write::WithoutOperands;
 use crate::delta::{DeltaOutput, Routed};
 use crate::error::Result;
+use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
 use crate::manifest::edit::VersionEdit;
 use crate::manifest::version::Version;
@@ -51,7 +53,12 @@ impl DbInner {
         }
         let mut rules = DropRules::new(snapshots, false);
         let outputs = if routes {
-            let mut it = WithoutOperands::new(mem.iter());
+            // Deltas a full store folded go to the sstable with the rest.
+            let spilled = std::mem::take(&mut deltas.spilled);
+            let mut it = MergingIterator::new(vec![
+                Box::new(WithoutOperands::new(mem.iter())),
+                Box::new(SpilledIterator::new(spilled)),
+            ]);
             it.seek_to_first()?;
             self.write_memtable_outputs(&mut it, &mut rules, written)?
         } else {
@@ -78,6 +85,7 @@ impl DbInner {
         add(&c.delta_buckets_collected, out.collected);
         add(&c.delta_bucket_splits, out.splits);
         add(&c.delta_bucket_merges, out.merged_pairs);
+        add(&c.delta_buckets_folded, out.folded);
         add(&c.delta_records_dropped, out.dropped);
         add(&c.merge_operands_combined, out.partial_merges);
     }

@@ -33,6 +33,7 @@ pub(crate) struct Counters {
     pub delta_buckets_collected: AtomicU64,
     pub delta_bucket_splits: AtomicU64,
     pub delta_bucket_merges: AtomicU64,
+    pub delta_buckets_folded: AtomicU64,
     pub delta_records_dropped: AtomicU64,
     pub delta_reads: AtomicU64,
     pub stall_micros: AtomicU64,
@@ -171,13 +172,15 @@ pub struct Stats {
     pub merges_failed: u64,
     /// The delta store (key-delta separation): bytes flushes wrote to it
     /// (garbage collection included); buckets garbage collected, split,
-    /// and merged pairwise; deltas and anchors garbage collection dropped
+    /// merged pairwise, and folded (the store full, their deltas moved
+    /// back to the LSM-tree); deltas and anchors garbage collection dropped
     /// (partial merges count in `merge_operands_combined`); reads that
     /// consulted a bucket (its filter said it may hold the key).
     pub delta_bytes_written: u64,
     pub delta_buckets_collected: u64,
     pub delta_bucket_splits: u64,
     pub delta_bucket_merges: u64,
+    pub delta_buckets_folded: u64,
     pub delta_records_dropped: u64,
     pub delta_reads: u64,
     /// Time writers spent slowed down or stopped.
@@ -255,6 +258,7 @@ impl Stats {
             delta_buckets_collected: get(&c.delta_buckets_collected),
             delta_bucket_splits: get(&c.delta_bucket_splits),
             delta_bucket_merges: get(&c.delta_bucket_merges),
+            delta_buckets_folded: get(&c.delta_buckets_folded),
             delta_records_dropped: get(&c.delta_records_dropped),
             delta_reads: get(&c.delta_reads),
             stall_micros: get(&c.stall_micros),
@@ -352,11 +356,12 @@ impl Stats {
         if self.delta_bytes_written > 0 || self.delta_reads > 0 {
             let _ = writeln!(
                 s,
-                "delta store: {:.1} MB written; {} buckets collected ({} split, {} merged pairs), {} records dropped; {} bucket reads",
+                "delta store: {:.1} MB written; {} buckets collected ({} split, {} merged pairs, {} folded), {} records dropped; {} bucket reads",
                 mb(self.delta_bytes_written),
                 self.delta_buckets_collected,
                 self.delta_bucket_splits,
                 self.delta_bucket_merges,
+                self.delta_buckets_folded,
                 self.delta_records_dropped,
                 self.delta_reads
             );

@@ -170,3 +170,79 @@ impl InternalIterator for DeltaIterator {
         &self.entries[self.pos].1
     }
 }
+
+/// Deltas a flush moves back into the LSM-tree, as merge operands in
+/// internal key order: one more input of the flush's sstable.
+pub(crate) struct SpilledIterator {
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    pos: usize,
+}
+
+impl SpilledIterator {
+    /// REQUIRES: `records` are deltas in chunk order.
+    pub(crate) fn new(records: Vec<super::Record>) -> SpilledIterator {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = records
+            .into_iter()
+            .map(|r| {
+                debug_assert_eq!(r.kind, super::RecordKind::Delta);
+                let ikey = InternalKey::new(&r.key, r.seq, ValueKind::Merge);
+                (ikey.encoded().to_vec(), r.value)
+            })
+            .collect();
+        let pos = entries.len();
+        SpilledIterator { entries, pos }
+    }
+}
+
+impl InternalIterator for SpilledIterator {
+    fn valid(&self) -> bool {
+        self.pos < self.entries.len()
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.pos = 0;
+        Ok(())
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.pos = self
+            .entries
+            .len()
+            .checked_sub(1)
+            .unwrap_or(self.entries.len());
+        Ok(())
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.pos = self
+            .entries
+            .partition_point(|(k, _)| key::compare(k, target) == Ordering::Less);
+        Ok(())
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        let after = self
+            .entries
+            .partition_point(|(k, _)| key::compare(k, target) != Ordering::Greater);
+        self.pos = after.checked_sub(1).unwrap_or(self.entries.len());
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        self.pos = self.pos.checked_sub(1).unwrap_or(self.entries.len());
+        Ok(())
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.entries[self.pos].0
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.entries[self.pos].1
+    }
+}

@@ -35,7 +35,7 @@ use crate::base::{filename, FileNumber, SeqNo};
 use crate::cache::{BlockCache, CacheKind, CachedBlock, Priority};
 use crate::error::{Error, Result};
 use crate::manifest::{BucketMeta, ChunkRef};
-use crate::vfs::{FileOptions, Fs, RandomAccessFile};
+use crate::vfs::{FileOptions, Fs, RandomAccessFile, ReadRequest, MAX_READS_IN_FLIGHT};
 
 pub(crate) use format::{Record, RecordKind};
 pub(crate) use write::{DeltaOutput, Routed};
@@ -198,14 +198,29 @@ impl DeltaStore {
 
     /// One block's records, from the cache or the file.
     fn block(&self, file: FileNumber, b: &format::BlockRef) -> Result<Block> {
-        let key = (CacheKind::Deltas, file, b.offset);
-        if let Some(CachedBlock::Deltas(records)) = self.cache.get(&key) {
+        if let Some(records) = self.cached(file, b) {
             return Ok(records);
         }
         let bytes = self.file(file)?.read_at(b.offset, b.len as usize)?;
-        let records = Arc::new(format::decode_block(&self.path(file), b.offset, &bytes)?);
+        self.decode_and_cache(file, b, &bytes)
+    }
+
+    fn cached(&self, file: FileNumber, b: &format::BlockRef) -> Option<Block> {
+        match self.cache.get(&(CacheKind::Deltas, file, b.offset)) {
+            Some(CachedBlock::Deltas(records)) => Some(records),
+            _ => None,
+        }
+    }
+
+    fn decode_and_cache(
+        &self,
+        file: FileNumber,
+        b: &format::BlockRef,
+        bytes: &[u8],
+    ) -> Result<Block> {
+        let records = Arc::new(format::decode_block(&self.path(file), b.offset, bytes)?);
         self.cache.insert(
-            key,
+            (CacheKind::Deltas, file, b.offset),
             CachedBlock::Deltas(records.clone()),
             charge(&records),
             Priority::Low,
@@ -214,20 +229,50 @@ impl DeltaStore {
     }
 
     /// The records of `key` in `bucket`, newest first: of each chunk, the
-    /// block (rarely blocks) whose range holds the key.
+    /// block (rarely blocks) whose range holds the key; those not cached
+    /// are read together, in one batch.
     pub(crate) fn key_records(&self, bucket: &BucketMeta, key: &[u8]) -> Result<Vec<Record>> {
-        let mut out: Vec<Record> = Vec::new();
+        let mut wanted: Vec<(FileNumber, format::BlockRef)> = Vec::new();
         for c in &bucket.chunks {
             let index = self.index(c)?;
             let start = index
                 .partition_point(|b| b.first_key.as_slice() < key)
                 .saturating_sub(1);
-            for b in &index[start..] {
-                if b.first_key.as_slice() > key {
-                    break;
-                }
-                out.extend(of_key(&self.block(c.file, b)?, key).iter().cloned());
+            wanted.extend(
+                index[start..]
+                    .iter()
+                    .take_while(|b| b.first_key.as_slice() <= key)
+                    .map(|b| (c.file, b.clone())),
+            );
+        }
+        let mut blocks: Vec<Option<Block>> = wanted
+            .iter()
+            .map(|(file, b)| self.cached(*file, b))
+            .collect();
+        let missing: Vec<usize> = (0..wanted.len()).filter(|&i| blocks[i].is_none()).collect();
+        if !missing.is_empty() {
+            let files = missing
+                .iter()
+                .map(|&i| self.file(wanted[i].0))
+                .collect::<Result<Vec<_>>>()?;
+            let requests: Vec<ReadRequest<'_>> = missing
+                .iter()
+                .zip(&files)
+                .map(|(&i, f)| ReadRequest {
+                    file: f.as_ref(),
+                    offset: wanted[i].1.offset,
+                    len: wanted[i].1.len as usize,
+                })
+                .collect();
+            let read = self.fs.read_batch(&requests, MAX_READS_IN_FLIGHT);
+            for (&i, bytes) in missing.iter().zip(read) {
+                let (file, b) = &wanted[i];
+                blocks[i] = Some(self.decode_and_cache(*file, b, &bytes?)?);
             }
+        }
+        let mut out: Vec<Record> = Vec::new();
+        for block in blocks.iter().flatten() {
+            out.extend(of_key(block, key).iter().cloned());
         }
         out.sort_by(format::order);
         Ok(out)

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::format::{self, Record};
+use super::format::{self, Record, RecordKind};
 use super::gc::Collector;
 use super::{DeltaStore, MAX_CHUNKS};
 use crate::base::key::{self, ValueKind};
@@ -73,6 +73,10 @@ pub(crate) struct DeltaOutput {
     pub splits: u64,
     /// Pairs of small adjacent buckets merged into one.
     pub merged_pairs: u64,
+    /// Buckets whose deltas went back to the LSM-tree, the store being
+    /// full, and those deltas (chunk order), for the flush's sstable.
+    pub folded: u64,
+    pub spilled: Vec<Record>,
     /// Deltas partially merged and records dropped, in the flush and in
     /// garbage collection.
     pub partial_merges: u64,
@@ -131,6 +135,17 @@ enum Target {
 
 fn bytes(records: &[Record]) -> u64 {
     records.iter().map(|r| r.encoded_len() as u64).sum::<u64>() + format::BLOCK_HEADER_LEN as u64
+}
+
+/// Splits a bucket's live records (chunk order) into those that stay (the
+/// keys with an anchor) and the deltas of every other key.
+fn fold(live: Vec<Record>) -> (Vec<Record>, Vec<Record>) {
+    let anchored: HashSet<Vec<u8>> = live
+        .iter()
+        .filter(|r| r.kind == RecordKind::Anchor)
+        .map(|r| r.key.clone())
+        .collect();
+    live.into_iter().partition(|r| anchored.contains(&r.key))
 }
 
 /// Splits `records` (chunk order) into runs of about `target` bytes, at
@@ -249,6 +264,21 @@ impl DeltaStore {
                         count += 1;
                         out.splits += 1;
                     }
+                } else if bytes(&live) > opts.split_bytes {
+                    // The store is full: KDSep folds the bucket's deltas
+                    // into their values. Here they go back to the LSM-tree
+                    // with this flush, as merge operands that compaction
+                    // merges onto the values beneath them; a key with an
+                    // anchor (a snapshot keeps deltas below it) stays.
+                    let (kept, spilled) = fold(live);
+                    out.spilled.extend(spilled);
+                    out.folded += 1;
+                    plans.push(Planned {
+                        target: Target::New {
+                            smallest: b.smallest.clone(),
+                        },
+                        records: kept,
+                    });
                 } else {
                     plans.push(Planned {
                         target: Target::New {
@@ -458,6 +488,20 @@ impl<I: InternalIterator> InternalIterator for WithoutOperands<I> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fold_keeps_only_keys_with_an_anchor() {
+        let live = vec![
+            Record::delta(b"a", 9, b"1"),
+            Record::delta(b"b", 8, b"2"),
+            Record::anchor(b"b", 6),
+            Record::delta(b"b", 3, b"3"),
+            Record::delta(b"c", 7, b"4"),
+        ];
+        let (kept, spilled) = fold(live.clone());
+        assert_eq!(kept, live[1..4].to_vec());
+        assert_eq!(spilled, vec![live[0].clone(), live[4].clone()]);
+    }
 
     #[test]
     fn partition_cuts_only_between_keys() {
