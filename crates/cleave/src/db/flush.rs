@@ -37,7 +37,10 @@ impl DbInner {
         snapshots: Vec<SeqNo>,
         written: &dyn Fn(u64),
     ) -> Result<(Outputs, DeltaOutput)> {
-        let routes = self.opts.enable_delta_separation || version.has_buckets();
+        // With no bucket yet, a memtable without operands has nothing to
+        // route: the flush is the plain one.
+        let routes =
+            version.has_buckets() || (self.opts.enable_delta_separation && mem.has_merges());
         let mut deltas = DeltaOutput::default();
         if routes {
             let routed = Routed::from_memtable(&mut mem.iter(), version.has_buckets())?;
@@ -55,12 +58,17 @@ impl DbInner {
         let outputs = if routes {
             // Deltas a full store folded go to the sstable with the rest.
             let spilled = std::mem::take(&mut deltas.spilled);
-            let mut it = MergingIterator::new(vec![
-                Box::new(WithoutOperands::new(mem.iter())),
-                Box::new(SpilledIterator::new(spilled)),
-            ]);
+            let own = WithoutOperands::new(mem.iter());
+            let mut it: Box<dyn InternalIterator> = if spilled.is_empty() {
+                Box::new(own)
+            } else {
+                Box::new(MergingIterator::new(vec![
+                    Box::new(own),
+                    Box::new(SpilledIterator::new(spilled)),
+                ]))
+            };
             it.seek_to_first()?;
-            self.write_memtable_outputs(&mut it, &mut rules, written)?
+            self.write_memtable_outputs(it.as_mut(), &mut rules, written)?
         } else {
             let mut it = mem.iter();
             it.seek_to_first()?;

@@ -214,18 +214,16 @@ impl DeltaStore {
             }
         } else {
             let buckets: Vec<Arc<BucketMeta>> = version.buckets().cloned().collect();
-            let mut rest = records.as_slice();
+            let mut rest = records.into_iter().peekable();
             for (i, b) in buckets.iter().enumerate() {
-                let end = match buckets.get(i + 1) {
-                    Some(next) => rest.partition_point(|r| r.key < next.smallest),
-                    None => rest.len(),
-                };
-                let (mine, later) = rest.split_at(end);
-                rest = later;
+                let next = buckets.get(i + 1).map(|n| n.smallest.as_slice());
+                let mut mine = Vec::new();
+                while let Some(r) = rest.next_if(|r| next.is_none_or(|n| r.key.as_slice() < n)) {
+                    mine.push(r);
+                }
                 if mine.is_empty() {
                     continue;
                 }
-                let mine = mine.to_vec();
                 let fits =
                     b.bytes() + bytes(&mine) <= opts.bucket_capacity && b.chunks.len() < MAX_CHUNKS;
                 if fits {
@@ -288,7 +286,7 @@ impl DeltaStore {
                     });
                 }
             }
-            debug_assert!(rest.is_empty());
+            debug_assert!(rest.next().is_none());
             // KDSep's step 5: with no room left to split, the smallest pair
             // of adjacent buckets becomes one, so that hot ranges can split.
             if count + 2 > opts.max_buckets {

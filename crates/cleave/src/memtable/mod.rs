@@ -7,7 +7,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use crossbeam_skiplist::map::Entry;
@@ -95,6 +95,9 @@ pub(crate) struct MemTable {
     map: SkipMap<MemEntry, ()>,
     memory_usage: AtomicUsize,
     runs: Mutex<HashMap<Vec<u8>, MergedRun>>,
+    /// Whether any entry is a merge operand: a flush without one has
+    /// nothing to route to the delta store.
+    has_merges: AtomicBool,
 }
 
 impl Default for MemTable {
@@ -109,6 +112,7 @@ impl MemTable {
             map: SkipMap::new(),
             memory_usage: AtomicUsize::new(0),
             runs: Mutex::new(HashMap::new()),
+            has_merges: AtomicBool::new(false),
         }
     }
 
@@ -122,6 +126,15 @@ impl MemTable {
         let bytes = entry.buf.len() + ENTRY_OVERHEAD_BYTES;
         self.map.insert(entry, ());
         self.memory_usage.fetch_add(bytes, AtomicOrdering::Relaxed);
+        if kind == ValueKind::Merge {
+            self.has_merges.store(true, AtomicOrdering::Relaxed);
+        }
+    }
+
+    /// Whether any entry added so far is a merge operand. Read by a flush,
+    /// after every add (the memtable is immutable by then).
+    pub(crate) fn has_merges(&self) -> bool {
+        self.has_merges.load(AtomicOrdering::Relaxed)
     }
 
     /// The newest entry for `user_key` with sequence ≤ `seq`, or `None` if
