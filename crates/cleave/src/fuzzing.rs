@@ -558,7 +558,7 @@ pub fn seeds() -> Result<Seeds> {
         ("value_handle", value_handle_seeds()),
         ("value_log", value_log_seeds()?),
         ("merge_operands", merge_operands_seeds()),
-        ("delta_file", delta_file_seeds()),
+        ("delta_file", delta_file_seeds()?),
     ])
 }
 
@@ -785,7 +785,7 @@ fn write_batch_seeds() -> Vec<Vec<u8>> {
     seeds
 }
 
-fn delta_file_seeds() -> Vec<Vec<u8>> {
+fn delta_file_seeds() -> Result<Vec<Vec<u8>>> {
     use delta::Record;
     let add = |key: &[u8], seq: SeqNo, n: u64| Record::delta(key, seq, &n.to_le_bytes());
     let mut one = Vec::new();
@@ -800,10 +800,10 @@ fn delta_file_seeds() -> Vec<Vec<u8>> {
             add(b"b", 5, 1),
             Record::anchor(b"c", 2),
         ],
-    );
+    )?;
     let mut two = one.clone();
-    delta::format::encode_chunk(&mut two, &[add(b"", 11, 7), add(b"zz", 10, 1)]);
-    vec![one, two]
+    delta::format::encode_chunk(&mut two, &[add(b"", 11, 7), add(b"zz", 10, 1)])?;
+    Ok(vec![one, two])
 }
 
 fn merge_operands_seeds() -> Vec<Vec<u8>> {

@@ -123,6 +123,12 @@ fn deltas_live_in_buckets_and_reads_merge_them() {
     assert!(stats.delta_bucket_splits > 0, "{stats:?}");
     assert!(stats.delta_bucket_merges > 0, "{stats:?}");
     assert!(stats.delta_records_dropped > 0, "{stats:?}");
+    // The buckets' filters and indexes are charged to the block cache.
+    assert!(stats.delta_memory_bytes >= 4096, "{stats:?}");
+    assert!(
+        stats.block_cache_usage + stats.delta_memory_bytes <= stats.block_cache_capacity,
+        "{stats:?}"
+    );
     // Operands reach an sstable only as deltas a full store folded.
     assert!(
         stats.merges_full == 0 || stats.delta_buckets_folded > 0,

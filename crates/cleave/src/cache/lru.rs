@@ -44,6 +44,8 @@ struct Shard<K: Hash + Eq, V> {
     low_usage: usize,
     capacity: usize,
     high_capacity: usize,
+    /// Bytes of the capacity that memory outside the cache takes.
+    reserved: usize,
     class_usage: [usize; MAX_CLASSES],
 }
 
@@ -56,7 +58,32 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             low_usage: 0,
             capacity,
             high_capacity,
+            reserved: 0,
             class_usage: [0; MAX_CLASSES],
+        }
+    }
+
+    /// What entries may take: the capacity less the reservation.
+    fn room(&self) -> usize {
+        self.capacity.saturating_sub(self.reserved)
+    }
+
+    fn reserve(&mut self, bytes: usize) {
+        self.reserved = bytes;
+        self.evict_to_room();
+    }
+
+    fn evict_to_room(&mut self) {
+        while self.usage() > self.room() {
+            if let Some((_, e)) = self.low.pop_lru() {
+                self.low_usage -= e.charge;
+                self.class_usage[e.class] -= e.charge;
+            } else if let Some((_, e)) = self.high.pop_lru() {
+                self.high_usage -= e.charge;
+                self.class_usage[e.class] -= e.charge;
+            } else {
+                break;
+            }
         }
     }
 
@@ -92,7 +119,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         self.erase(&key);
         // An entry larger than the shard would evict everything and then
         // itself; do not cache it.
-        if charge > self.capacity {
+        if charge > self.room() {
             return;
         }
         let e = Entry {
@@ -109,17 +136,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 self.low.push(key, e);
             }
         }
-        while self.usage() > self.capacity {
-            if let Some((_, e)) = self.low.pop_lru() {
-                self.low_usage -= e.charge;
-                self.class_usage[e.class] -= e.charge;
-            } else if let Some((_, e)) = self.high.pop_lru() {
-                self.high_usage -= e.charge;
-                self.class_usage[e.class] -= e.charge;
-            } else {
-                break;
-            }
-        }
+        self.evict_to_room();
     }
 
     fn push_high(&mut self, key: K, e: Entry<V>) {
@@ -264,6 +281,16 @@ impl<K: Hash + Eq, V: Clone> ShardedCache<K, V> {
         self.capacity
     }
 
+    /// Charges `bytes` of memory held outside the cache to its capacity,
+    /// replacing the previous reservation: entries get what is left, and
+    /// those past it are evicted now. One budget then bounds both.
+    pub(crate) fn reserve(&self, bytes: usize) {
+        let per_shard = bytes.div_ceil(self.shards.len());
+        for shard in self.shards.iter() {
+            shard.lock().reserve(per_shard);
+        }
+    }
+
     pub(crate) fn hits(&self) -> u64 {
         self.hits.iter().map(|h| h.load(Ordering::Relaxed)).sum()
     }
@@ -292,6 +319,27 @@ impl<K: Hash + Eq, V: Clone> ShardedCache<K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reservation_takes_room_from_the_entries() {
+        let cache: ShardedCache<u32, u32> = ShardedCache::new(100, 0, 0.0);
+        for k in 0..10 {
+            cache.insert(k, k, 10, Priority::Low);
+        }
+        assert_eq!(cache.usage(), 100);
+        cache.reserve(45);
+        assert_eq!(cache.usage(), 50);
+        assert!(cache.get(&9).is_some() && cache.get(&0).is_none());
+        cache.insert(10, 10, 10, Priority::Low);
+        assert_eq!(cache.usage(), 50);
+        // Larger than the room left: not cached.
+        cache.insert(11, 11, 60, Priority::Low);
+        assert!(cache.get(&11).is_none());
+        cache.reserve(0);
+        cache.insert(11, 11, 60, Priority::Low);
+        assert!(cache.get(&11).is_some());
+        assert_eq!(cache.capacity(), 100);
+    }
 
     #[test]
     fn evicts_least_recently_used_within_capacity() {

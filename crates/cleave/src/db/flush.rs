@@ -135,6 +135,7 @@ impl DbInner {
             })?;
         drop(version);
         self.count_delta_output(&deltas);
+        let deltas_touched = deltas.file.is_some();
 
         // The sstable and the value files its handles point into become
         // live in one edit: a crash before it leaves only orphans, which
@@ -187,6 +188,10 @@ impl DbInner {
             .sum();
         add(&self.counters.hot_value_file_bytes_written, hot);
         add(&self.counters.flushes, 1);
+        if deltas_touched {
+            let buckets = self.state.lock().current.buckets().count();
+            self.deltas.charge_memory(buckets);
+        }
         self.delete_obsolete_files();
         Ok(())
     }

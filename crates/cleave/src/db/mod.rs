@@ -472,6 +472,7 @@ impl DbInner {
         s.block_cache_hits = self.block_cache.hits();
         s.block_cache_misses = self.block_cache.misses();
         s.block_cache_capacity = self.block_cache.capacity() as u64;
+        s.delta_memory_bytes = self.deltas.memory(st.current.buckets().count()) as u64;
         s.block_cache_kinds = CacheKind::ALL
             .iter()
             .map(|&kind| {

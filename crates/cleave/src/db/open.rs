@@ -102,6 +102,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     ));
     // Bucket filters are not stored: every read and flush needs them.
     deltas.fill_filters(versions.current().buckets());
+    deltas.charge_memory(versions.current().buckets().count());
     let purger = Arc::new(super::purge::Purger::new(
         fs.clone(),
         dir.to_path_buf(),
@@ -188,6 +189,10 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         _lock: lock,
     };
     inner.recover()?;
+    // Recovery's flushes may have grown the store.
+    inner
+        .deltas
+        .charge_memory(inner.state.lock().current.buckets().count());
     // A budget below the data it is opened over is reported now.
     inner.schedule(&inner.state.lock());
     Ok(inner)

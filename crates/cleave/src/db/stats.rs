@@ -222,6 +222,9 @@ pub struct Stats {
     pub block_cache_hits: u64,
     pub block_cache_misses: u64,
     pub block_cache_capacity: u64,
+    /// Of that capacity, what the delta store's bucket filters and block
+    /// indexes take (charged to the cache's budget).
+    pub delta_memory_bytes: u64,
     /// Hits, misses and bytes held per kind of entry: data, index, filter,
     /// value-refs, record-index and value.
     pub block_cache_kinds: Vec<CacheKindStats>,
@@ -356,14 +359,15 @@ impl Stats {
         if self.delta_bytes_written > 0 || self.delta_reads > 0 {
             let _ = writeln!(
                 s,
-                "delta store: {:.1} MB written; {} buckets collected ({} split, {} merged pairs, {} folded), {} records dropped; {} bucket reads",
+                "delta store: {:.1} MB written; {} buckets collected ({} split, {} merged pairs, {} folded), {} records dropped; {} bucket reads; filters and indexes {:.1} MB of the block cache's budget",
                 mb(self.delta_bytes_written),
                 self.delta_buckets_collected,
                 self.delta_bucket_splits,
                 self.delta_bucket_merges,
                 self.delta_buckets_folded,
                 self.delta_records_dropped,
-                self.delta_reads
+                self.delta_reads,
+                mb(self.delta_memory_bytes)
             );
         }
         let _ = writeln!(

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use crate::base::checksum;
 use crate::base::coding::{decode_fixed32, put_fixed32, put_length_prefixed, put_varint64};
+use crate::base::key::MAX_SEQ;
 use crate::base::limits::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::base::{Decoder, SeqNo};
 use crate::error::{Error, Result};
@@ -23,9 +24,10 @@ pub(crate) const FORMAT_VERSION: u32 = 1;
 pub(crate) const HEADER_LEN: usize = 16;
 /// Length and checksum before each block's payload.
 pub(crate) const BLOCK_HEADER_LEN: usize = 8;
-/// A block's payload never exceeds this; bounds what a damaged length
-/// makes a reader allocate.
-pub(crate) const MAX_BLOCK_PAYLOAD: usize = 1 << 30;
+/// A block's payload never exceeds this: the largest record (a key and
+/// an operand of the largest sizes writes accept) after nearly a block of
+/// smaller ones. Its length is a fixed32.
+pub(crate) const MAX_BLOCK_PAYLOAD: usize = MAX_VALUE_SIZE + MAX_KEY_SIZE + 2 * BLOCK_BYTES;
 /// A block is cut after the record that takes it past this many bytes:
 /// a page, as a read of one key costs one read.
 pub(crate) const BLOCK_BYTES: usize = 4 << 10;
@@ -124,8 +126,9 @@ pub(crate) struct BlockRef {
 
 /// Appends `records` (in chunk order) as one chunk of framed blocks, and
 /// returns its blocks (offsets into `dst`). An empty chunk is one empty
-/// block.
-pub(crate) fn encode_chunk(dst: &mut Vec<u8>, records: &[Record]) -> Vec<BlockRef> {
+/// block. A record too large for a block (a partial merge's result past
+/// the largest operand writes accept) is `InvalidArgument`.
+pub(crate) fn encode_chunk(dst: &mut Vec<u8>, records: &[Record]) -> Result<Vec<BlockRef>> {
     debug_assert!(records
         .windows(2)
         .all(|w| order(&w[0], &w[1]) == Ordering::Less));
@@ -152,7 +155,12 @@ pub(crate) fn encode_chunk(dst: &mut Vec<u8>, records: &[Record]) -> Vec<BlockRe
             }
         }
         let payload_len = dst.len() - start - BLOCK_HEADER_LEN;
-        assert!(payload_len <= MAX_BLOCK_PAYLOAD, "delta block too large");
+        if payload_len > MAX_BLOCK_PAYLOAD {
+            dst.truncate(start);
+            return Err(Error::InvalidArgument(format!(
+                "a delta of {payload_len} bytes is too large for the delta store"
+            )));
+        }
         let crc = checksum::mask(checksum::crc32c(&dst[start + BLOCK_HEADER_LEN..]));
         dst[start..start + 4].copy_from_slice(&(payload_len as u32).to_le_bytes());
         dst[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
@@ -163,7 +171,7 @@ pub(crate) fn encode_chunk(dst: &mut Vec<u8>, records: &[Record]) -> Vec<BlockRe
         });
         rest = &rest[taken..];
         if rest.is_empty() {
-            return blocks;
+            return Ok(blocks);
         }
     }
 }
@@ -242,6 +250,9 @@ fn decode_record(
         _ => return Err(DecodeError("unknown delta record kind")),
     };
     let seq = d.varint64()?;
+    if seq > MAX_SEQ {
+        return Err(DecodeError("delta record sequence number out of range"));
+    }
     let key = d.length_prefixed()?;
     if key.len() > MAX_KEY_SIZE {
         return Err(DecodeError("delta record key too long"));
@@ -288,13 +299,13 @@ mod tests {
     #[test]
     fn a_chunk_round_trips_in_blocks_with_their_first_keys() {
         let mut buf = Vec::new();
-        assert_eq!(encode_chunk(&mut buf, &sample()).len(), 1);
+        assert_eq!(encode_chunk(&mut buf, &sample()).unwrap().len(), 1);
         assert_eq!(decode_chunk(&buf).unwrap(), sample());
         let many: Vec<Record> = (0..500u32)
             .map(|i| Record::delta(format!("k{i:04}").as_bytes(), 1, &[7; 40]))
             .collect();
         let mut buf = Vec::new();
-        let blocks = encode_chunk(&mut buf, &many);
+        let blocks = encode_chunk(&mut buf, &many).unwrap();
         assert!(blocks.len() > 4, "{}", blocks.len());
         assert_eq!(decode_chunk(&buf).unwrap(), many);
         for b in &blocks {
@@ -307,14 +318,14 @@ mod tests {
             assert_eq!(records.unwrap()[0].key, b.first_key);
         }
         let mut empty = Vec::new();
-        assert_eq!(encode_chunk(&mut empty, &[]).len(), 1);
+        assert_eq!(encode_chunk(&mut empty, &[]).unwrap().len(), 1);
         assert_eq!(decode_chunk(&empty).unwrap(), Vec::new());
     }
 
     #[test]
     fn a_damaged_chunk_is_corruption_naming_the_file() {
         let mut buf = Vec::new();
-        encode_chunk(&mut buf, &sample());
+        encode_chunk(&mut buf, &sample()).unwrap();
         for i in 0..buf.len() {
             let mut bad = buf.clone();
             bad[i] ^= 0x40;

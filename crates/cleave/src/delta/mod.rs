@@ -141,6 +141,28 @@ impl DeltaStore {
         filename::delta_file(&self.dir, number)
     }
 
+    /// Memory the delta store holds outside the block cache: the buckets'
+    /// filters and the chunks' block indexes (KDSep's bucket table).
+    pub(crate) fn memory(&self, buckets: usize) -> usize {
+        let indexes: usize = self
+            .indexes
+            .lock()
+            .values()
+            .flat_map(|index| index.iter())
+            .map(|b| b.first_key.len() + std::mem::size_of::<format::BlockRef>())
+            .sum();
+        buckets * filter::FILTER_BITS / 8 + indexes
+    }
+
+    /// Charges [`Self::memory`] to the block cache's budget (KDSep §III-G:
+    /// one budget for the block cache, the KD cache and the bucket table),
+    /// up to half of it: a cache left with no room would re-read every
+    /// sstable index and filter block on every read.
+    pub(crate) fn charge_memory(&self, buckets: usize) {
+        let bytes = self.memory(buckets).min(self.cache.capacity() / 2);
+        self.cache.reserve(bytes);
+    }
+
     /// Keeps the index of a chunk just written.
     pub(crate) fn add_index(&self, file: FileNumber, offset: u64, index: ChunkIndex) {
         self.indexes.lock().insert((file, offset), Arc::new(index));

@@ -358,7 +358,7 @@ impl DeltaStore {
         format::encode_header(&mut data);
         for plan in plans {
             let offset = data.len() as u64;
-            let index = format::encode_chunk(&mut data, &plan.records);
+            let index = format::encode_chunk(&mut data, &plan.records)?;
             self.add_index(number, offset, index);
             let chunk = ChunkRef {
                 file: number,

@@ -27,7 +27,7 @@ pub(crate) struct Referenced {
 
 #[derive(Default, Clone)]
 pub(crate) struct Version {
-    /// L0 newest first (largest_seq, then number, descending); L1+ sorted
+    /// L0 newest first (by file number, descending: flush order); L1+ sorted
     /// by smallest key and non-overlapping.
     levels: [Vec<Arc<FileMeta>>; NUM_LEVELS],
     /// Physical value files by number.
@@ -413,11 +413,11 @@ impl Version {
     }
 
     fn sort(&mut self) {
-        self.levels[0].sort_by(|a, b| {
-            b.largest_seq
-                .cmp(&a.largest_seq)
-                .then(b.number.cmp(&a.number))
-        });
+        // Flush order: a flush that folds a full delta bucket writes
+        // operands older than its memtable, but newer than any entry of
+        // their keys in older files, so a file's largest sequence number
+        // would misplace it.
+        self.levels[0].sort_by_key(|f| std::cmp::Reverse(f.number));
         for files in self.levels.iter_mut().skip(1) {
             files.sort_by(|a, b| key::compare(a.smallest.encoded(), b.smallest.encoded()));
         }
@@ -511,6 +511,19 @@ mod tests {
         assert_eq!(v.num_files(0), 2);
         assert_eq!(v.level_bytes(0), u64::MAX);
         assert_eq!(v.level_compensated_bytes(0), u64::MAX);
+    }
+
+    /// A flush that folds a full delta bucket writes operands older than
+    /// the previous flush's entries: still the newest of their keys, so
+    /// its file is searched first.
+    #[test]
+    fn level_0_is_in_flush_order_whatever_its_sequence_numbers() {
+        let v = Version::from_files(vec![
+            (0, meta(10, "a", "z", 50, 100)),
+            (0, meta(20, "a", "z", 5, 100)),
+        ])
+        .unwrap();
+        assert_eq!(numbers(v.files(0)), vec![20, 10]);
     }
 
     #[test]
