@@ -13,6 +13,25 @@ use crate::base::{InternalIterator, SeqNo};
 use crate::error::Result;
 use crate::manifest::BucketMeta;
 
+/// Internal keys with their operands, in order: what both iterators here
+/// walk.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn operand_entry(key: &[u8], seq: SeqNo, operand: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
+    let ikey = InternalKey::new(key, seq, ValueKind::Merge);
+    (ikey.encoded().to_vec(), operand)
+}
+
+/// The position of the first entry at or after internal key `target`.
+fn first_at_or_after(entries: &Entries, target: &[u8]) -> usize {
+    entries.partition_point(|(k, _)| key::compare(k, target) == Ordering::Less)
+}
+
+/// The position of the first entry after internal key `target`.
+fn first_after(entries: &Entries, target: &[u8]) -> usize {
+    entries.partition_point(|(k, _)| key::compare(k, target) != Ordering::Greater)
+}
+
 pub(crate) struct DeltaIterator {
     store: Arc<DeltaStore>,
     buckets: Vec<Arc<BucketMeta>>,
@@ -20,7 +39,7 @@ pub(crate) struct DeltaIterator {
     /// The bucket `entries` come from.
     bucket: usize,
     /// Internal key and operand of each visible delta, in order.
-    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    entries: Entries,
     pos: usize,
 }
 
@@ -50,12 +69,8 @@ impl DeltaIterator {
             let key = &records[start].key;
             let group = of_key(&records, key);
             for r in visible(group, self.view_seq) {
-                self.entries.push((
-                    InternalKey::new(key, r.seq, ValueKind::Merge)
-                        .encoded()
-                        .to_vec(),
-                    r.value.clone(),
-                ));
+                self.entries
+                    .push(operand_entry(key, r.seq, r.value.clone()));
             }
             start += group.len();
         }
@@ -121,9 +136,7 @@ impl InternalIterator for DeltaIterator {
         }
         let b = self.bucket_for(key::user_key(target));
         self.load(b)?;
-        self.pos = self
-            .entries
-            .partition_point(|(k, _)| key::compare(k, target) == Ordering::Less);
+        self.pos = first_at_or_after(&self.entries, target);
         if self.pos == self.entries.len() {
             self.forward_from(b + 1)?;
         }
@@ -136,10 +149,7 @@ impl InternalIterator for DeltaIterator {
         }
         let b = self.bucket_for(key::user_key(target));
         self.load(b)?;
-        let after = self
-            .entries
-            .partition_point(|(k, _)| key::compare(k, target) != Ordering::Greater);
-        match after.checked_sub(1) {
+        match first_after(&self.entries, target).checked_sub(1) {
             Some(last) => self.pos = last,
             None => self.backward_from(b.checked_sub(1))?,
         }
@@ -174,19 +184,18 @@ impl InternalIterator for DeltaIterator {
 /// Deltas a flush moves back into the LSM-tree, as merge operands in
 /// internal key order: one more input of the flush's sstable.
 pub(crate) struct SpilledIterator {
-    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    entries: Entries,
     pos: usize,
 }
 
 impl SpilledIterator {
     /// REQUIRES: `records` are deltas in chunk order.
     pub(crate) fn new(records: Vec<super::Record>) -> SpilledIterator {
-        let entries: Vec<(Vec<u8>, Vec<u8>)> = records
+        let entries: Entries = records
             .into_iter()
             .map(|r| {
                 debug_assert_eq!(r.kind, super::RecordKind::Delta);
-                let ikey = InternalKey::new(&r.key, r.seq, ValueKind::Merge);
-                (ikey.encoded().to_vec(), r.value)
+                operand_entry(&r.key, r.seq, r.value)
             })
             .collect();
         let pos = entries.len();
@@ -214,17 +223,14 @@ impl InternalIterator for SpilledIterator {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.pos = self
-            .entries
-            .partition_point(|(k, _)| key::compare(k, target) == Ordering::Less);
+        self.pos = first_at_or_after(&self.entries, target);
         Ok(())
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        let after = self
-            .entries
-            .partition_point(|(k, _)| key::compare(k, target) != Ordering::Greater);
-        self.pos = after.checked_sub(1).unwrap_or(self.entries.len());
+        self.pos = first_after(&self.entries, target)
+            .checked_sub(1)
+            .unwrap_or(self.entries.len());
         Ok(())
     }
 
