@@ -12,6 +12,7 @@ use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 
 use crate::distributions::{KeyDistribution, DEFAULT_ZIPF_THETA};
+use crate::keys::{KeySizeDistribution, UP2X_KEY_MIN_BYTES};
 use crate::merge::{MergeKind, MergeShape};
 use crate::value_sizes::ValueSizeDistribution;
 
@@ -60,8 +61,14 @@ pub struct Flags {
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pub writes: i64,
 
+    /// The key size of `--key_size_distribution=fixed`.
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,
+
+    /// How key sizes are drawn: fixed (--key_size) or up2x (KDSep's UP2X,
+    /// normal around 10.45 B, the same size for a key in every phase).
+    #[arg(long, value_enum, default_value = "fixed")]
+    pub key_size_distribution: KeySizeDistribution,
 
     /// The value size of `--value_size_distribution=fixed`.
     #[arg(long, default_value_t = 100)]
@@ -426,6 +433,17 @@ impl Flags {
         u64::try_from(self.reads).unwrap_or(self.num)
     }
 
+    /// Operations per thread of updaterandom, readrandomwriterandom,
+    /// mergerandom and readrandommergerandom, as db_bench counts them:
+    /// --num when neither --reads nor --writes is given, else the larger.
+    pub fn readwrites_per_thread(&self) -> u64 {
+        if self.reads < 0 && self.writes < 0 {
+            self.num
+        } else {
+            u64::try_from(self.reads.max(self.writes)).unwrap_or(self.num)
+        }
+    }
+
     /// Keys mergerandom and readrandommergerandom touch (negative means
     /// --num).
     pub fn merge_key_space(&self) -> u64 {
@@ -482,6 +500,15 @@ impl Flags {
         }
         if self.key_size == 0 {
             bail!("--key_size must be at least 1");
+        }
+        if self.key_size_distribution == KeySizeDistribution::Up2x
+            && self.num.max(self.merge_key_space()) > 1 << (8 * UP2X_KEY_MIN_BYTES)
+        {
+            bail!(
+                "--key_size_distribution=up2x makes keys as short as {UP2X_KEY_MIN_BYTES} bytes, \
+                 too few for --num or --merge_keys past 2^{}",
+                8 * UP2X_KEY_MIN_BYTES
+            );
         }
         if self.batch_size == 0 {
             bail!("--batch_size must be at least 1");
@@ -701,6 +728,13 @@ mod tests {
         );
         assert_eq!(flags.seeks_per_thread(), 7);
         assert_eq!(parse(&["--seeks=3"]).seeks_per_thread(), 3);
+        assert_eq!(flags.readwrites_per_thread(), 7);
+        assert_eq!(parse(&[]).readwrites_per_thread(), 1_000_000);
+        assert_eq!(parse(&["--writes=9"]).readwrites_per_thread(), 9);
+        assert_eq!(
+            parse(&["--writes=9", "--reads=4"]).readwrites_per_thread(),
+            9
+        );
         assert_eq!(flags.ycsb_operations(), 50);
         assert_eq!(flags.zipf_theta, 0.99);
         assert!(flags.validate().is_ok());
@@ -720,6 +754,24 @@ mod tests {
             assert!(parse(&bad).validate().is_err(), "{bad:?} accepted");
         }
         assert!(parse(&["--space_limit_ratio=1.5"]).validate().is_ok());
+    }
+
+    #[test]
+    fn up2x_sizes_parse_and_refuse_key_counts_they_cannot_keep_unique() {
+        let up2x = [
+            "--key_size_distribution=up2x",
+            "--value_size_distribution=up2x",
+        ];
+        let flags = parse(&up2x);
+        assert_eq!(flags.key_size_distribution, KeySizeDistribution::Up2x);
+        assert_eq!(flags.value_size_distribution, ValueSizeDistribution::Up2x);
+        assert!(flags.validate().is_ok());
+        let limit = format!("--num={}", 1u64 << (8 * UP2X_KEY_MIN_BYTES));
+        assert!(parse(&[up2x[0], &limit]).validate().is_ok());
+        let past = format!("--num={}", (1u64 << (8 * UP2X_KEY_MIN_BYTES)) + 1);
+        let error = parse(&[up2x[0], &past]).validate().unwrap_err().to_string();
+        assert!(error.contains("--key_size_distribution=up2x"), "{error}");
+        assert!(parse(&[&past]).validate().is_ok());
     }
 
     #[test]

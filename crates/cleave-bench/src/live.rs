@@ -5,10 +5,12 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use crate::keys::KeyFormat;
+
 /// The size of every key's current value, indexed by key number, plus the
 /// running total of key and value bytes of the keys that exist.
 pub struct LiveSet {
-    key_size: u64,
+    format: KeyFormat,
     /// Value length + 1 of each key; 0 means the key does not exist (an
     /// empty value is still a live key).
     sizes: Vec<AtomicU32>,
@@ -18,9 +20,9 @@ pub struct LiveSet {
 
 impl LiveSet {
     /// Room for key numbers `0..capacity`.
-    pub fn new(key_size: usize, capacity: u64) -> Self {
+    pub fn new(keys: KeyFormat, capacity: u64) -> Self {
         Self {
-            key_size: key_size as u64,
+            format: keys,
             sizes: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
             bytes: AtomicU64::new(0),
             keys: AtomicU64::new(0),
@@ -47,8 +49,10 @@ impl LiveSet {
         let old = slot.swap(encoded, Ordering::Relaxed);
         if old == 0 {
             self.keys.fetch_add(1, Ordering::Relaxed);
-            self.bytes
-                .fetch_add(self.key_size + u64::from(encoded - 1), Ordering::Relaxed);
+            self.bytes.fetch_add(
+                self.format.size(index) as u64 + u64::from(encoded - 1),
+                Ordering::Relaxed,
+            );
         } else if encoded >= old {
             self.bytes
                 .fetch_add(u64::from(encoded - old), Ordering::Relaxed);
@@ -74,7 +78,7 @@ mod tests {
 
     #[test]
     fn overwrites_replace_sizes_and_new_keys_add_key_bytes() {
-        let live = LiveSet::new(24, 10);
+        let live = LiveSet::new(KeyFormat::new(24), 10);
         live.put(3, 100);
         live.put(4, 0);
         assert_eq!((live.keys(), live.bytes()), (2, 24 + 100 + 24));
@@ -86,7 +90,7 @@ mod tests {
 
     #[test]
     fn concurrent_writers_keep_the_total_exact() {
-        let live = LiveSet::new(8, 64);
+        let live = LiveSet::new(KeyFormat::new(8), 64);
         std::thread::scope(|scope| {
             for thread in 0..4u64 {
                 let live = &live;
@@ -111,6 +115,6 @@ mod tests {
     #[test]
     #[should_panic(expected = "beyond the live set")]
     fn a_key_beyond_capacity_is_a_bug() {
-        LiveSet::new(8, 4).put(4, 1);
+        LiveSet::new(KeyFormat::new(8), 4).put(4, 1);
     }
 }

@@ -33,6 +33,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use engines::{Engine, EngineConfig};
 use flags::Flags;
+use keys::KeySizeDistribution;
 use live::LiveSet;
 use monitor::{run_watched, Progress, Watch};
 use process::ProcessSnapshot;
@@ -93,15 +94,21 @@ fn print_header(
 ) {
     let rows = flags.num as f64;
     let value_size = params.value_sizes.mean();
-    let raw_mb = (flags.key_size as f64 + value_size) * rows / 1_048_576.0;
+    let key_size = params.keys.mean();
+    let raw_mb = (key_size + value_size) * rows / 1_048_576.0;
     let compressed_value = (value_size * flags.compression_ratio + 0.5) as u64;
-    let file_mb =
-        (flags.key_size as f64 + value_size * flags.compression_ratio) * rows / 1_048_576.0;
+    let file_mb = (key_size + value_size * flags.compression_ratio) * rows / 1_048_576.0;
     println!("cleave-bench: engine {}", engine.name());
-    println!(
-        "Keys:       {} bytes each (+ 0 bytes user-defined timestamp)",
-        flags.key_size
-    );
+    match flags.key_size_distribution {
+        KeySizeDistribution::Fixed => println!(
+            "Keys:       {} bytes each (+ 0 bytes user-defined timestamp)",
+            flags.key_size
+        ),
+        other => println!(
+            "Keys:       {other:?} sizes, mean {key_size:.1} bytes (+ 0 bytes user-defined \
+             timestamp)"
+        ),
+    }
     match flags.value_size_distribution {
         ValueSizeDistribution::Fixed => println!(
             "Values:     {} bytes each ({compressed_value} bytes after compression)",
@@ -232,7 +239,7 @@ impl Driver {
 
     fn fresh_state(&self) -> (Option<LiveSet>, Records) {
         let live = (!self.flags.use_existing_db)
-            .then(|| LiveSet::new(self.flags.key_size, self.live_capacity()));
+            .then(|| LiveSet::new(self.params.keys, self.live_capacity()));
         (live, Records::new(self.params.num))
     }
 

@@ -158,7 +158,7 @@ mod tests {
     fn the_monitor_samples_each_second_and_feeds_the_limit() {
         let dir = tempfile::tempdir().expect("tempdir");
         fs::write(dir.path().join("data"), vec![0u8; 5000]).expect("write");
-        let live = LiveSet::new(10, 4);
+        let live = LiveSet::new(crate::keys::KeyFormat::new(10), 4);
         live.put(0, 990);
         let limit = SpaceLimit::new(2.0, 0, Duration::from_secs(60));
         let progress = Progress::default();

@@ -1,5 +1,5 @@
 //! Value sizes for the papers' workloads (see /work/shared/BENCHMARKS.md):
-//! fixed, uniform, Scavenger+'s Mixed-8K and Pareto-1K.
+//! fixed, uniform, Scavenger+'s Mixed-8K and Pareto-1K, KDSep's UP2X.
 
 use anyhow::{bail, Result};
 use rand::Rng;
@@ -18,6 +18,14 @@ const PARETO_SCALE: f64 = 756.0;
 const PARETO_MIN_BYTES: usize = 16;
 const PARETO_MAX_BYTES: usize = 64 << 10;
 
+/// UP2X's value sizes (KDSep Exp#2, after Cao et al., FAST '20): normal
+/// with mean 46.8 B and standard deviation 11.6 B, clamped about 4σ either
+/// side, which moves the mean by well under a byte.
+const UP2X_VALUE_MEAN_BYTES: f64 = 46.8;
+const UP2X_VALUE_SD_BYTES: f64 = 11.6;
+const UP2X_VALUE_MIN_BYTES: usize = 1;
+const UP2X_VALUE_MAX_BYTES: usize = 94;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ValueSizeDistribution {
     Fixed,
@@ -26,6 +34,7 @@ pub enum ValueSizeDistribution {
     #[value(name = "pareto-1k")]
     Pareto1k,
     Uniform,
+    Up2x,
 }
 
 /// Draws value sizes in bytes from one distribution.
@@ -40,6 +49,7 @@ enum Kind {
     Uniform { min: usize, max: usize },
     Mixed8k,
     Pareto1k,
+    Up2x,
 }
 
 impl ValueSizes {
@@ -61,6 +71,7 @@ impl ValueSizes {
             }
             ValueSizeDistribution::Mixed8k => Kind::Mixed8k,
             ValueSizeDistribution::Pareto1k => Kind::Pareto1k,
+            ValueSizeDistribution::Up2x => Kind::Up2x,
         };
         Ok(Self { kind })
     }
@@ -77,6 +88,12 @@ impl ValueSizes {
                 }
             }
             Kind::Pareto1k => pareto_1k(rng.gen()),
+            Kind::Up2x => {
+                // gen() is in [0, 1); the transform wants (0, 1].
+                let (u1, u2) = (1.0 - rng.gen::<f64>(), 1.0 - rng.gen::<f64>());
+                let size = normal(u1, u2, UP2X_VALUE_MEAN_BYTES, UP2X_VALUE_SD_BYTES);
+                (size.round() as usize).clamp(UP2X_VALUE_MIN_BYTES, UP2X_VALUE_MAX_BYTES)
+            }
         }
     }
 
@@ -87,6 +104,7 @@ impl ValueSizes {
             Kind::Uniform { max, .. } => max,
             Kind::Mixed8k => MIXED_LARGE_BYTES,
             Kind::Pareto1k => PARETO_MAX_BYTES,
+            Kind::Up2x => UP2X_VALUE_MAX_BYTES,
         }
     }
 
@@ -101,8 +119,14 @@ impl ValueSizes {
                 (small + MIXED_LARGE_BYTES as f64) / 2.0
             }
             Kind::Pareto1k => pareto_1k_mean(),
+            Kind::Up2x => UP2X_VALUE_MEAN_BYTES,
         }
     }
+}
+
+/// A normal draw from two uniforms in (0, 1] (Box–Muller).
+pub fn normal(u1: f64, u2: f64, mean: f64, sd: f64) -> f64 {
+    mean + sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 /// Pareto-1K's size for a uniform `u` in [0, 1), by inverting the CDF
@@ -171,6 +195,24 @@ mod tests {
         assert_close(mean(&samples), sizes.mean(), 0.01, "uniform mean");
         let single = self::sizes(ValueSizeDistribution::Uniform, 7, 7);
         assert!(draw(&single, 3, 100).iter().all(|&size| size == 7));
+    }
+
+    #[test]
+    fn up2x_is_normal_around_47_bytes() {
+        let sizes = sizes(ValueSizeDistribution::Up2x, 0, 0);
+        let samples = draw(&sizes, 5, DRAWS);
+        assert!(samples
+            .iter()
+            .all(|size| (UP2X_VALUE_MIN_BYTES..=UP2X_VALUE_MAX_BYTES).contains(size)));
+        assert_eq!(sizes.max(), UP2X_VALUE_MAX_BYTES);
+        assert_close(mean(&samples), UP2X_VALUE_MEAN_BYTES, 0.01, "up2x mean");
+        let m = mean(&samples);
+        let variance = samples
+            .iter()
+            .map(|&size| (size as f64 - m).powi(2))
+            .sum::<f64>()
+            / DRAWS as f64;
+        assert_close(variance.sqrt(), UP2X_VALUE_SD_BYTES, 0.02, "up2x sd");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use indicatif::ProgressBar;
 use crate::distributions::KeyDistribution;
 use crate::engines::Engine;
 use crate::flags::Flags;
+use crate::keys::KeyFormat;
 use crate::live::LiveSet;
 use crate::merge::MergeShape;
 use crate::monitor::Progress;
@@ -234,15 +235,13 @@ impl Benchmark {
                 Some(params.writes / params.batch_size * params.batch_size)
             }
             Benchmark::SeekRandom => Some(params.seeks),
-            // db_bench's: the larger of --reads and --writes.
-            Benchmark::MergeRandom | Benchmark::ReadRandomMergeRandom => {
-                Some(params.reads.max(params.writes))
+            Benchmark::MergeRandom
+            | Benchmark::ReadRandomMergeRandom
+            | Benchmark::UpdateRandom
+            | Benchmark::ReadRandomWriteRandom => Some(params.readwrites),
+            Benchmark::ReadRandom | Benchmark::MultiReadRandom | Benchmark::ReadWhileWriting => {
+                Some(params.reads)
             }
-            Benchmark::UpdateRandom
-            | Benchmark::ReadRandom
-            | Benchmark::MultiReadRandom
-            | Benchmark::ReadWhileWriting
-            | Benchmark::ReadRandomWriteRandom => Some(params.reads),
             Benchmark::Flush
             | Benchmark::Compact
             | Benchmark::WaitForCompaction
@@ -271,7 +270,9 @@ pub struct WorkloadParams {
     pub reads: u64,
     pub seeks: u64,
     pub writes: u64,
-    pub key_size: usize,
+    /// Operations of the benchmarks that both read and write.
+    pub readwrites: u64,
+    pub keys: KeyFormat,
     pub value_sizes: ValueSizes,
     pub batch_size: u64,
     /// Keys per `MultiGet` of multireadrandom.
@@ -303,7 +304,8 @@ impl WorkloadParams {
             reads: flags.reads_per_thread(),
             seeks: flags.seeks_per_thread(),
             writes: flags.writes_per_thread(),
-            key_size: flags.key_size,
+            readwrites: flags.readwrites_per_thread(),
+            keys: KeyFormat::with_sizes(flags.key_size_distribution, flags.key_size),
             value_sizes: ValueSizes::new(
                 flags.value_size_distribution,
                 flags.value_size,
@@ -605,7 +607,6 @@ mod tests {
 
     use super::*;
     use crate::engines::memory::MemoryEngine;
-    use crate::keys::KeyFormat;
     use crate::merge::MergeKind;
     use crate::value_sizes::ValueSizeDistribution;
 
@@ -615,7 +616,8 @@ mod tests {
             reads: num,
             seeks: num,
             writes: num,
-            key_size: 16,
+            readwrites: num,
+            keys: KeyFormat::new(16),
             value_sizes: ValueSizes::new(ValueSizeDistribution::Fixed, 100, 0, 0)
                 .expect("fixed sizes"),
             batch_size: 1,
@@ -656,7 +658,7 @@ mod tests {
         fn new(params: &WorkloadParams, capacity: u64) -> Self {
             Self {
                 engine: MemoryEngine::default(),
-                live: LiveSet::new(params.key_size, capacity),
+                live: LiveSet::new(params.keys, capacity),
                 records: Records::new(params.num),
                 progress: Progress::default(),
                 limit: None,
@@ -884,7 +886,7 @@ mod tests {
         let mut params = params(500, 2);
         let mut harness = Harness::new(&params, 500);
         harness.run(Benchmark::FillSeq, &params);
-        params.reads = 400;
+        params.readwrites = 400;
         let update = harness.run(Benchmark::UpdateRandom, &params);
         assert_eq!(update.ops, 800);
         assert_eq!(update.found, 800);

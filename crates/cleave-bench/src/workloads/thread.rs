@@ -172,8 +172,8 @@ pub fn run(
         params,
         benchmark,
         role,
-        keys: KeyFormat::new(params.key_size),
-        key: Vec::with_capacity(params.key_size),
+        keys: params.keys,
+        key: Vec::with_capacity(params.keys.max()),
         rng: StdRng::seed_from_u64(seed),
         values: ValueGenerator::new(largest_value, params.compression_ratio),
         stats: ThreadStats {
@@ -402,7 +402,7 @@ impl ThreadRun<'_> {
         if let Some(live) = self.context.live {
             live.put(index, len);
         }
-        let bytes = (self.params.key_size + len) as u64;
+        let bytes = (self.keys.size(index) + len) as u64;
         self.stats.written_bytes += bytes;
         self.stats.writes += 1;
         bytes
@@ -502,7 +502,7 @@ impl ThreadRun<'_> {
             if batch_size == 1 {
                 let index = self.next_write_index(plan)?;
                 let len = self.value_len();
-                self.pace((self.params.key_size + len) as u64);
+                self.pace((self.keys.size(index) + len) as u64);
                 let bytes = self.put(index, len)?;
                 self.stats.bytes += bytes;
                 self.finished(1, bytes);
@@ -516,7 +516,7 @@ impl ThreadRun<'_> {
             }
             let batch_bytes = entries
                 .iter()
-                .map(|&(_, _, len)| (self.params.key_size + len) as u64)
+                .map(|(_, key, len)| (key.len() + len) as u64)
                 .sum();
             self.pace(batch_bytes);
             let values: Vec<Vec<u8>> = entries
