@@ -159,6 +159,55 @@ fn deltas_live_in_buckets_and_reads_merge_them() {
     assert!(db.stats().delta_bytes_written > 0);
 }
 
+/// With a block cache too small to keep the buckets' blocks, a get hands
+/// its delta read to a reader thread and reads the tree and the separated
+/// value beneath meanwhile; the answers are the same, from one thread or
+/// from several at once (more than there are readers, so some read their
+/// deltas themselves).
+#[test]
+fn gets_overlap_uncached_delta_reads_with_the_tree() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    let opts = || Options {
+        block_cache_capacity: 16 << 10,
+        // Every put's value separated, so the overlapped value read runs.
+        min_value_size: 1,
+        ..options(&fs)
+    };
+    let db = Db::open(dir, opts()).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..6 {
+        run(&db, &mut model, 3000, round);
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    let db = Arc::new(Db::open(dir, opts()).unwrap());
+    let ro = ReadOptions::new();
+    check(&db, &ro, &model, "one reader");
+    let stats = db.stats();
+    assert!(stats.delta_reads_overlapped > 0, "{stats:?}");
+    assert!(stats.value_reads > 0, "{stats:?}");
+    let model = Arc::new(model);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (db, model) = (db.clone(), model.clone());
+            std::thread::spawn(move || {
+                let ro = ReadOptions::new();
+                for i in (0..KEYS).map(|i| (i * 7 + t * 250) % KEYS) {
+                    assert_eq!(
+                        counter(db.get(&ro, &key(i)).unwrap()),
+                        model.get(&key(i)).copied(),
+                        "thread {t}: key {i}"
+                    );
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
 /// An anchor keeps older deltas dead after compaction drops the tombstone
 /// (or the value) that left it.
 #[test]

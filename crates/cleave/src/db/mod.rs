@@ -164,6 +164,8 @@ pub(crate) struct DbInner {
     values: Arc<ValueStore>,
     /// Key-delta separation: the buckets flushes move operands to.
     deltas: Arc<crate::delta::DeltaStore>,
+    /// Reads of the delta store a get overlaps with its LSM lookup.
+    delta_reader: crate::delta::reader::DeltaReader,
     /// WAL-time separation: the value logs big values are appended to.
     logs: Arc<ValueLogs>,
     purger: Arc<purge::Purger>,

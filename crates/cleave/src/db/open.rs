@@ -165,6 +165,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         block_cache,
         table_cache,
         values,
+        delta_reader: crate::delta::reader::DeltaReader::new(deltas.clone()),
         deltas,
         logs,
         purger,

@@ -8,18 +8,20 @@ use super::stats::{add, GET_READS_BUCKETS};
 use super::DbInner;
 use crate::base::key::{self, InternalKey, ValueKind};
 use crate::base::SeqNo;
-use crate::delta::{self, iter::DeltaIterator};
+use crate::delta::reader::Pending;
+use crate::delta::{self, iter::DeltaIterator, Record};
 use crate::error::{Error, Result};
 use crate::iter::db_iter::{DbIterator, InnerSource};
 use crate::iter::level::{LevelIterator, TableOpener};
 use crate::iter::merging::MergingIterator;
 use crate::iter::{InternalIterator, ValueSource};
 use crate::manifest::version::Version;
+use crate::manifest::BucketMeta;
 use crate::memtable::{MemTable, MergedRun};
 use crate::merge::{self, Operands};
 use crate::options::ReadOptions;
 use crate::value_log::LogReads;
-use crate::vfs::thread_reads;
+use crate::vfs::{add_thread_reads, thread_reads};
 
 /// Bytes compaction reads from an input file at a time (RocksDB uses 2 MiB
 /// with direct I/O too): one call per window instead of one per block.
@@ -34,6 +36,16 @@ enum Lookup {
     Separated { raw: Vec<u8>, seq: SeqNo },
     /// Merge operands over what lies beneath them.
     Merge { operands: Operands, base: Base },
+}
+
+/// A read of a key's deltas, done or on a reader thread.
+enum DeltaRead {
+    Ready(Vec<Record>),
+    /// With the bucket, to read again if the reader dies.
+    Pending {
+        pending: Pending,
+        bucket: Arc<BucketMeta>,
+    },
 }
 
 /// What lies beneath a key's merge operands.
@@ -125,7 +137,7 @@ impl DbInner {
     pub(super) fn get(&self, opts: &ReadOptions<'_>, user_key: &[u8]) -> Result<Option<Vec<u8>>> {
         let reads_before = thread_reads();
         let view = self.capture(opts.snapshot.map(|s| s.sequence_number()));
-        let found = match self.lookup(&view, user_key) {
+        let found = match self.lookup(&view, user_key, true) {
             Ok(Lookup::Done(v)) => Ok(v),
             Ok(Lookup::Separated { raw, seq }) => self
                 .value_source(&view)
@@ -161,7 +173,7 @@ impl DbInner {
         let mut done: Vec<Option<Result<Option<Vec<u8>>>>> = keys.iter().map(|_| None).collect();
         let mut separated: Vec<(usize, Vec<u8>, SeqNo)> = Vec::new();
         for i in order {
-            match self.lookup(&view, keys[i]) {
+            match self.lookup(&view, keys[i], false) {
                 Ok(Lookup::Done(v)) => done[i] = Some(Ok(v)),
                 Ok(Lookup::Separated { raw, seq }) => separated.push((i, raw, seq)),
                 Ok(Lookup::Merge { operands, base }) => {
@@ -190,8 +202,11 @@ impl DbInner {
 
     /// Where `user_key`'s newest entry visible in `view` leads: a value
     /// or nothing, a handle still to resolve, or merge operands over one
-    /// of those.
-    fn lookup(&self, view: &ReadView, user_key: &[u8]) -> Result<Lookup> {
+    /// of those. With `overlap`, a read of the key's deltas that must go
+    /// to the device runs on a reader thread meanwhile, and a separated
+    /// value beneath them is read while it does (multi_get reads its
+    /// values in one batch instead).
+    fn lookup(&self, view: &ReadView, user_key: &[u8], overlap: bool) -> Result<Lookup> {
         let mut walk = Walk::default();
         for mem in &view.mems {
             self.walk_memtable(mem, user_key, view.seq, &mut walk);
@@ -203,6 +218,34 @@ impl DbInner {
         // newer than any operand in the levels (flushes route every
         // operand there once it holds any): they go between the two.
         let mem_operands = std::mem::take(&mut walk.operands);
+        let deltas = self.start_delta_read(view, user_key, overlap)?;
+        self.walk_levels(view, user_key, &mut walk)?;
+        if let (Some(DeltaRead::Pending { .. }), Some(Base::Separated { raw, seq })) =
+            (&deltas, &walk.base)
+        {
+            let value =
+                self.value_source(view)
+                    .resolve(ValueKind::ValueRef, raw, user_key, *seq, None)?;
+            walk.base = Some(Base::Inline(Arc::unwrap_or_clone(value)));
+        }
+        let base_seq = if walk.ended() { walk.base_seq } else { 0 };
+        let mut operands = mem_operands;
+        if let Some(deltas) = deltas {
+            let records = self.finish_delta_read(deltas, user_key)?;
+            for r in delta::visible(&records, view.seq) {
+                if r.seq <= base_seq {
+                    break;
+                }
+                operands.push(&r.value);
+            }
+        }
+        operands.append(&walk.operands);
+        walk.operands = operands;
+        Ok(walk.finish())
+    }
+
+    /// Walks the levels' entries of `user_key` into `walk`, newest first.
+    fn walk_levels(&self, view: &ReadView, user_key: &[u8], walk: &mut Walk) -> Result<()> {
         let seek = InternalKey::for_seek(user_key, view.seq);
         for file in view.version.files_for_get(user_key) {
             let table = self.table_cache.get(file.number)?;
@@ -229,12 +272,7 @@ impl DbInner {
                 break;
             }
         }
-        let base_seq = if walk.ended() { walk.base_seq } else { 0 };
-        let mut operands = mem_operands;
-        self.delta_operands(view, user_key, base_seq, &mut operands)?;
-        operands.append(&walk.operands);
-        walk.operands = operands;
-        Ok(walk.finish())
+        Ok(())
     }
 
     /// Walks `mem`'s entries of `user_key` that `seq` sees into `walk`:
@@ -303,30 +341,55 @@ impl DbInner {
         );
     }
 
-    /// Pushes the deltas of `user_key` the delta store holds that `view`
-    /// sees above the base of sequence `base_seq`, newest first.
-    fn delta_operands(
+    /// Starts reading the records the delta store holds of `user_key`
+    /// (none if its bucket's filter rules the key out): from the cache at
+    /// once, or, with `overlap` and blocks to read from the device, on a
+    /// reader thread when one is idle.
+    fn start_delta_read(
         &self,
         view: &ReadView,
         user_key: &[u8],
-        base_seq: SeqNo,
-        operands: &mut Operands,
-    ) -> Result<()> {
+        overlap: bool,
+    ) -> Result<Option<DeltaRead>> {
         let Some(bucket) = view.version.bucket_for(user_key) else {
-            return Ok(());
+            return Ok(None);
         };
         if !bucket.filter.may_contain(user_key) {
-            return Ok(());
+            return Ok(None);
         }
         add(&self.counters.delta_reads, 1);
-        let records = self.deltas.key_records(bucket, user_key)?;
-        for r in delta::visible(&records, view.seq) {
-            if r.seq <= base_seq {
-                break;
+        let read = self.deltas.plan_read(bucket, user_key)?;
+        let read = if overlap && !read.is_cached() {
+            match self.delta_reader.start(read, user_key) {
+                Ok(pending) => {
+                    add(&self.counters.delta_reads_overlapped, 1);
+                    return Ok(Some(DeltaRead::Pending {
+                        pending,
+                        bucket: bucket.clone(),
+                    }));
+                }
+                Err(read) => read,
             }
-            operands.push(&r.value);
+        } else {
+            read
+        };
+        Ok(Some(DeltaRead::Ready(
+            self.deltas.finish_read(read, user_key)?,
+        )))
+    }
+
+    /// The records a delta read found, newest first.
+    fn finish_delta_read(&self, read: DeltaRead, user_key: &[u8]) -> Result<Vec<Record>> {
+        match read {
+            DeltaRead::Ready(records) => Ok(records),
+            DeltaRead::Pending { pending, bucket } => match pending.wait() {
+                Some((records, reads)) => {
+                    add_thread_reads(reads);
+                    records
+                }
+                None => self.deltas.key_records(&bucket, user_key),
+            },
         }
-        Ok(())
     }
 
     /// The value a lookup's merge operands make of `base`.

@@ -36,6 +36,7 @@ pub(crate) struct Counters {
     pub delta_buckets_folded: AtomicU64,
     pub delta_records_dropped: AtomicU64,
     pub delta_reads: AtomicU64,
+    pub delta_reads_overlapped: AtomicU64,
     pub stall_micros: AtomicU64,
     pub slowdown_writes: AtomicU64,
     pub stopped_writes: AtomicU64,
@@ -183,6 +184,9 @@ pub struct Stats {
     pub delta_buckets_folded: u64,
     pub delta_records_dropped: u64,
     pub delta_reads: u64,
+    /// Of `delta_reads`, those a reader thread did while the get read the
+    /// LSM-tree and the value.
+    pub delta_reads_overlapped: u64,
     /// Time writers spent slowed down or stopped.
     pub stall_micros: u64,
     pub slowdown_writes: u64,
@@ -264,6 +268,7 @@ impl Stats {
             delta_buckets_folded: get(&c.delta_buckets_folded),
             delta_records_dropped: get(&c.delta_records_dropped),
             delta_reads: get(&c.delta_reads),
+            delta_reads_overlapped: get(&c.delta_reads_overlapped),
             stall_micros: get(&c.stall_micros),
             slowdown_writes: get(&c.slowdown_writes),
             stopped_writes: get(&c.stopped_writes),
@@ -359,7 +364,7 @@ impl Stats {
         if self.delta_bytes_written > 0 || self.delta_reads > 0 {
             let _ = writeln!(
                 s,
-                "delta store: {:.1} MB written; {} buckets collected ({} split, {} merged pairs, {} folded), {} records dropped; {} bucket reads; filters and indexes {:.1} MB of the block cache's budget",
+                "delta store: {:.1} MB written; {} buckets collected ({} split, {} merged pairs, {} folded), {} records dropped; {} bucket reads ({} overlapped with the tree's); filters and indexes {:.1} MB of the block cache's budget",
                 mb(self.delta_bytes_written),
                 self.delta_buckets_collected,
                 self.delta_bucket_splits,
@@ -367,6 +372,7 @@ impl Stats {
                 self.delta_buckets_folded,
                 self.delta_records_dropped,
                 self.delta_reads,
+                self.delta_reads_overlapped,
                 mb(self.delta_memory_bytes)
             );
         }

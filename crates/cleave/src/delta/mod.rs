@@ -23,6 +23,7 @@ pub(crate) mod filter;
 pub(crate) mod format;
 pub(crate) mod gc;
 pub(crate) mod iter;
+pub(crate) mod reader;
 pub(crate) mod write;
 
 use std::collections::HashMap;
@@ -83,6 +84,20 @@ pub(crate) fn visible(records: &[Record], view_seq: SeqNo) -> impl Iterator<Item
         .iter()
         .filter(move |r| r.seq <= view_seq)
         .take_while(|r| r.kind == RecordKind::Delta)
+}
+
+/// A read of one key's deltas: the blocks it needs, by file, and those
+/// found in the cache.
+pub(crate) struct KeyRead {
+    wanted: Vec<(FileNumber, format::BlockRef)>,
+    blocks: Vec<Option<Block>>,
+}
+
+impl KeyRead {
+    /// Whether every block came from the cache: nothing left to read.
+    pub(crate) fn is_cached(&self) -> bool {
+        self.blocks.iter().all(Option::is_some)
+    }
 }
 
 /// Reads buckets, block by block through the block cache.
@@ -254,6 +269,13 @@ impl DeltaStore {
     /// block (rarely blocks) whose range holds the key; those not cached
     /// are read together, in one batch.
     pub(crate) fn key_records(&self, bucket: &BucketMeta, key: &[u8]) -> Result<Vec<Record>> {
+        let read = self.plan_read(bucket, key)?;
+        self.finish_read(read, key)
+    }
+
+    /// The blocks a read of `key` in `bucket` needs, with those the cache
+    /// holds.
+    pub(crate) fn plan_read(&self, bucket: &BucketMeta, key: &[u8]) -> Result<KeyRead> {
         let mut wanted: Vec<(FileNumber, format::BlockRef)> = Vec::new();
         for c in &bucket.chunks {
             let index = self.index(c)?;
@@ -267,10 +289,17 @@ impl DeltaStore {
                     .map(|b| (c.file, b.clone())),
             );
         }
-        let mut blocks: Vec<Option<Block>> = wanted
+        let blocks = wanted
             .iter()
             .map(|(file, b)| self.cached(*file, b))
             .collect();
+        Ok(KeyRead { wanted, blocks })
+    }
+
+    /// Reads the blocks `read` still lacks, in one batch, and gives the
+    /// records of `key` in them, newest first.
+    pub(crate) fn finish_read(&self, read: KeyRead, key: &[u8]) -> Result<Vec<Record>> {
+        let KeyRead { wanted, mut blocks } = read;
         let missing: Vec<usize> = (0..wanted.len()).filter(|&i| blocks[i].is_none()).collect();
         if !missing.is_empty() {
             let files = missing

@@ -28,6 +28,11 @@ pub(crate) fn thread_reads() -> u64 {
     THREAD_READS.with(Cell::get)
 }
 
+/// Counts `reads` another thread made on the calling thread's behalf.
+pub(crate) fn add_thread_reads(reads: u64) {
+    THREAD_READS.with(|r| r.set(r.get() + reads));
+}
+
 #[derive(Debug, Default)]
 struct Counters {
     reads: AtomicU64,

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
-pub(crate) use counting::{thread_reads, CountingFs};
+pub(crate) use counting::{add_thread_reads, thread_reads, CountingFs};
 pub use fault::{FaultFs, FaultOp};
 pub use mem::MemFs;
 pub use os::OsFs;
