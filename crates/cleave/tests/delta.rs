@@ -208,6 +208,64 @@ fn gets_overlap_uncached_delta_reads_with_the_tree() {
     }
 }
 
+/// Damage found by a reader thread reaches the get as corruption naming
+/// the delta file; damage to the value read while a delta read is on a
+/// reader names the value file. Every other key still reads right.
+#[test]
+fn damage_found_during_an_overlapped_get_names_its_file() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    let opts = || Options {
+        block_cache_capacity: 16 << 10,
+        min_value_size: 1,
+        ..options(&fs)
+    };
+    let db = Db::open(dir, opts()).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..6 {
+        run(&db, &mut model, 3000, round);
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    let db = Db::open(dir, opts()).unwrap();
+    // Damaged once open has indexed every chunk: only a read sees it.
+    let names = cleave::vfs::Fs::list(&fs, dir).unwrap();
+    for name in &names {
+        let path = dir.join(name);
+        let len = cleave::vfs::Fs::open(&fs, &path, Default::default())
+            .unwrap()
+            .len() as usize;
+        if name.ends_with(".kd") {
+            // Inside the first block of the file's first chunk.
+            assert!(fs.corrupt_byte(&path, 40));
+        } else if name.ends_with(".vf") {
+            assert!(fs.corrupt_byte(&path, len / 2));
+        }
+    }
+    let ro = ReadOptions::new();
+    let (mut delta_errors, mut value_errors) = (0, 0);
+    for i in 0..KEYS {
+        match db.get(&ro, &key(i)) {
+            Ok(v) => assert_eq!(counter(v), model.get(&key(i)).copied(), "key {i}"),
+            Err(e) => {
+                assert!(e.is_corruption(), "key {i}: {e:?}");
+                let text = e.to_string();
+                let name = names.iter().find(|n| text.contains(n.as_str()));
+                match name.map(|n| n.rsplit('.').next()) {
+                    Some(Some("kd")) => delta_errors += 1,
+                    Some(Some("vf")) => value_errors += 1,
+                    _ => panic!("key {i}: {text} names no damaged file"),
+                }
+            }
+        }
+    }
+    assert!(
+        delta_errors > 0 && value_errors > 0,
+        "{delta_errors} {value_errors}"
+    );
+    assert!(db.stats().delta_reads_overlapped > 0);
+}
+
 /// An anchor keeps older deltas dead after compaction drops the tombstone
 /// (or the value) that left it.
 #[test]

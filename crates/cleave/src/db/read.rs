@@ -21,7 +21,7 @@ use crate::memtable::{MemTable, MergedRun};
 use crate::merge::{self, Operands};
 use crate::options::ReadOptions;
 use crate::value_log::LogReads;
-use crate::vfs::{add_thread_reads, thread_reads};
+use crate::vfs::thread_reads;
 
 /// Bytes compaction reads from an input file at a time (RocksDB uses 2 MiB
 /// with direct I/O too): one call per window instead of one per block.
@@ -362,7 +362,6 @@ impl DbInner {
         let read = if overlap && !read.is_cached() {
             match self.delta_reader.start(read, user_key) {
                 Ok(pending) => {
-                    add(&self.counters.delta_reads_overlapped, 1);
                     return Ok(Some(DeltaRead::Pending {
                         pending,
                         bucket: bucket.clone(),
@@ -383,11 +382,16 @@ impl DbInner {
         match read {
             DeltaRead::Ready(records) => Ok(records),
             DeltaRead::Pending { pending, bucket } => match pending.wait() {
-                Some((records, reads)) => {
-                    add_thread_reads(reads);
+                Some(records) => {
+                    add(&self.counters.delta_reads_overlapped, 1);
                     records
                 }
-                None => self.deltas.key_records(&bucket, user_key),
+                None => {
+                    log::warn!(
+                        "a delta reader thread ended without answering; the get reads its deltas itself"
+                    );
+                    self.deltas.key_records(&bucket, user_key)
+                }
             },
         }
     }

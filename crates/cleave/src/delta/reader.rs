@@ -10,14 +10,14 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
 
 use super::{DeltaStore, KeyRead, Record};
 use crate::error::Result;
-use crate::vfs::thread_reads;
+use crate::vfs::{add_thread_reads, thread_reads};
 
 /// Reader threads: enough for two gets at once to overlap their delta
 /// reads; more gets than that read their deltas themselves.
@@ -44,22 +44,35 @@ pub(crate) struct DeltaReader {
     store: Arc<DeltaStore>,
     /// Readers waiting for a job, not yet claimed.
     idle: Arc<AtomicUsize>,
-    /// Started at the first read that needs them; `Some(None)` if no
-    /// thread could be started, so that gets stop trying.
-    workers: Mutex<Option<Option<Workers>>>,
+    /// Started at the first read that needs them; `None` if no thread
+    /// could be started, so that gets stop trying.
+    workers: OnceLock<Option<Workers>>,
 }
 
-/// A read handed to a reader.
+/// A read handed to a reader. It is always waited for, if need be when
+/// dropped: a get that fails in the tree must not return while its read
+/// goes on, since the view it drops may be what keeps the delta file, and
+/// the reads made for it are the get's.
 pub(crate) struct Pending {
-    reply: Receiver<Reply>,
+    reply: Option<Receiver<Reply>>,
 }
 
 impl Pending {
-    /// The records and the device reads made for them; `None` if the
-    /// reader ended without answering (it panicked), so that the caller
-    /// reads them itself.
-    pub(crate) fn wait(self) -> Option<Reply> {
-        self.reply.recv().ok()
+    /// The records, the reads made for them counted as the calling
+    /// thread's; `None` if the reader ended without answering (it
+    /// panicked), so that the caller reads them itself.
+    pub(crate) fn wait(mut self) -> Option<Result<Vec<Record>>> {
+        let (records, reads) = self.reply.take()?.recv().ok()?;
+        add_thread_reads(reads);
+        Some(records)
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(Ok((_, reads))) = self.reply.take().map(|r| r.recv()) {
+            add_thread_reads(reads);
+        }
     }
 }
 
@@ -68,15 +81,14 @@ impl DeltaReader {
         DeltaReader {
             store,
             idle: Arc::new(AtomicUsize::new(0)),
-            workers: Mutex::new(None),
+            workers: OnceLock::new(),
         }
     }
 
     /// Hands `read` of `key` to an idle reader, or gives it back when none
     /// is idle (or none could be started).
     pub(crate) fn start(&self, read: KeyRead, key: &[u8]) -> std::result::Result<Pending, KeyRead> {
-        let mut workers = self.workers.lock();
-        let Some(w) = workers.get_or_insert_with(|| self.spawn()) else {
+        let Some(w) = self.workers.get_or_init(|| self.spawn()) else {
             return Err(read);
         };
         let claimed = self
@@ -92,7 +104,9 @@ impl DeltaReader {
             reply,
         };
         match w.jobs.send(job) {
-            Ok(()) => Ok(Pending { reply: answer }),
+            Ok(()) => Ok(Pending {
+                reply: Some(answer),
+            }),
             Err(mpsc::SendError(job)) => {
                 self.idle.fetch_add(1, Ordering::AcqRel);
                 Err(job.read)
@@ -138,7 +152,7 @@ fn serve(store: &DeltaStore, queue: &Mutex<Receiver<Job>>, idle: &AtomicUsize) {
 
 impl Drop for DeltaReader {
     fn drop(&mut self) {
-        if let Some(Some(w)) = self.workers.get_mut().take() {
+        if let Some(Some(w)) = self.workers.take() {
             // Closing the queue ends every reader once it is idle.
             drop(w.jobs);
             for t in w.threads {
