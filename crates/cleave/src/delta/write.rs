@@ -1,6 +1,7 @@
 //! What a flush writes to the delta store: the memtable's operands and
 //! anchors, appended per bucket or, where a bucket is full, garbage
-//! collected with it; all in one new delta file.
+//! collected with it; all in one new delta file, written as each bucket's
+//! chunk is made, so that a flush holds one bucket's records at a time.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use crate::base::{FileNumber, InternalIterator, SeqNo};
 use crate::error::{Error, Result};
 use crate::manifest::{BucketMeta, ChunkRef, DeltaFileMeta, Version, VersionEdit};
 use crate::merge::MergeOperator;
-use crate::vfs::FileOptions;
+use crate::vfs::{FileOptions, WritableFile};
 
 /// A memtable's entries as the delta store takes them: each merge operand
 /// a delta, each put or delete an anchor candidate, in chunk order.
@@ -121,16 +122,115 @@ impl DeltaOutput {
     }
 }
 
-/// One bucket's part of the new delta file.
-struct Planned {
-    /// The bucket a chunk is appended to, or a new bucket's smallest key.
-    target: Target,
-    records: Vec<Record>,
-}
-
+/// Where a chunk goes: appended to a bucket, or a new bucket's first.
 enum Target {
     Append(Arc<BucketMeta>),
     New { smallest: Vec<u8> },
+}
+
+/// Bytes of chunks a flush gathers before appending them to its delta
+/// file.
+const SINK_BUFFER_BYTES: usize = 1 << 20;
+
+/// A flush's new delta file, written chunk by chunk as the buckets are
+/// planned; created with the first chunk.
+struct Sink<'a> {
+    store: &'a DeltaStore,
+    number: FileNumber,
+    file: Option<Box<dyn WritableFile>>,
+    /// Bytes not yet appended, and the bytes appended before them.
+    pending: Vec<u8>,
+    flushed: u64,
+    /// Buckets this flush appends a chunk to.
+    appended_to: HashSet<u64>,
+}
+
+impl<'a> Sink<'a> {
+    fn new(store: &'a DeltaStore, number: FileNumber) -> Self {
+        let mut pending = Vec::new();
+        format::encode_header(&mut pending);
+        Sink {
+            store,
+            number,
+            file: None,
+            pending,
+            flushed: 0,
+            appended_to: HashSet::new(),
+        }
+    }
+
+    /// Writes `records` as a chunk for `target`, and notes in `out` the
+    /// bucket it joins or makes.
+    fn add(
+        &mut self,
+        target: Target,
+        records: &[Record],
+        new_number: &dyn Fn() -> FileNumber,
+        out: &mut DeltaOutput,
+    ) -> Result<()> {
+        let start = self.pending.len();
+        let mut index = format::encode_chunk(&mut self.pending, records)?;
+        // encode_chunk places blocks in `pending`; the file holds
+        // `flushed` bytes before it.
+        for b in &mut index {
+            b.offset += self.flushed;
+        }
+        let offset = self.flushed + start as u64;
+        self.store.add_index(self.number, offset, index);
+        let chunk = ChunkRef {
+            file: self.number,
+            offset,
+            len: (self.pending.len() - start) as u64,
+        };
+        // Keys join the shared filter before any Version holds the chunk:
+        // a filter may be ahead of a reader, never behind.
+        match target {
+            Target::Append(b) => {
+                for r in records {
+                    b.filter.add(&r.key);
+                }
+                self.appended_to.insert(b.id);
+                out.appended.push((b.id, chunk));
+            }
+            Target::New { smallest } => {
+                let b = BucketMeta::new(new_number().0, smallest, vec![chunk]);
+                for r in records {
+                    b.filter.add(&r.key);
+                }
+                out.new_buckets.push(b);
+            }
+        }
+        if self.pending.len() >= SINK_BUFFER_BYTES {
+            self.write_pending()?;
+        }
+        Ok(())
+    }
+
+    fn write_pending(&mut self) -> Result<()> {
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => self.file.insert(
+                self.store
+                    .fs
+                    .create(&self.store.path(self.number), FileOptions::default())?,
+            ),
+        };
+        file.append(&self.pending)?;
+        self.flushed += self.pending.len() as u64;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Appends what is left, syncs the file and its directory, and gives
+    /// the file's size.
+    fn finish(mut self) -> Result<u64> {
+        self.write_pending()?;
+        if let Some(mut f) = self.file.take() {
+            f.sync()?;
+        }
+        self.store.fs.sync_dir(&self.store.dir)?;
+        Ok(self.flushed)
+    }
 }
 
 fn bytes(records: &[Record]) -> u64 {
@@ -192,212 +292,31 @@ impl DeltaStore {
         if records.is_empty() {
             return Ok(out);
         }
-        let opts = self.opts;
-        let mut plans: Vec<Planned> = Vec::new();
-        let mut count = version.buckets().count();
-        if count == 0 {
-            // KDSep's initial buckets: filled only partly, so that most of
-            // their capacity is left for the appends to come.
-            let target =
-                (opts.bucket_capacity / 4).max(bytes(&records) / opts.max_buckets as u64 + 1);
-            let runs = partition(records, target);
-            for (i, run) in runs.into_iter().enumerate() {
-                let smallest = if i == 0 {
-                    Vec::new()
-                } else {
-                    run[0].key.clone()
-                };
-                plans.push(Planned {
-                    target: Target::New { smallest },
-                    records: run,
-                });
+        let number = new_number();
+        let mut sink = Sink::new(self, number);
+        let written = self
+            .plan(
+                version,
+                records,
+                &mut collector,
+                &mut sink,
+                new_number,
+                &mut out,
+            )
+            .and_then(|()| sink.finish());
+        let size = match written {
+            Ok(size) => size,
+            Err(e) => {
+                // The file is an orphan, which the next open removes.
+                self.forget(number);
+                return Err(e);
             }
-        } else {
-            let buckets: Vec<Arc<BucketMeta>> = version.buckets().cloned().collect();
-            let mut rest = records.into_iter().peekable();
-            for (i, b) in buckets.iter().enumerate() {
-                let next = buckets.get(i + 1).map(|n| n.smallest.as_slice());
-                let mut mine = Vec::new();
-                while let Some(r) = rest.next_if(|r| next.is_none_or(|n| r.key.as_slice() < n)) {
-                    mine.push(r);
-                }
-                if mine.is_empty() {
-                    continue;
-                }
-                let fits =
-                    b.bytes() + bytes(&mine) <= opts.bucket_capacity && b.chunks.len() < MAX_CHUNKS;
-                if fits {
-                    plans.push(Planned {
-                        target: Target::Append(b.clone()),
-                        records: mine,
-                    });
-                    continue;
-                }
-                // Garbage collection of the full bucket, with the new
-                // records: it is rewritten sorted, or split in two.
-                let mut all = self.records(b)?;
-                all.extend(mine);
-                all.sort_by(format::order);
-                let live = collector.collect(all, &|_| false);
-                out.deleted_buckets.push(b.id);
-                out.collected += 1;
-                if bytes(&live) > opts.split_bytes && count < opts.max_buckets {
-                    let half = bytes(&live) / 2;
-                    let mut runs = partition(live, half).into_iter();
-                    let left = runs.next().unwrap_or_default();
-                    let right: Vec<Record> = runs.flatten().collect();
-                    plans.push(Planned {
-                        target: Target::New {
-                            smallest: b.smallest.clone(),
-                        },
-                        records: left,
-                    });
-                    if !right.is_empty() {
-                        plans.push(Planned {
-                            target: Target::New {
-                                smallest: right[0].key.clone(),
-                            },
-                            records: right,
-                        });
-                        count += 1;
-                        out.splits += 1;
-                    }
-                } else if bytes(&live) > opts.split_bytes {
-                    // The store is full: KDSep folds the bucket's deltas
-                    // into their values. Here they go back to the LSM-tree
-                    // with this flush, as merge operands that compaction
-                    // merges onto the values beneath them; a key with an
-                    // anchor (a snapshot keeps deltas below it) stays.
-                    let (kept, spilled) = fold(live);
-                    out.spilled.extend(spilled);
-                    out.folded += 1;
-                    plans.push(Planned {
-                        target: Target::New {
-                            smallest: b.smallest.clone(),
-                        },
-                        records: kept,
-                    });
-                } else {
-                    plans.push(Planned {
-                        target: Target::New {
-                            smallest: b.smallest.clone(),
-                        },
-                        records: live,
-                    });
-                }
-            }
-            debug_assert!(rest.next().is_none());
-            // KDSep's step 5: with no room left to split, the smallest pair
-            // of adjacent buckets becomes one, so that hot ranges can split.
-            if count + 2 > opts.max_buckets {
-                self.merge_smallest_pair(&buckets, &mut plans, &mut collector, &mut out)?;
-            }
-        }
+        };
         out.partial_merges = collector.merged;
         out.dropped = collector.dropped;
-        self.write_plans(version, plans, new_number, &mut out)?;
-        Ok(out)
-    }
-}
-
-impl DeltaStore {
-    /// Merges the adjacent pair of buckets this flush leaves alone whose
-    /// chunks take the fewest bytes, if those fit one bucket.
-    fn merge_smallest_pair(
-        &self,
-        buckets: &[Arc<BucketMeta>],
-        plans: &mut Vec<Planned>,
-        collector: &mut Collector<'_>,
-        out: &mut DeltaOutput,
-    ) -> Result<()> {
-        let touched: HashSet<u64> = plans
-            .iter()
-            .filter_map(|p| match &p.target {
-                Target::Append(b) => Some(b.id),
-                Target::New { .. } => None,
-            })
-            .chain(out.deleted_buckets.iter().copied())
-            .collect();
-        let pair = buckets
-            .windows(2)
-            .filter(|w| !touched.contains(&w[0].id) && !touched.contains(&w[1].id))
-            .map(|w| (w[0].bytes() + w[1].bytes(), &w[0], &w[1]))
-            .filter(|(total, _, _)| *total <= self.opts.bucket_capacity)
-            .min_by_key(|(total, _, _)| *total);
-        let Some((_, left, right)) = pair else {
-            return Ok(());
-        };
-        let mut all = self.records(left)?;
-        all.extend(self.records(right)?);
-        all.sort_by(format::order);
-        let live = collector.collect(all, &|_| false);
-        out.deleted_buckets.extend([left.id, right.id]);
-        out.merged_pairs += 1;
-        plans.push(Planned {
-            target: Target::New {
-                smallest: left.smallest.clone(),
-            },
-            records: live,
-        });
-        Ok(())
-    }
-
-    /// Writes the planned chunks as one delta file, synced, and fills
-    /// `out` with the buckets and chunks the edit installs and the delta
-    /// files no bucket needs after it.
-    fn write_plans(
-        &self,
-        version: &Version,
-        plans: Vec<Planned>,
-        new_number: &dyn Fn() -> FileNumber,
-        out: &mut DeltaOutput,
-    ) -> Result<()> {
-        let number = new_number();
-        let path = self.path(number);
-        let mut data = Vec::new();
-        format::encode_header(&mut data);
-        for plan in plans {
-            let offset = data.len() as u64;
-            let index = format::encode_chunk(&mut data, &plan.records)?;
-            self.add_index(number, offset, index);
-            let chunk = ChunkRef {
-                file: number,
-                offset,
-                len: data.len() as u64 - offset,
-            };
-            match plan.target {
-                // Keys join the shared filter before any Version holds the
-                // chunk: a filter may be ahead of a reader, never behind.
-                Target::Append(b) => {
-                    for r in &plan.records {
-                        b.filter.add(&r.key);
-                    }
-                    out.appended.push((b.id, chunk));
-                }
-                Target::New { smallest } => {
-                    let b = BucketMeta::new(new_number().0, smallest, vec![chunk]);
-                    for r in &plan.records {
-                        b.filter.add(&r.key);
-                    }
-                    out.new_buckets.push(b);
-                }
-            }
-        }
-        let written = (|| {
-            let mut f = self.fs.create(&path, FileOptions::default())?;
-            f.append(&data)?;
-            f.sync()?;
-            drop(f);
-            self.fs.sync_dir(&self.dir)
-        })();
-        if let Err(e) = written {
-            // The file is an orphan, which the next open removes.
-            self.forget(number);
-            return Err(e);
-        }
         out.file = Some(DeltaFileMeta {
             number,
-            size: data.len() as u64,
+            size,
             ..DeltaFileMeta::default()
         });
         let gone: HashSet<u64> = out.deleted_buckets.iter().copied().collect();
@@ -411,7 +330,130 @@ impl DeltaStore {
             .map(|f| f.number)
             .filter(|n| !still_used.contains(n))
             .collect();
+        Ok(out)
+    }
+
+    /// Places `records` (chunk order) in buckets over `version`: appended
+    /// where they fit, else with the bucket garbage collected, split,
+    /// folded, or a small pair merged, each chunk written to `sink`.
+    fn plan(
+        &self,
+        version: &Version,
+        records: Vec<Record>,
+        collector: &mut Collector<'_>,
+        sink: &mut Sink<'_>,
+        new_number: &dyn Fn() -> FileNumber,
+        out: &mut DeltaOutput,
+    ) -> Result<()> {
+        let opts = self.opts;
+        let mut count = version.buckets().count();
+        if count == 0 {
+            // KDSep's initial buckets: filled only partly, so that most of
+            // their capacity is left for the appends to come.
+            let target =
+                (opts.bucket_capacity / 4).max(bytes(&records) / opts.max_buckets as u64 + 1);
+            let runs = partition(records, target);
+            for (i, run) in runs.into_iter().enumerate() {
+                let smallest = if i == 0 {
+                    Vec::new()
+                } else {
+                    run[0].key.clone()
+                };
+                sink.add(Target::New { smallest }, &run, new_number, out)?;
+            }
+            return Ok(());
+        }
+        let buckets: Vec<Arc<BucketMeta>> = version.buckets().cloned().collect();
+        let mut rest = records.into_iter().peekable();
+        for (i, b) in buckets.iter().enumerate() {
+            let next = buckets.get(i + 1).map(|n| n.smallest.as_slice());
+            let mut mine = Vec::new();
+            while let Some(r) = rest.next_if(|r| next.is_none_or(|n| r.key.as_slice() < n)) {
+                mine.push(r);
+            }
+            if mine.is_empty() {
+                continue;
+            }
+            let fits =
+                b.bytes() + bytes(&mine) <= opts.bucket_capacity && b.chunks.len() < MAX_CHUNKS;
+            if fits {
+                sink.add(Target::Append(b.clone()), &mine, new_number, out)?;
+                continue;
+            }
+            // Garbage collection of the full bucket, with the new records:
+            // it is rewritten sorted, or split in two.
+            let mut all = self.records(b)?;
+            all.extend(mine);
+            all.sort_by(format::order);
+            let live = collector.collect(all, &|_| false);
+            out.deleted_buckets.push(b.id);
+            out.collected += 1;
+            let here = || Target::New {
+                smallest: b.smallest.clone(),
+            };
+            if bytes(&live) > opts.split_bytes && count < opts.max_buckets {
+                let half = bytes(&live) / 2;
+                let mut runs = partition(live, half).into_iter();
+                let left = runs.next().unwrap_or_default();
+                let right: Vec<Record> = runs.flatten().collect();
+                sink.add(here(), &left, new_number, out)?;
+                if !right.is_empty() {
+                    let smallest = right[0].key.clone();
+                    sink.add(Target::New { smallest }, &right, new_number, out)?;
+                    count += 1;
+                    out.splits += 1;
+                }
+            } else if bytes(&live) > opts.split_bytes {
+                // The store is full: KDSep folds the bucket's deltas into
+                // their values. Here they go back to the LSM-tree with this
+                // flush, as merge operands that compaction merges onto the
+                // values beneath them; a key with an anchor (a snapshot
+                // keeps deltas below it) stays.
+                let (kept, spilled) = fold(live);
+                out.spilled.extend(spilled);
+                out.folded += 1;
+                sink.add(here(), &kept, new_number, out)?;
+            } else {
+                sink.add(here(), &live, new_number, out)?;
+            }
+        }
+        debug_assert!(rest.next().is_none());
+        // KDSep's step 5: with no room left to split, the smallest pair of
+        // adjacent buckets becomes one, so that hot ranges can split.
+        if count + 2 > opts.max_buckets {
+            self.merge_smallest_pair(&buckets, collector, sink, new_number, out)?;
+        }
         Ok(())
+    }
+
+    /// Merges the adjacent pair of buckets this flush leaves alone whose
+    /// chunks take the fewest bytes, if those fit one bucket.
+    fn merge_smallest_pair(
+        &self,
+        buckets: &[Arc<BucketMeta>],
+        collector: &mut Collector<'_>,
+        sink: &mut Sink<'_>,
+        new_number: &dyn Fn() -> FileNumber,
+        out: &mut DeltaOutput,
+    ) -> Result<()> {
+        let touched = |id: u64| sink.appended_to.contains(&id) || out.deleted_buckets.contains(&id);
+        let pair = buckets
+            .windows(2)
+            .filter(|w| !touched(w[0].id) && !touched(w[1].id))
+            .map(|w| (w[0].bytes() + w[1].bytes(), &w[0], &w[1]))
+            .filter(|(total, _, _)| *total <= self.opts.bucket_capacity)
+            .min_by_key(|(total, _, _)| *total);
+        let Some((_, left, right)) = pair else {
+            return Ok(());
+        };
+        let mut all = self.records(left)?;
+        all.extend(self.records(right)?);
+        all.sort_by(format::order);
+        let live = collector.collect(all, &|_| false);
+        out.deleted_buckets.extend([left.id, right.id]);
+        out.merged_pairs += 1;
+        let smallest = left.smallest.clone();
+        sink.add(Target::New { smallest }, &live, new_number, out)
     }
 }
 
