@@ -14,6 +14,7 @@ mod error;
 pub mod fuzzing;
 mod gc;
 mod iter;
+pub mod log_store;
 mod manifest;
 mod memtable;
 mod merge;

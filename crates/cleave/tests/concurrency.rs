@@ -577,6 +577,13 @@ impl Fs for GateFs {
             gate: self.gate.clone(),
         }))
     }
+    fn reopen_at(&self, path: &Path, at: u64) -> cleave::Result<Box<dyn WritableFile>> {
+        Ok(Box::new(GatedFile {
+            inner: self.inner.reopen_at(path, at)?,
+            path: path.to_path_buf(),
+            gate: self.gate.clone(),
+        }))
+    }
     fn open(&self, path: &Path, opts: FileOptions) -> cleave::Result<Arc<dyn RandomAccessFile>> {
         self.inner.open(path, opts)
     }

@@ -96,6 +96,10 @@ impl Fs for CountingFs {
         self.inner.create(path, opts)
     }
 
+    fn reopen_at(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
+        self.inner.reopen_at(path, at)
+    }
+
     fn open(&self, path: &Path, opts: FileOptions) -> Result<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(CountingFile {
             inner: self.inner.open(path, opts)?,

@@ -213,6 +213,15 @@ impl Fs for FaultFs {
         }))
     }
 
+    fn reopen_at(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
+        self.control.check(FaultOp::Create, path)?;
+        Ok(Box::new(FaultWritable {
+            inner: self.inner.reopen_at(path, at)?,
+            path: path.to_path_buf(),
+            control: self.control.clone(),
+        }))
+    }
+
     fn open(&self, path: &Path, opts: FileOptions) -> Result<Arc<dyn RandomAccessFile>> {
         self.control.check(FaultOp::Open, path)?;
         Ok(Arc::new(FaultRandomAccess {

@@ -14,8 +14,35 @@ use crate::error::{Error, Result};
 
 #[derive(Debug, Default)]
 struct MemFile {
+    /// Bytes written from the start of the file by its current writer.
     data: Vec<u8>,
+    /// How much of `data` is durable.
     synced: usize,
+    /// For a file reopened to be written over ([`Fs::reopen_at`]): what it
+    /// held then, all durable, of which the part past `data` is still the
+    /// file's content. Empty for a file written from its creation.
+    stale: Vec<u8>,
+}
+
+impl MemFile {
+    /// What a reader sees: the bytes written, then the old bytes past them.
+    fn visible(&self) -> Vec<u8> {
+        let mut v = self.data.clone();
+        v.extend_from_slice(self.stale.get(self.data.len()..).unwrap_or_default());
+        v
+    }
+
+    fn visible_len(&self) -> usize {
+        self.data.len().max(self.stale.len())
+    }
+
+    /// What a power loss leaves when the first `len` bytes of `data`
+    /// (at least the synced ones) reached the disk.
+    fn image(&self, len: usize) -> Vec<u8> {
+        let mut v = self.data[..len].to_vec();
+        v.extend_from_slice(self.stale.get(len..).unwrap_or_default());
+        v
+    }
 }
 
 type FileRef = Arc<Mutex<MemFile>>;
@@ -64,10 +91,14 @@ impl MemFs {
             let f = f.lock();
             let unsynced = f.data.len() - f.synced;
             let len = f.synced + keep(unsynced).min(unsynced);
-            let data = f.data[..len].to_vec();
+            let data = f.image(len);
             durable.insert(
                 path.clone(),
-                Arc::new(Mutex::new(MemFile { synced: len, data })),
+                Arc::new(Mutex::new(MemFile {
+                    synced: data.len(),
+                    data,
+                    stale: Vec::new(),
+                })),
             );
         }
         MemFs {
@@ -98,6 +129,7 @@ impl MemFs {
                     Arc::new(Mutex::new(MemFile {
                         synced: f.synced,
                         data: f.data.clone(),
+                        stale: f.stale.clone(),
                     }))
                 })
                 .clone()
@@ -124,7 +156,12 @@ impl MemFs {
         match st.live.get(path) {
             Some(f) => {
                 let mut f = f.lock();
-                match f.data.get_mut(offset) {
+                let target = if offset < f.data.len() {
+                    f.data.get_mut(offset)
+                } else {
+                    f.stale.get_mut(offset)
+                };
+                match target {
                     Some(b) => {
                         *b ^= 0x5a;
                         true
@@ -142,7 +179,7 @@ impl MemFs {
             .lock()
             .live
             .get(path)
-            .map(|f| f.lock().data.len())
+            .map(|f| f.lock().visible_len())
     }
 
     /// Test helper: cuts a file to `len` bytes (in both views).
@@ -150,6 +187,7 @@ impl MemFs {
         if let Some(f) = self.state.lock().live.get(path) {
             let mut f = f.lock();
             f.data.truncate(len);
+            f.stale.truncate(len);
             f.synced = f.synced.min(len);
         }
     }
@@ -166,6 +204,41 @@ impl Fs for MemFs {
         let f: FileRef = Arc::default();
         st.live.insert(path.to_path_buf(), f.clone());
         Ok(Box::new(MemWritable { file: f }))
+    }
+
+    fn reopen_at(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
+        let st = self.state.lock();
+        let file = st
+            .live
+            .get(path)
+            .ok_or_else(|| not_found(path, "open_for_write"))?
+            .clone();
+        let mut f = file.lock();
+        let misuse = |why: String| {
+            Error::io(
+                path,
+                "open_for_write",
+                std::io::Error::new(ErrorKind::InvalidInput, why),
+            )
+        };
+        if f.synced < f.data.len() {
+            // The model keeps one durable image of old bytes: the caller
+            // must have made them durable (the trait's contract).
+            return Err(misuse("reopened with bytes not yet synced".to_string()));
+        }
+        let old = f.visible();
+        let at = usize::try_from(at).unwrap_or(usize::MAX);
+        if at > old.len() {
+            return Err(misuse(format!(
+                "write position {at} past the end of the file ({} bytes)",
+                old.len()
+            )));
+        }
+        f.data = old[..at].to_vec();
+        f.synced = at;
+        f.stale = old;
+        drop(f);
+        Ok(Box::new(MemWritable { file }))
     }
 
     fn open(&self, path: &Path, _opts: FileOptions) -> Result<Arc<dyn RandomAccessFile>> {
@@ -304,11 +377,14 @@ impl RandomAccessFile for MemRandomAccess {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let f = self.file.lock();
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        match start
-            .checked_add(len)
-            .and_then(|end| f.data.get(start..end))
-        {
-            Some(s) => Ok(s.to_vec()),
+        let end = start.checked_add(len);
+        let bytes = match end {
+            Some(end) if end <= f.data.len() => f.data.get(start..end).map(<[u8]>::to_vec),
+            Some(end) if end <= f.visible_len() => f.visible().get(start..end).map(<[u8]>::to_vec),
+            _ => None,
+        };
+        match bytes {
+            Some(s) => Ok(s),
             None => Err(Error::io(
                 &self.path,
                 "read",
@@ -318,7 +394,7 @@ impl RandomAccessFile for MemRandomAccess {
     }
 
     fn len(&self) -> u64 {
-        self.file.lock().data.len() as u64
+        self.file.lock().visible_len() as u64
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
@@ -355,6 +431,34 @@ mod tests {
 
         let torn = fs.crash_clone_keeping(|n| n / 2);
         assert_eq!(torn.file_len(&d.join("a")), Some(8));
+    }
+
+    /// A file written over from its start keeps its size and, after a
+    /// crash, its old bytes past what was synced of the new ones.
+    #[test]
+    fn a_reopened_file_is_written_over_in_place() {
+        let fs = MemFs::new();
+        let d = Path::new("/db");
+        fs.create_dir_all(d).unwrap();
+        let p = d.join("log");
+        let mut f = fs.create(&p, FileOptions::default()).unwrap();
+        f.append(b"0123456789").unwrap();
+        drop(f);
+        assert!(fs.reopen_at(&p, 0).is_err(), "old bytes not durable");
+        fs.sync_file(&p).unwrap();
+        fs.sync_dir(d).unwrap();
+        let mut w = fs.reopen_at(&p, 2).unwrap();
+        assert_eq!(w.len(), 2);
+        w.append(b"ab").unwrap();
+        w.sync().unwrap();
+        w.append(b"cd").unwrap();
+        let r = fs.open(&p, FileOptions::default()).unwrap();
+        assert_eq!(r.read_at(0, 10).unwrap(), b"01abcd6789");
+        assert_eq!(fs.crash_clone().file_len(&p), Some(10));
+        let crashed = fs.crash_clone_keeping(|n| n / 2);
+        let r = crashed.open(&p, FileOptions::default()).unwrap();
+        assert_eq!(r.read_at(0, 10).unwrap(), b"01abc56789");
+        assert!(fs.reopen_at(&p, 11).is_err(), "past the end");
     }
 
     #[test]

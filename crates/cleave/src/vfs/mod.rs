@@ -81,6 +81,15 @@ pub struct FileOptions {
 pub trait Fs: Send + Sync + std::fmt::Debug {
     /// Creates `path` (truncating any existing file) for appending.
     fn create(&self, path: &Path, opts: FileOptions) -> Result<Box<dyn WritableFile>>;
+    /// Opens the existing file `path` for writing from offset `at` (at most
+    /// its size) over the bytes it holds, without truncating it: appends
+    /// that stay inside its size leave the size alone, so that a `sync`
+    /// of them flushes data and no size metadata (a preallocated or
+    /// recycled log, LavaFS's `fdatasync`). The writer's `len` is its
+    /// position, `at` plus what it appended. Buffered (no `O_DIRECT`).
+    /// Every byte of the file must be durable already: a file this
+    /// process synced, or one recovery found.
+    fn reopen_at(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positional reads.
     fn open(&self, path: &Path, opts: FileOptions) -> Result<Arc<dyn RandomAccessFile>>;
     /// Atomically replaces `to` with `from`.

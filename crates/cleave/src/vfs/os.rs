@@ -5,7 +5,7 @@
 use std::alloc::{self, Layout};
 use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, Seek, SeekFrom, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -106,6 +106,32 @@ impl Fs for OsFs {
             }
             Err(e) => Err(Error::io(path, "create", e)),
         }
+    }
+
+    fn reopen_at(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(path, "open_for_write", e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| Error::io(path, "stat", e))?
+            .len();
+        if at > size {
+            return Err(Error::io(
+                path,
+                "open_for_write",
+                std::io::Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("write position {at} past the end of the file ({size} bytes)"),
+                ),
+            ));
+        }
+        file.seek(SeekFrom::Start(at))
+            .map_err(|e| Error::io(path, "seek", e))?;
+        let mut w = OsWritable::new(path, file, false)?;
+        w.len = at;
+        Ok(Box::new(w))
     }
 
     fn open(&self, path: &Path, opts: FileOptions) -> Result<Arc<dyn RandomAccessFile>> {
@@ -952,5 +978,46 @@ mod tests {
         assert!(matches!(OsFs::new().lock(&p), Err(Error::Locked { .. })));
         drop(l);
         OsFs::new().lock(&p).unwrap();
+    }
+
+    /// Writing over a file from an offset keeps its size and the bytes
+    /// past the writes, and a file never grows from writes inside it.
+    #[test]
+    fn reopen_writes_in_place_without_changing_the_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log");
+        let fs = OsFs::new();
+        let mut w = fs.create(&p, FileOptions::default()).unwrap();
+        w.append(&[b'.'; 8192]).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let mut w = fs.reopen_at(&p, 100).unwrap();
+        assert_eq!(w.len(), 100);
+        w.append(b"new bytes").unwrap();
+        w.sync().unwrap();
+        assert_eq!(w.len(), 109);
+        drop(w);
+        let r = fs.open(&p, FileOptions::default()).unwrap();
+        assert_eq!(r.len(), 8192);
+        assert_eq!(r.read_at(98, 13).unwrap(), b"..new bytes..");
+        let err = fs.reopen_at(&p, 8193).err().unwrap();
+        assert!(
+            matches!(
+                err,
+                Error::Io {
+                    op: "open_for_write",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let missing = fs.reopen_at(&dir.path().join("none"), 0).err().unwrap();
+        assert!(matches!(
+            missing,
+            Error::Io {
+                op: "open_for_write",
+                ..
+            }
+        ));
     }
 }

@@ -86,15 +86,20 @@ struct UsageFile {
     inner: Box<dyn WritableFile>,
     entry: Entry,
     total: Arc<AtomicU64>,
+    /// The file's size as counted: a file written over from its start
+    /// ([`Fs::reopen_at`]) grows only once the writer passes its old end.
+    size: u64,
 }
 
 impl UsageFile {
     /// Counts what the inner file grew by, also when it failed part way.
-    fn count(&self, before: u64) {
-        let grown = self.inner.len().saturating_sub(before);
-        if grown == 0 {
+    fn count(&mut self) {
+        let end = self.inner.len();
+        if end <= self.size {
             return;
         }
+        let grown = end - self.size;
+        self.size = end;
         if let Some(size) = self.entry.lock().as_mut() {
             *size += grown;
             self.total.fetch_add(grown, Ordering::Relaxed);
@@ -104,9 +109,8 @@ impl UsageFile {
 
 impl WritableFile for UsageFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        let before = self.inner.len();
         let r = self.inner.append(data);
-        self.count(before);
+        self.count();
         r
     }
 
@@ -138,6 +142,32 @@ impl Fs for UsageFs {
             inner,
             entry,
             total: self.total.clone(),
+            size: 0,
+        }))
+    }
+
+    fn reopen_at(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
+        let inner = self.inner.reopen_at(path, at)?;
+        if !self.counted(path) {
+            return Ok(inner);
+        }
+        let size = self.inner.open(path, FileOptions::default())?.len();
+        let mut files = self.files.lock();
+        let entry = match files.get(path) {
+            Some(entry) => entry.clone(),
+            // Written by someone else since the count began.
+            None => {
+                self.total.fetch_add(size, Ordering::Relaxed);
+                let entry: Entry = Arc::new(Mutex::new(Some(size)));
+                files.insert(path.to_path_buf(), entry.clone());
+                entry
+            }
+        };
+        Ok(Box::new(UsageFile {
+            inner,
+            entry,
+            total: self.total.clone(),
+            size,
         }))
     }
 
@@ -281,5 +311,26 @@ mod tests {
         again.append(&[6; 10]).unwrap();
         assert_eq!(fs.bytes(), 0);
         assert_eq!(walk(&mem, dir), 0);
+    }
+
+    /// A file written over from an offset grows the count only past its
+    /// old end.
+    #[test]
+    fn a_reopened_file_counts_only_its_growth() {
+        let mem = MemFs::new();
+        let dir = Path::new("/db");
+        mem.create_dir_all(dir).unwrap();
+        let fs = UsageFs::new(Arc::new(mem.clone()), dir).unwrap();
+        let p = dir.join("wal");
+        let mut w = fs.create(&p, FileOptions::default()).unwrap();
+        w.append(&[1; 500]).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let mut w = fs.reopen_at(&p, 100).unwrap();
+        w.append(&[2; 300]).unwrap();
+        assert_eq!(fs.bytes(), 500);
+        w.append(&[3; 200]).unwrap();
+        assert_eq!(fs.bytes(), 600);
+        assert_eq!(fs.bytes(), walk(&mem, dir));
     }
 }

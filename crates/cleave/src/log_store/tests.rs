@@ -1,0 +1,414 @@
+use std::collections::BTreeMap;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::frame::{self, Kind};
+use super::ops::{self, Role};
+use super::physical;
+use super::*;
+use crate::error::Error;
+use crate::vfs::{FaultFs, FaultOp, MemFs};
+
+fn dir() -> PathBuf {
+    PathBuf::from("/logs")
+}
+
+fn options(fs: &MemFs) -> LogOptions {
+    LogOptions {
+        fs: Arc::new(fs.clone()),
+        create_if_missing: true,
+        data_file_bytes: 64 << 10,
+        meta_file_bytes: 8 << 10,
+        ..LogOptions::default()
+    }
+}
+
+fn record(log: u32, lsn: u64) -> Vec<u8> {
+    format!("log {log} record {lsn} ")
+        .repeat((lsn % 7 + 1) as usize)
+        .into_bytes()
+}
+
+fn contents(s: &LogStore, log: LogId) -> Vec<(u64, Vec<u8>)> {
+    s.scan(log, 0).unwrap().map(|r| r.unwrap()).collect()
+}
+
+#[test]
+fn appends_read_scan_trim_truncate_and_delete_survive_reopen() {
+    let fs = MemFs::new();
+    let s = LogStore::open(dir(), options(&fs)).unwrap();
+    let a = s.create_log("a").unwrap();
+    let b = s.create_log("b").unwrap();
+    assert!(s.create_log("a").is_err(), "names are unique");
+    for lsn in 1..=200 {
+        s.append(a, lsn, &record(0, lsn)).unwrap();
+    }
+    s.append_batch(b, &[(5, b"five"), (3, b"three"), (9, b"nine")])
+        .unwrap();
+    s.append(b, 5, b"FIVE").unwrap();
+    s.trim(a, 50).unwrap();
+    s.truncate(a, 190).unwrap();
+    s.append(a, 190, b"again").unwrap();
+    assert!(
+        matches!(s.append(a, 10, b"x"), Err(Error::InvalidArgument(_))),
+        "below the trim point"
+    );
+    let check = |s: &LogStore| {
+        let a = s.open_log("a").unwrap();
+        let b = s.open_log("b").unwrap();
+        assert_eq!(s.read(a, 49).unwrap(), None);
+        assert_eq!(s.read(a, 50).unwrap(), Some(record(0, 50)));
+        assert_eq!(s.read(a, 190).unwrap().as_deref(), Some(&b"again"[..]));
+        assert_eq!(s.read(a, 191).unwrap(), None);
+        assert_eq!(s.first_lsn(a).unwrap(), Some(50));
+        assert_eq!(s.last_lsn(a).unwrap(), Some(190));
+        assert_eq!(s.trim_point(a).unwrap(), 50);
+        let got = contents(s, a);
+        assert_eq!(got.len(), 141);
+        assert_eq!(got[0], (50, record(0, 50)));
+        assert_eq!(
+            contents(s, b),
+            vec![
+                (3, b"three".to_vec()),
+                (5, b"FIVE".to_vec()),
+                (9, b"nine".to_vec())
+            ]
+        );
+        assert_eq!(
+            s.scan(b, 4)
+                .unwrap()
+                .map(|r| r.unwrap().0)
+                .collect::<Vec<_>>(),
+            vec![5, 9]
+        );
+    };
+    check(&s);
+    drop(s);
+    let s = LogStore::open(dir(), options(&fs)).unwrap();
+    check(&s);
+    let a = s.open_log("a").unwrap();
+    s.delete_log(a).unwrap();
+    assert!(s.read(a, 60).is_err(), "a deleted log's id names nothing");
+    let a2 = s.create_log("a").unwrap();
+    assert_ne!(a, a2);
+    assert_eq!(s.last_lsn(a2).unwrap(), None);
+    drop(s);
+    let s = LogStore::open(dir(), options(&fs)).unwrap();
+    assert_eq!(s.open_log("a"), Some(a2));
+    assert_eq!(s.last_lsn(a2).unwrap(), None);
+    assert_eq!(s.logs().len(), 2);
+}
+
+/// Full files are sealed, released once trimmed and recycled: the
+/// directory stays bounded while records stream through, and what remains
+/// reads back, also after a reopen (sealed files through their reverse
+/// index).
+#[test]
+fn trimmed_files_are_released_and_recycled() {
+    let fs = MemFs::new();
+    let opts = LogOptions {
+        data_file_bytes: 16 << 10,
+        ..options(&fs)
+    };
+    let s = LogStore::open(dir(), opts.clone()).unwrap();
+    let logs: Vec<LogId> = (0..3)
+        .map(|i| s.create_log(&format!("log-{i}")).unwrap())
+        .collect();
+    let window = 100;
+    for lsn in 0..3000u64 {
+        let log = logs[(lsn % 3) as usize];
+        s.append(log, lsn, &record(log.get(), lsn)).unwrap();
+        if lsn >= window {
+            s.trim(log, lsn - window).unwrap();
+        }
+        let files = fs
+            .list(&dir())
+            .unwrap()
+            .iter()
+            .filter(|n| n.ends_with(".dlog") || n.ends_with(".free"))
+            .count();
+        assert!(files <= 6, "{files} data files at lsn {lsn}");
+    }
+    let st = s.stats();
+    assert!(st.files_released > 10, "{st:?}");
+    assert!(st.files_recycled > 10, "{st:?}");
+    let check = |s: &LogStore| {
+        for &log in &logs {
+            for (lsn, v) in contents(s, log) {
+                assert!(lsn >= 3000 - window - 3);
+                assert_eq!(v, record(log.get(), lsn));
+            }
+            assert_eq!(
+                s.last_lsn(log).unwrap().map(|l| l % 3),
+                Some(u64::from(log.get()))
+            );
+        }
+    };
+    check(&s);
+    drop(s);
+    let s = LogStore::open(dir(), opts).unwrap();
+    check(&s);
+}
+
+/// Power loss at any point: every append made durable (synced with it, or
+/// by `sync`) reads back; of the rest, a torn image keeps a prefix at most,
+/// each record whole; and the next session appends over the torn tail,
+/// across recycled files, and recovers again.
+#[test]
+fn durable_appends_survive_power_loss_and_torn_writes() {
+    let mut fs = MemFs::new();
+    let mut model: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    let mut lsn = 0u64;
+    for round in 0..16u64 {
+        let synced_each = round % 2 == 0;
+        let opts = LogOptions {
+            sync: synced_each,
+            ..options(&fs)
+        };
+        let s = LogStore::open(dir(), opts).unwrap();
+        let log = match s.open_log("l") {
+            Some(l) => l,
+            None => s.create_log("l").unwrap(),
+        };
+        // What the last image kept past the durable records: a prefix of
+        // the appends that followed them, whole.
+        let got = contents(&s, log);
+        let durable: Vec<_> = model.iter().map(|(k, v)| (*k, v.clone())).collect();
+        assert!(got.len() >= durable.len(), "round {round}: lost records");
+        assert_eq!(got[..durable.len()], durable[..], "round {round}");
+        let mut next = durable
+            .last()
+            .map_or(got.first().map_or(1, |g| g.0), |d| d.0 + 1);
+        for (k, v) in &got[durable.len()..] {
+            assert_eq!(
+                (*k, v),
+                (next, &record(0, *k)),
+                "round {round}: not a prefix"
+            );
+            next += 1;
+        }
+        model.extend(got[durable.len()..].iter().cloned());
+        lsn = lsn.max(next - 1);
+        for _ in 0..150 {
+            lsn += 1;
+            s.append(log, lsn, &record(0, lsn)).unwrap();
+            if synced_each {
+                model.insert(lsn, record(0, lsn));
+            }
+        }
+        s.trim(log, lsn - 100).unwrap();
+        s.sync().unwrap();
+        if !synced_each {
+            model.extend((lsn - 149..=lsn).map(|l| (l, record(0, l))));
+        }
+        model = model.split_off(&(lsn - 100));
+        // Not durable: a torn image keeps some of these.
+        for _ in 0..20 {
+            lsn += 1;
+            s.append(log, lsn, &record(0, lsn)).unwrap();
+        }
+        if synced_each {
+            model.extend((lsn - 19..=lsn).map(|l| (l, record(0, l))));
+        }
+        let keep = (round * 1237) as usize;
+        fs = fs.crash_clone_keeping(|n| keep.min(n));
+    }
+}
+
+/// A recycled file holds its earlier generation's valid frames, at the
+/// same offsets as the new ones when records have the same sizes: none of
+/// them is ever taken for a record of the new use.
+#[test]
+fn a_recycled_file_never_yields_its_old_records() {
+    let fs = MemFs::new();
+    let s = LogStore::open(dir(), options(&fs)).unwrap();
+    let log = s.create_log("l").unwrap();
+    let v = vec![7u8; 1000];
+    for lsn in 0..300 {
+        s.append(log, lsn, &v).unwrap();
+    }
+    s.trim(log, 300).unwrap();
+    assert!(s.stats().free_files > 0);
+    // Same sizes at the same offsets: the next file is a recycled one.
+    for lsn in 300..302 {
+        s.append(log, lsn, &v).unwrap();
+    }
+    assert!(s.stats().files_recycled > 0 || s.stats().data_files > 0);
+    let image = fs.crash_clone();
+    drop(s);
+    let s = LogStore::open(dir(), options(&image)).unwrap();
+    let log = s.open_log("l").unwrap();
+    let got: Vec<u64> = contents(&s, log).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(got, vec![300, 301]);
+}
+
+/// The physical layer alone: frames past a session's end written by an
+/// older session (a crash left them, out of order) or of an older
+/// generation end the file.
+#[test]
+fn stale_frames_end_a_physical_log() {
+    let fs = MemFs::new();
+    let d = Path::new("/p");
+    fs.create_dir_all(d).unwrap();
+    let path = physical::data_path(d, 5);
+    let mut bytes = Vec::new();
+    let mut header = Vec::new();
+    ops::encode_file_header(&mut header, Role::Data);
+    frame::encode(&mut bytes, 5, 1, Kind::FileHeader, &header);
+    let mut put = Vec::new();
+    ops::encode_put(&mut put, 0, 1, b"one");
+    frame::encode(&mut bytes, 5, 1, Kind::Batch, &put);
+    frame::encode(&mut bytes, 5, 2, Kind::Batch, &put);
+    let end = bytes.len() as u64;
+    frame::encode(&mut bytes, 5, 1, Kind::Batch, &put); // an older session's
+    let mut f = fs
+        .create(&path, crate::vfs::FileOptions::default())
+        .unwrap();
+    f.append(&bytes).unwrap();
+    f.sync().unwrap();
+    let mut batches = 0;
+    let scanned = physical::scan(&fs, &path, Role::Data, 5, |_, _, _| {
+        batches += 1;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!((scanned.end, batches, scanned.last_epoch), (end, 2, 2));
+    let other = physical::scan(&fs, &path, Role::Data, 6, |_, _, _| Ok(())).unwrap();
+    assert!(!other.has_header, "another generation's file is empty");
+    let wrong = physical::scan(&fs, &path, Role::Meta, 5, |_, _, _| Ok(()));
+    assert!(matches!(wrong, Err(e) if e.is_corruption()));
+}
+
+/// A failed sync fails the append, and every later write, with an error
+/// naming the file; reads go on; reopened, the store has every append
+/// acknowledged before the failure.
+#[test]
+fn a_failed_sync_stops_writes_and_loses_nothing_acknowledged() {
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let opts = LogOptions {
+        fs: Arc::new(fault.clone()),
+        ..options(&mem)
+    };
+    let s = LogStore::open(dir(), opts.clone()).unwrap();
+    let log = s.create_log("l").unwrap();
+    for lsn in 0..10 {
+        s.append(log, lsn, b"ok").unwrap();
+    }
+    fault.fail(&[FaultOp::Sync], Some(".dlog"), 0, ErrorKind::Other, false);
+    let err = s.append(log, 10, b"lost").unwrap_err();
+    assert!(
+        matches!(&err, Error::Io { path, op: "fdatasync", .. } if path.to_string_lossy().ends_with(".dlog")),
+        "{err}"
+    );
+    assert!(matches!(s.append(log, 11, b"x"), Err(Error::Poisoned(_))));
+    assert!(matches!(s.trim(log, 1), Err(Error::Poisoned(_))));
+    assert_eq!(s.read(log, 9).unwrap().as_deref(), Some(&b"ok"[..]));
+    drop(s);
+    let s = LogStore::open(
+        dir(),
+        LogOptions {
+            fs: Arc::new(mem.crash_clone()),
+            ..opts
+        },
+    )
+    .unwrap();
+    let log = s.open_log("l").unwrap();
+    assert_eq!(
+        contents(&s, log).len() as u64,
+        (0..10).count() as u64 + u64::from(s.read(log, 10).unwrap().is_some())
+    );
+}
+
+/// A damaged record is corruption naming its file, not a panic, not a
+/// wrong value.
+#[test]
+fn a_damaged_record_is_corruption_naming_its_file() {
+    let fs = MemFs::new();
+    let s = LogStore::open(dir(), options(&fs)).unwrap();
+    let log = s.create_log("l").unwrap();
+    s.append(log, 1, b"precious").unwrap();
+    let data = fs
+        .list(&dir())
+        .unwrap()
+        .into_iter()
+        .find(|n| n.ends_with(".dlog"))
+        .unwrap();
+    let path = dir().join(&data);
+    let loc = s.inner.state.read().logs[&log.get()].index[&1];
+    assert!(fs.corrupt_byte(&path, (loc.offset + u64::from(loc.len) - 1) as usize));
+    let err = s.read(log, 1).unwrap_err();
+    assert!(
+        matches!(&err, Error::Corruption { file, .. } if file == &path),
+        "{err}"
+    );
+}
+
+#[test]
+fn many_threads_and_logs_share_group_commits() {
+    let fs = MemFs::new();
+    let s = Arc::new(LogStore::open(dir(), options(&fs)).unwrap());
+    let threads: Vec<_> = (0..4u32)
+        .map(|t| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let log = s.create_log(&format!("t{t}")).unwrap();
+                for lsn in 0..300 {
+                    s.append(log, lsn, &record(t, lsn)).unwrap();
+                    if lsn % 50 == 49 {
+                        s.trim(log, lsn - 20).unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    drop(s);
+    let image = fs.crash_clone();
+    for fs in [fs, image] {
+        let s = LogStore::open(dir(), options(&fs)).unwrap();
+        for t in 0..4u32 {
+            let log = s.open_log(&format!("t{t}")).unwrap();
+            let got = contents(&s, log);
+            assert_eq!(got.len(), 300 - 279);
+            for (lsn, v) in got {
+                assert_eq!(v, record(t, lsn));
+            }
+        }
+    }
+}
+
+#[test]
+fn oversized_records_and_names_are_refused() {
+    let fs = MemFs::new();
+    let s = LogStore::open(dir(), options(&fs)).unwrap();
+    assert!(matches!(s.create_log(""), Err(Error::InvalidArgument(_))));
+    let long = "n".repeat(MAX_LOG_NAME_BYTES + 1);
+    assert!(matches!(
+        s.create_log(&long),
+        Err(Error::InvalidArgument(_))
+    ));
+    let log = s.create_log("l").unwrap();
+    let big = vec![0u8; MAX_RECORD_BYTES + 1];
+    assert!(matches!(
+        s.append(log, 1, &big),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        LogStore::open(
+            "/nowhere",
+            LogOptions {
+                create_if_missing: false,
+                ..options(&fs)
+            }
+        ),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        LogStore::open(dir(), options(&fs)),
+        Err(Error::Locked { .. })
+    ));
+}
