@@ -278,6 +278,29 @@ pub struct Flags {
     #[arg(long, default_value_t = 1000)]
     pub range_merge_idle_ms: u64,
 
+    /// logappend: logical logs, spread over the threads (each log has one
+    /// writer, its LSNs increasing).
+    #[arg(long, default_value_t = 100)]
+    pub logs: u32,
+
+    /// logappend: records each log keeps; older ones are trimmed (a range
+    /// delete on the key-value engines).
+    #[arg(long, default_value_t = 1000)]
+    pub log_window: u64,
+
+    /// logappend: a log is trimmed once per this many of its appends.
+    #[arg(long, default_value_t = 100)]
+    pub log_trim_every: u64,
+
+    /// logstore only: capacity of a physical data log in bytes.
+    #[arg(long, default_value_t = 256 << 20)]
+    pub log_file_bytes: u64,
+
+    /// logstore only: physical logs are written once before use, so that
+    /// synced appends change neither their size nor their allocation.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub log_preallocate: bool,
+
     /// cleave only: WAL-time separation (BVLSM). A value of at least this
     /// many bytes goes to a value log when written, and the WAL and
     /// memtable carry its handle (cleave's big_value_threshold, whose
@@ -493,6 +516,9 @@ impl Flags {
     pub fn validate(&self) -> Result<()> {
         if self.threads == 0 {
             bail!("--threads must be at least 1");
+        }
+        if self.log_window == 0 || self.log_trim_every == 0 {
+            bail!("--log_window and --log_trim_every must be at least 1");
         }
         if self.num == 0 {
             // Random keys are drawn from [0, num).

@@ -40,7 +40,9 @@ use process::ProcessSnapshot;
 use report::{BenchmarkRecord, Costs};
 use space_limit::SpaceLimit;
 use value_sizes::ValueSizeDistribution;
-use workloads::{Benchmark, OpKind, Records, RunOutcome, SeedSequence, Shared, WorkloadParams};
+use workloads::{
+    Benchmark, LogPositions, OpKind, Records, RunOutcome, SeedSequence, Shared, WorkloadParams,
+};
 use write_rate::WriteRate;
 
 /// Marks a directory as created by this driver, so wiping it can never
@@ -163,6 +165,8 @@ struct EngineRun {
     live: Option<LiveSet>,
     /// YCSB's record count: keys `0..records` exist after ycsb_load.
     records: Records,
+    /// Where logappend's logs stand.
+    logs: LogPositions,
     /// True while the database is freshly created and nothing has run, so a
     /// fill benchmark need not recreate it.
     pristine: bool,
@@ -259,6 +263,7 @@ impl Driver {
             seeds: SeedSequence::new(self.seed),
             live,
             records,
+            logs: LogPositions::new(self.flags.logs),
             pristine: !self.flags.use_existing_db,
         };
         for benchmark in self.benchmarks.clone() {
@@ -279,6 +284,7 @@ impl Driver {
         reset_db_dir(&self.flags.db)?;
         run.engine = Some((self.open_engine)(name, &self.config)?);
         (run.live, run.records) = self.fresh_state();
+        run.logs = LogPositions::new(self.flags.logs);
         run.pristine = true;
         Ok(())
     }
@@ -351,6 +357,7 @@ impl Driver {
                 progress: &progress,
                 bar: bar.as_ref(),
                 records: &run.records,
+                logs: &run.logs,
             };
             let seeds = &mut run.seeds;
             let params = &self.params;
@@ -375,6 +382,10 @@ impl Driver {
             device_write_bytes: after
                 .device_write_bytes
                 .zip(before.device_write_bytes)
+                .map(|(end, start)| end.saturating_sub(start)),
+            block_write_bytes: after
+                .block_write_bytes
+                .zip(before.block_write_bytes)
                 .map(|(end, start)| end.saturating_sub(start)),
             device_reads: after
                 .device_reads

@@ -19,6 +19,10 @@ pub struct ProcessSnapshot {
     pub cpu_seconds: Option<f64>,
     /// Reads the block device holding the database has completed.
     pub device_reads: Option<DeviceReads>,
+    /// Bytes the block device holding the database has written, by every
+    /// writer: the file system's journal and metadata too, which
+    /// `device_write_bytes` misses.
+    pub block_write_bytes: Option<u64>,
 }
 
 impl ProcessSnapshot {
@@ -31,6 +35,7 @@ impl ProcessSnapshot {
                 .and_then(|text| parse_proc_field(&text, "write_bytes")),
             cpu_seconds: cpu_seconds(),
             device_reads: device_reads(db),
+            block_write_bytes: block_stat(db).and_then(|stat| parse_block_writes(&stat)),
         }
     }
 }
@@ -59,11 +64,21 @@ impl DeviceReads {
 const STAT_SECTOR_BYTES: u64 = 512;
 
 fn device_reads(db: &Path) -> Option<DeviceReads> {
+    parse_block_stat(&block_stat(db)?)
+}
+
+/// The `stat` file of the block device holding `db`.
+fn block_stat(db: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let dev = db.ancestors().find_map(|p| fs::metadata(p).ok())?.dev();
     let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let stat = fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/stat")).ok()?;
-    parse_block_stat(&stat)
+    fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/stat")).ok()
+}
+
+/// Field 7 of a block device's `stat` file, sectors written, in bytes.
+fn parse_block_writes(stat: &str) -> Option<u64> {
+    let sectors = stat.split_whitespace().nth(6)?.parse::<u64>().ok()?;
+    Some(sectors * STAT_SECTOR_BYTES)
 }
 
 /// Fields 1 and 3 of a block device's `stat` file: reads completed and
@@ -181,6 +196,8 @@ mod tests {
                 bytes: 7_429_530 * 512
             })
         );
+        assert_eq!(parse_block_writes(stat), Some(41_530_808 * 512));
+        assert_eq!(parse_block_writes("1 2 3"), None);
         assert_eq!(parse_block_stat("12"), None);
         assert_eq!(parse_block_stat("x 1 2"), None);
         let later = DeviceReads {

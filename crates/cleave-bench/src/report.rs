@@ -161,6 +161,10 @@ pub struct BenchmarkRecord {
     pub device_write_bytes: Option<u64>,
     /// `device_write_bytes / user_bytes`.
     pub write_amp: Option<f64>,
+    /// Bytes the database's block device wrote during the benchmark, the
+    /// file system's journal included, and their ratio to `user_bytes`.
+    pub block_write_bytes: Option<u64>,
+    pub block_write_amp: Option<f64>,
     /// Read requests the database's device completed during the benchmark
     /// (every reader's: `process::DeviceReads`), and their bytes.
     pub device_reads: Option<u64>,
@@ -218,6 +222,7 @@ pub struct BenchmarkRecord {
 #[derive(Clone, Debug, Default)]
 pub struct Costs {
     pub device_write_bytes: Option<u64>,
+    pub block_write_bytes: Option<u64>,
     pub device_reads: Option<DeviceReads>,
     pub disk_bytes: Option<u64>,
     pub live_bytes: Option<u64>,
@@ -273,6 +278,11 @@ impl BenchmarkRecord {
             user_bytes,
             device_write_bytes: costs.device_write_bytes,
             write_amp,
+            block_write_bytes: costs.block_write_bytes,
+            block_write_amp: costs
+                .block_write_bytes
+                .filter(|_| user_bytes > 0)
+                .map(|block| block as f64 / user_bytes as f64),
             device_reads: costs.device_reads.map(|r| r.requests),
             device_read_bytes: costs.device_reads.map(|r| r.bytes),
             // A maintenance step (waitforcompaction, compact) counts one
@@ -327,6 +337,13 @@ impl BenchmarkRecord {
             self.cpu_s
                 .map_or_else(|| "n/a".to_owned(), |s| format!("{s:.2} s")),
         );
+        if let (Some(block), Some(amp)) = (self.block_write_bytes, self.block_write_amp) {
+            text.push_str(&format!(
+                "  block device: {} written, journal and metadata included (write-amp {})\n",
+                mebibytes(Some(block)),
+                ratio(Some(amp))
+            ));
+        }
         if let (Some(reads), Some(bytes)) = (self.device_reads, self.device_read_bytes) {
             let per_op = self
                 .device_reads_per_op
@@ -539,6 +556,7 @@ mod tests {
         run.latencies.record(2_000).expect("record");
         let costs = Costs {
             device_write_bytes: Some(232_000),
+            block_write_bytes: Some(348_000),
             device_reads: Some(DeviceReads {
                 requests: 250,
                 bytes: 250 * 8192,
@@ -563,6 +581,8 @@ mod tests {
         };
         let record = BenchmarkRecord::new("memory", 1, &run, 116_000, costs);
         assert_eq!(record.write_amp, Some(2.0));
+        assert_eq!(record.block_write_amp, Some(3.0));
+        assert!(record.cost_lines().contains("block device: 0.3 MB written"));
         assert_eq!(record.space_amp, Some(1.25));
         assert_eq!(record.p50_us, Some(2.0));
         assert_eq!(record.found, None);
@@ -581,6 +601,8 @@ mod tests {
             "user_bytes",
             "device_write_bytes",
             "write_amp",
+            "block_write_bytes",
+            "block_write_amp",
             "device_reads",
             "device_read_bytes",
             "device_reads_per_op",

@@ -577,9 +577,14 @@ impl Fs for GateFs {
             gate: self.gate.clone(),
         }))
     }
-    fn reopen_at(&self, path: &Path, at: u64) -> cleave::Result<Box<dyn WritableFile>> {
+    fn reopen_at(
+        &self,
+        path: &Path,
+        at: u64,
+        opts: FileOptions,
+    ) -> cleave::Result<Box<dyn WritableFile>> {
         Ok(Box::new(GatedFile {
-            inner: self.inner.reopen_at(path, at)?,
+            inner: self.inner.reopen_at(path, at, opts)?,
             path: path.to_path_buf(),
             gate: self.gate.clone(),
         }))

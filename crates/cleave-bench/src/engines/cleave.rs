@@ -244,6 +244,16 @@ impl Engine for CleaveEngine {
         Ok(())
     }
 
+    /// cleave's `Db` has no range delete: one batch of point deletes.
+    fn log_trim(&self, log: u32, from: u64, before: u64) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        for lsn in from..before {
+            batch.delete(&super::log_key(log, lsn));
+        }
+        self.db.write(&self.write_options(), batch)?;
+        Ok(())
+    }
+
     fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
         self.db.merge(&self.write_options(), key, operand)?;
         Ok(())

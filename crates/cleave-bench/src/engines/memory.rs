@@ -57,6 +57,14 @@ impl Engine for MemoryEngine {
         self.count_write(key.len() + value.len())
     }
 
+    fn log_trim(&self, log: u32, from: u64, before: u64) -> Result<()> {
+        let mut map = self.lock_map()?;
+        for lsn in from..before {
+            map.remove(super::log_key(log, lsn).as_slice());
+        }
+        Ok(())
+    }
+
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(self.lock_map()?.get(key).cloned())
     }

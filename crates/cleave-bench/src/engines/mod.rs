@@ -12,6 +12,7 @@ use crate::flags::{CompressionType, Flags};
 use crate::merge::MergeShape;
 
 mod cleave;
+mod logstore;
 #[cfg(feature = "rocksdb")]
 mod rocksdb;
 
@@ -248,8 +249,29 @@ pub trait Engine: Send + Sync {
     fn config_notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Appends record `lsn` of logical log `log` (logappend). An engine
+    /// with no log store of its own stores it under the key
+    /// [`log_key`]`(log, lsn)`, as a log kept in an LSM-tree is.
+    fn log_append(&self, log: u32, lsn: u64, record: &[u8]) -> Result<()> {
+        self.put(&log_key(log, lsn), record)
+    }
+    /// Drops the records of `log` below `before`; those below `from` are
+    /// gone already.
+    fn log_trim(&self, log: u32, from: u64, before: u64) -> Result<()> {
+        let _ = (log, from, before);
+        bail!("{} cannot trim a log", self.name())
+    }
     /// Closes the engine, reporting errors that dropping would hide.
     fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// The key of record `lsn` of log `log` in an engine that keeps logs as
+/// keys: big-endian, so that a log's records are adjacent and in order.
+pub fn log_key(log: u32, lsn: u64) -> [u8; 12] {
+    let mut key = [0u8; 12];
+    key[..4].copy_from_slice(&log.to_be_bytes());
+    key[4..].copy_from_slice(&lsn.to_be_bytes());
+    key
 }
 
 /// Engine options, from the db_bench flags.
@@ -318,6 +340,11 @@ pub struct EngineConfig {
     pub delta_max_buckets: u64,
     /// cleave only: `--range_merge_idle_ms`.
     pub range_merge_idle_ms: u64,
+    /// logstore only: `--log_file_bytes`, `--log_preallocate`, and the
+    /// logs (`--logs`) it creates when it opens.
+    pub log_file_bytes: u64,
+    pub logs: u32,
+    pub log_preallocate: bool,
     /// Every engine's merge operator (`--merge_operator`).
     pub merge: MergeShape,
 }
@@ -369,6 +396,9 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         max_value_file_refs: 256,
         range_merge_sorted_runs: 8,
         range_merge_idle_ms: 1000,
+        log_file_bytes: 256 << 20,
+        logs: 100,
+        log_preallocate: true,
         big_value_threshold: 0,
         value_log_count: 4,
         recent_value_cache_size: 64 << 20,
@@ -423,6 +453,9 @@ impl EngineConfig {
             max_value_file_refs: flags.max_value_file_refs,
             range_merge_sorted_runs: flags.range_merge_sorted_runs,
             range_merge_idle_ms: flags.range_merge_idle_ms,
+            log_file_bytes: flags.log_file_bytes,
+            logs: flags.logs,
+            log_preallocate: flags.log_preallocate,
             big_value_threshold: flags.big_value_threshold,
             value_log_count: flags.value_log_count,
             recent_value_cache_size: flags.recent_value_cache_size,
@@ -453,7 +486,8 @@ impl EngineConfig {
              prepopulate_block_cache {} (cleave) | range_merge_sorted_runs {} (cleave) | \
              range_merge_idle_ms {} (cleave) | big_value_threshold {} (cleave) | \
              value_log_count {} (cleave) | recent_value_cache_size {} (cleave) | \
-             delta separation {} ({} B buckets, at most {}) (cleave) | merge_operator {}",
+             delta separation {} ({} B buckets, at most {}) (cleave) | \
+             log files {} B, preallocated {} (logstore) | merge_operator {}",
             self.path.display(),
             self.write_buffer_size,
             self.max_write_buffer_number,
@@ -490,6 +524,8 @@ impl EngineConfig {
             self.delta_separation,
             self.delta_bucket_capacity,
             self.delta_max_buckets,
+            self.log_file_bytes,
+            self.log_preallocate,
             self.merge
                 .operator()
                 .map_or_else(|| "none".to_owned(), |op| op.name().to_owned()),
@@ -510,15 +546,16 @@ pub fn bytes_with_suffix(path: &std::path::Path, suffix: &str) -> u64 {
 
 /// The engine names `open` knows.
 #[cfg(feature = "rocksdb")]
-pub const ENGINE_NAMES: &[&str] = &["cleave", "rocksdb", "blobdb"];
+pub const ENGINE_NAMES: &[&str] = &["cleave", "logstore", "rocksdb", "blobdb"];
 /// The engine names `open` knows.
 #[cfg(not(feature = "rocksdb"))]
-pub const ENGINE_NAMES: &[&str] = &["cleave"];
+pub const ENGINE_NAMES: &[&str] = &["cleave", "logstore"];
 
 /// Opens the engine named by `--engine` on `config.path`.
 pub fn open(name: &str, config: &EngineConfig) -> Result<Box<dyn Engine>> {
     match name {
         "cleave" => Ok(Box::new(cleave::CleaveEngine::open(config)?)),
+        "logstore" => Ok(Box::new(logstore::LogStoreEngine::open(config)?)),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Ok(Box::new(self::rocksdb::RocksDbEngine::open(
             config,

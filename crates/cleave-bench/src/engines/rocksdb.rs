@@ -422,6 +422,17 @@ impl Engine for RocksDbEngine {
             .context("RocksDB write batch")
     }
 
+    /// One range delete, synced as the appends are, as a log kept in
+    /// RocksDB is trimmed.
+    fn log_trim(&self, log: u32, _from: u64, before: u64) -> Result<()> {
+        perf_counters_off_on_this_thread();
+        let mut batch = WriteBatch::default();
+        batch.delete_range(super::log_key(log, 0), super::log_key(log, before));
+        self.db
+            .write_opt(batch, &self.write_options)
+            .context("RocksDB range delete")
+    }
+
     fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
         perf_counters_off_on_this_thread();
         self.db

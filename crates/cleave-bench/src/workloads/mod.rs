@@ -57,6 +57,10 @@ pub enum Benchmark {
     ReadRandomMergeRandom,
     /// YCSB's load phase: `--num` records in hashed (random) order.
     YcsbLoad,
+    /// Appends to `--logs` logical logs (Raft logs, redo logs), each
+    /// trimmed to its last `--log_window` records every
+    /// `--log_trim_every` appends; synced with `--sync`.
+    LogAppend,
     Ycsb(Workload),
     Flush,
     Compact,
@@ -91,7 +95,7 @@ impl OpKind {
 }
 
 impl Benchmark {
-    pub const ALL: [Benchmark; 26] = [
+    pub const ALL: [Benchmark; 27] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::FillUniqueRandom,
@@ -105,6 +109,7 @@ impl Benchmark {
         Benchmark::MergeRandom,
         Benchmark::ReadRandomMergeRandom,
         Benchmark::YcsbLoad,
+        Benchmark::LogAppend,
         Benchmark::Ycsb(Workload::A),
         Benchmark::Ycsb(Workload::B),
         Benchmark::Ycsb(Workload::C),
@@ -145,6 +150,7 @@ impl Benchmark {
             Benchmark::MergeRandom => "mergerandom",
             Benchmark::ReadRandomMergeRandom => "readrandommergerandom",
             Benchmark::YcsbLoad => "ycsb_load",
+            Benchmark::LogAppend => "logappend",
             Benchmark::Ycsb(workload) => workload.name(),
             Benchmark::Flush => "flush",
             Benchmark::Compact => "compact",
@@ -200,7 +206,8 @@ impl Benchmark {
             | Benchmark::FillUniqueRandom
             | Benchmark::Overwrite
             | Benchmark::MergeRandom
-            | Benchmark::YcsbLoad => OpKind::Write,
+            | Benchmark::YcsbLoad
+            | Benchmark::LogAppend => OpKind::Write,
             Benchmark::ReadRandom | Benchmark::MultiReadRandom | Benchmark::ReadWhileWriting => {
                 OpKind::Read
             }
@@ -234,6 +241,7 @@ impl Benchmark {
             Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite => {
                 Some(params.writes / params.batch_size * params.batch_size)
             }
+            Benchmark::LogAppend => Some(params.writes),
             Benchmark::SeekRandom => Some(params.seeks),
             Benchmark::MergeRandom
             | Benchmark::ReadRandomMergeRandom
@@ -295,6 +303,10 @@ pub struct WorkloadParams {
     /// YCSB record size: field count times field length.
     pub ycsb_record_bytes: usize,
     pub ycsb_max_scan_length: u64,
+    /// logappend's logs, records kept per log, and appends per trim.
+    pub logs: u32,
+    pub log_window: u64,
+    pub log_trim_every: u64,
 }
 
 impl WorkloadParams {
@@ -333,6 +345,9 @@ impl WorkloadParams {
             ycsb_operations: flags.ycsb_operations(),
             ycsb_record_bytes: flags.ycsb_field_count * flags.ycsb_field_length,
             ycsb_max_scan_length: flags.ycsb_max_scan_length,
+            logs: flags.logs,
+            log_window: flags.log_window,
+            log_trim_every: flags.log_trim_every,
         })
     }
 }
@@ -369,6 +384,45 @@ pub struct Shared<'a> {
     pub bar: Option<&'a ProgressBar>,
     /// YCSB's records: which keys exist and which key an insert takes.
     pub records: &'a Records,
+    /// Where each logappend log stands.
+    pub logs: &'a LogPositions,
+}
+
+/// Each logappend log's next LSN and trim point, kept across benchmarks,
+/// so that a second logappend goes on where the first stopped (the first
+/// a warm-up that fills an engine's files to their steady state).
+pub struct LogPositions {
+    logs: Vec<(AtomicU64, AtomicU64)>,
+}
+
+impl LogPositions {
+    /// `logs` logs, empty: LSNs start at 1.
+    pub fn new(logs: u32) -> Self {
+        Self {
+            logs: (0..logs)
+                .map(|_| (AtomicU64::new(1), AtomicU64::new(1)))
+                .collect(),
+        }
+    }
+
+    /// Log `log`'s next LSN and trim point.
+    pub fn get(&self, log: u32) -> (u64, u64) {
+        self.logs
+            .get(log as usize)
+            .map_or((1, 1), |(next, trimmed)| {
+                (
+                    next.load(Ordering::Relaxed),
+                    trimmed.load(Ordering::Relaxed),
+                )
+            })
+    }
+
+    pub fn set(&self, log: u32, next: u64, trimmed: u64) {
+        if let Some((n, t)) = self.logs.get(log as usize) {
+            n.store(next, Ordering::Relaxed);
+            t.store(trimmed, Ordering::Relaxed);
+        }
+    }
 }
 
 /// YCSB's record count, as its `AcknowledgedCounterGenerator` keeps it: an
@@ -641,6 +695,9 @@ mod tests {
             ycsb_operations: num,
             ycsb_record_bytes: 1000,
             ycsb_max_scan_length: 10,
+            logs: 8,
+            log_window: 20,
+            log_trim_every: 5,
         }
     }
 
@@ -649,6 +706,7 @@ mod tests {
         engine: MemoryEngine,
         live: LiveSet,
         records: Records,
+        logs: LogPositions,
         progress: Progress,
         limit: Option<SpaceLimit>,
         seeds: SeedSequence,
@@ -660,6 +718,7 @@ mod tests {
                 engine: MemoryEngine::default(),
                 live: LiveSet::new(params.keys, capacity),
                 records: Records::new(params.num),
+                logs: LogPositions::new(params.logs),
                 progress: Progress::default(),
                 limit: None,
                 // A new seed base per harness, as each db_bench run
@@ -677,6 +736,7 @@ mod tests {
                 progress: &self.progress,
                 bar: None,
                 records: &self.records,
+                logs: &self.logs,
             };
             run_parallel(&shared, benchmark, params, &mut self.seeds).expect("benchmark runs")
         }
@@ -698,6 +758,32 @@ mod tests {
         assert_eq!(read.message.as_deref(), Some("(500 of 500 found)\n"));
         assert_eq!(read.bytes, 500 * 116);
         assert_eq!(read.written_bytes, 0);
+    }
+
+    /// Each log keeps its last `log_window` records, its LSNs going on
+    /// from one logappend to the next.
+    #[test]
+    fn logappend_appends_in_lsn_order_and_trims_to_the_window() {
+        let mut params = params(100, 2);
+        params.value_sizes =
+            ValueSizes::new(ValueSizeDistribution::Fixed, 64, 0, 0).expect("fixed sizes");
+        let mut harness = Harness::new(&params, 100);
+        let first = harness.run(Benchmark::LogAppend, &params);
+        assert_eq!(first.ops, 200);
+        assert_eq!(first.written_bytes, 200 * (12 + 64));
+        // 8 logs, 25 appends each: trimmed at LSN 25 to the last 20.
+        assert_eq!(harness.engine.len(), 8 * 20);
+        harness.run(Benchmark::LogAppend, &params);
+        // 50 appends each: the last trim, at LSN 50, kept 31..=50.
+        assert_eq!(harness.engine.len(), 8 * 20);
+        for log in 0..8 {
+            let last = crate::engines::log_key(log, 50);
+            let first_kept = crate::engines::log_key(log, 31);
+            let gone = crate::engines::log_key(log, 30);
+            assert!(harness.engine.get(&last).expect("get").is_some());
+            assert!(harness.engine.get(&first_kept).expect("get").is_some());
+            assert!(harness.engine.get(&gone).expect("get").is_none());
+        }
     }
 
     /// Merges land on `--merge_keys` keys with the operator's operands:

@@ -23,6 +23,9 @@ const PROGRESS_STEP: u64 = 1024;
 /// order, so every engine and every run loads the same way (as db_bench's
 /// filluniquerandomdeterministic).
 const PERMUTATION_SEED: u64 = 0x636c_6561_7665;
+/// What a logappend record's address costs, counted as its key: a log
+/// number and an LSN (the key-value engines' key, `engines::log_key`).
+const LOG_KEY_BYTES: usize = 12;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -246,6 +249,7 @@ pub fn run(
             run.merge_random(&budget, &mut plan)?
         }
         Benchmark::Ycsb(workload) => run.ycsb(workload, &budget, &mut plan)?,
+        Benchmark::LogAppend => run.log_append(&budget, index)?,
         other => bail!("{} is not a data benchmark", other.name()),
     }
     run.stats.finish = Instant::now();
@@ -535,6 +539,58 @@ impl ThreadRun<'_> {
             }
             self.stats.bytes += bytes;
             self.finished(batch_size, bytes);
+        }
+        Ok(())
+    }
+
+    /// logappend: this thread's logs (those whose number is its index
+    /// modulo the threads) in turn, each record at the log's next LSN, and
+    /// every `log_trim_every`-th append to a log trims it to its last
+    /// `log_window` records.
+    fn log_append(&mut self, budget: &Budget<'_>, index: usize) -> Result<()> {
+        let params = self.params;
+        let logs: Vec<u32> = (index as u32..params.logs)
+            .step_by(params.threads)
+            .collect();
+        if logs.is_empty() {
+            bail!(
+                "logappend: --logs ({}) must be at least --threads ({})",
+                params.logs,
+                params.threads
+            );
+        }
+        // Per log: the next LSN and the trim point so far.
+        let positions: Vec<(u64, u64)> =
+            logs.iter().map(|&log| self.context.logs.get(log)).collect();
+        let mut next: Vec<u64> = positions.iter().map(|p| p.0).collect();
+        let mut trimmed: Vec<u64> = positions.iter().map(|p| p.1).collect();
+        let mut turn = 0;
+        while budget.allows(self.stats.ops, 1) {
+            self.throttle();
+            let slot = turn % logs.len();
+            turn += 1;
+            let lsn = next[slot];
+            next[slot] += 1;
+            let len = self.value_len();
+            self.pace((LOG_KEY_BYTES + len) as u64);
+            self.context
+                .engine
+                .log_append(logs[slot], lsn, self.values.next_value(len))?;
+            if lsn.is_multiple_of(params.log_trim_every) && lsn > params.log_window {
+                let before = lsn + 1 - params.log_window;
+                self.context
+                    .engine
+                    .log_trim(logs[slot], trimmed[slot], before)?;
+                trimmed[slot] = before;
+            }
+            let bytes = (LOG_KEY_BYTES + len) as u64;
+            self.stats.written_bytes += bytes;
+            self.stats.writes += 1;
+            self.stats.bytes += bytes;
+            self.finished(1, bytes);
+        }
+        for (slot, &log) in logs.iter().enumerate() {
+            self.context.logs.set(log, next[slot], trimmed[slot]);
         }
         Ok(())
     }

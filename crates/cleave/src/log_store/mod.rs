@@ -51,6 +51,13 @@ pub struct LogOptions {
     /// appends never change the file's size or allocation. Off, files
     /// grow with their appends (what a WAL on ext4 does).
     pub preallocate: bool,
+    /// Appends bypass the page cache (`O_DIRECT`) in the device's block
+    /// size (512 bytes on most disks): a synced 4 KiB record then writes
+    /// its 9 sectors, where through the page cache it rewrites the page it
+    /// shares with the record before it, twice the bytes. Preallocated and
+    /// recycled files only; where the file system refuses `O_DIRECT`,
+    /// appends are buffered.
+    pub direct_io: bool,
     /// Every append, truncation, trim and deletion is durable when it
     /// returns (concurrent ones share one `fdatasync`). Off, they reach
     /// the operating system and become durable at [`LogStore::sync`].
@@ -67,8 +74,25 @@ impl Default for LogOptions {
             data_file_bytes: 256 << 20,
             meta_file_bytes: 16 << 20,
             preallocate: true,
+            direct_io: true,
             sync: true,
             free_files: 2,
+        }
+    }
+}
+
+impl LogOptions {
+    fn data_shape(&self) -> physical::Shape {
+        physical::Shape {
+            capacity: self.data_file_bytes,
+            direct: self.direct_io,
+        }
+    }
+
+    fn meta_shape(&self) -> physical::Shape {
+        physical::Shape {
+            capacity: self.meta_file_bytes,
+            direct: self.direct_io,
         }
     }
 }

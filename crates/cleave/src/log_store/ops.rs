@@ -40,6 +40,7 @@ pub(crate) fn decode_file_header(p: &[u8]) -> Result<(Option<Role>, u32), Decode
 
 const PUT: u8 = 1;
 const TRUNCATE: u8 = 2;
+const TRIM: u8 = 3;
 
 /// One operation of a datalog batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +54,14 @@ pub(crate) enum DataOp<'a> {
     Truncate {
         log: u32,
         from: u64,
+    },
+    /// Drops the log's records below `before`, for good. Kept in the
+    /// datalog, so that a trim shares its group's sync with the appends;
+    /// the metalog records the trim point before a file it emptied is
+    /// released.
+    Trim {
+        log: u32,
+        before: u64,
     },
 }
 
@@ -69,11 +78,16 @@ pub(crate) fn encode_put(out: &mut Vec<u8>, log: u32, lsn: u64, data: &[u8]) -> 
     out.len() - start
 }
 
-pub(crate) fn encode_truncate(out: &mut Vec<u8>, log: u32, from: u64) -> usize {
+/// Appends a truncation (`OpKind::Truncate`) or trim (`OpKind::Trim`) of `log`
+/// at `lsn`.
+pub(crate) fn encode_cut(out: &mut Vec<u8>, kind: OpKind, log: u32, lsn: u64) -> usize {
     let start = out.len();
-    out.push(TRUNCATE);
+    out.push(match kind {
+        OpKind::Trim => TRIM,
+        _ => TRUNCATE,
+    });
     put_varint64(out, u64::from(log));
-    put_varint64(out, from);
+    put_varint64(out, lsn);
     out.len() - start
 }
 
@@ -95,6 +109,10 @@ pub(crate) fn decode_data_op<'a>(d: &mut Decoder<'a>) -> Result<DataOp<'a>, Deco
             log: d.varint32()?,
             from: d.varint64()?,
         }),
+        TRIM => Ok(DataOp::Trim {
+            log: d.varint32()?,
+            before: d.varint64()?,
+        }),
         _ => Err(DecodeError("unknown datalog operation")),
     }
 }
@@ -102,7 +120,7 @@ pub(crate) fn decode_data_op<'a>(d: &mut Decoder<'a>) -> Result<DataOp<'a>, Deco
 const OPENED: u8 = 1;
 const CREATE: u8 = 2;
 const DELETE: u8 = 3;
-const TRIM: u8 = 4;
+const META_TRIM: u8 = 4;
 const SEALED: u8 = 5;
 
 /// One operation of a metalog batch.
@@ -149,7 +167,7 @@ pub(crate) fn encode_meta_op(out: &mut Vec<u8>, op: &MetaOp<'_>) {
             put_varint64(out, u64::from(log));
         }
         MetaOp::Trim { log, before } => {
-            out.push(TRIM);
+            out.push(META_TRIM);
             put_varint64(out, u64::from(log));
             put_varint64(out, before);
         }
@@ -176,7 +194,7 @@ pub(crate) fn decode_meta_op<'a>(d: &mut Decoder<'a>) -> Result<MetaOp<'a>, Deco
             name: d.length_prefixed()?,
         },
         DELETE => MetaOp::Delete { log: d.varint32()? },
-        TRIM => MetaOp::Trim {
+        META_TRIM => MetaOp::Trim {
             log: d.varint32()?,
             before: d.varint64()?,
         },
@@ -189,30 +207,53 @@ pub(crate) fn decode_meta_op<'a>(d: &mut Decoder<'a>) -> Result<MetaOp<'a>, Deco
     })
 }
 
+/// What a datalog operation does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpKind {
+    Put = 0,
+    Truncate = 1,
+    Trim = 2,
+}
+
 /// One entry of a full data file's reverse index: where each operation of
-/// the file lies, so that its live records are found without reading it.
+/// the file lies, so that its live records are found, and the file
+/// replayed, without reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Reverse {
     pub(crate) log: u32,
+    /// The put's LSN, or where the truncation or trim cuts.
     pub(crate) lsn: u64,
     pub(crate) offset: u64,
-    /// The put's length; 0 for a truncation (from `lsn` on).
+    /// The operation's length in the file.
     pub(crate) len: u32,
+    pub(crate) kind: OpKind,
 }
 
 pub(crate) fn encode_reverse(out: &mut Vec<u8>, r: &Reverse) {
     put_varint64(out, u64::from(r.log));
     put_varint64(out, r.lsn);
     put_varint64(out, r.offset);
-    put_varint64(out, u64::from(r.len));
+    put_varint64(out, u64::from(r.len) << 2 | r.kind as u64);
 }
 
 pub(crate) fn decode_reverse(d: &mut Decoder<'_>) -> Result<Reverse, DecodeError> {
+    let log = d.varint32()?;
+    let lsn = d.varint64()?;
+    let offset = d.varint64()?;
+    let packed = d.varint64()?;
+    let kind = match packed & 3 {
+        0 => OpKind::Put,
+        1 => OpKind::Truncate,
+        2 => OpKind::Trim,
+        _ => return Err(DecodeError("unknown operation in a reverse index")),
+    };
+    let len = u32::try_from(packed >> 2).map_err(|_| DecodeError("operation length overflows"))?;
     Ok(Reverse {
-        log: d.varint32()?,
-        lsn: d.varint64()?,
-        offset: d.varint64()?,
-        len: d.varint32()?,
+        log,
+        lsn,
+        offset,
+        len,
+        kind,
     })
 }
 
@@ -225,7 +266,8 @@ mod tests {
         let mut b = Vec::new();
         let n = encode_put(&mut b, 3, 1 << 40, b"hello");
         assert_eq!(n, b.len());
-        encode_truncate(&mut b, 3, 17);
+        encode_cut(&mut b, OpKind::Truncate, 3, 17);
+        encode_cut(&mut b, OpKind::Trim, 3, 9);
         let mut d = Decoder::new(&b);
         assert_eq!(
             decode_data_op(&mut d).unwrap(),
@@ -238,6 +280,10 @@ mod tests {
         assert_eq!(
             decode_data_op(&mut d).unwrap(),
             DataOp::Truncate { log: 3, from: 17 }
+        );
+        assert_eq!(
+            decode_data_op(&mut d).unwrap(),
+            DataOp::Trim { log: 3, before: 9 }
         );
         assert!(d.is_empty());
 
@@ -265,15 +311,18 @@ mod tests {
         }
         assert!(d.is_empty());
 
-        let r = Reverse {
-            log: 2,
-            lsn: 99,
-            offset: 4096,
-            len: 30,
-        };
-        let mut v = Vec::new();
-        encode_reverse(&mut v, &r);
-        assert_eq!(decode_reverse(&mut Decoder::new(&v)).unwrap(), r);
+        for kind in [OpKind::Put, OpKind::Truncate, OpKind::Trim] {
+            let r = Reverse {
+                log: 2,
+                lsn: 99,
+                offset: 4096,
+                len: 30,
+                kind,
+            };
+            let mut v = Vec::new();
+            encode_reverse(&mut v, &r);
+            assert_eq!(decode_reverse(&mut Decoder::new(&v)).unwrap(), r);
+        }
 
         let mut h = Vec::new();
         encode_file_header(&mut h, Role::Meta);

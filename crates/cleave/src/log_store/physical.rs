@@ -70,6 +70,15 @@ pub(crate) struct Writer {
     scratch: Vec<u8>,
 }
 
+/// How the files of a role are written.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shape {
+    /// Bytes a file takes before it is sealed.
+    pub(crate) capacity: u64,
+    /// Appends go around the page cache ([`super::LogOptions::direct_io`]).
+    pub(crate) direct: bool,
+}
+
 /// Where a new physical log's blocks come from.
 pub(crate) enum Source {
     /// A file of the pool, renamed to the new name.
@@ -89,15 +98,16 @@ impl Writer {
         role: Role,
         generation: u64,
         epoch: u64,
-        capacity: u64,
+        shape: Shape,
         source: Source,
     ) -> Result<Writer> {
+        let Shape { capacity, direct } = shape;
         let path = path(dir, role, generation);
         let file = match source {
             Source::Recycled(from) => {
                 fs.rename(&from, &path)?;
                 fs.sync_dir(dir)?;
-                fs.reopen_at(&path, 0)?
+                fs.reopen_at(&path, 0, FileOptions { direct })?
             }
             Source::Preallocated => {
                 let mut f = fs.create(&path, FileOptions::default())?;
@@ -111,7 +121,7 @@ impl Writer {
                 f.sync()?;
                 drop(f);
                 fs.sync_dir(dir)?;
-                fs.reopen_at(&path, 0)?
+                fs.reopen_at(&path, 0, FileOptions { direct })?
             }
             Source::Growing => {
                 let f = fs.create(&path, FileOptions::default())?;
@@ -141,11 +151,12 @@ impl Writer {
         generation: u64,
         end: u64,
         epoch: u64,
-        capacity: u64,
+        shape: Shape,
     ) -> Result<Writer> {
+        let Shape { capacity, direct } = shape;
         Ok(Writer {
             generation,
-            file: fs.reopen_at(path, end)?,
+            file: fs.reopen_at(path, end, FileOptions { direct })?,
             epoch,
             capacity,
             scratch: Vec::new(),

@@ -2,13 +2,13 @@
 //! files into the index, and the active files resumed where their valid
 //! frames end, in a new epoch.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 
 use super::frame::Kind;
-use super::ops::{self, DataOp, MetaOp, Role};
+use super::ops::{self, DataOp, MetaOp, OpKind, Role};
 use super::physical::{self, FileName, Source, Writer};
-use super::store::{DataFile, DataSide, Inner, Loc, Log, State};
+use super::store::{DataFile, DataSide, Inner, Log, State};
 use super::LogOptions;
 use crate::base::coding::Decoder;
 use crate::error::{Error, Result};
@@ -89,16 +89,7 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
             let file = fs.open(&path, crate::vfs::FileOptions::default())?;
             let payload = physical::read_seal(file.as_ref(), &path, g, offset, len)?;
             for r in physical::decode_reverse_index(&path, offset, &payload)? {
-                if r.len == 0 {
-                    st.truncate(g, r.log, r.lsn);
-                } else {
-                    let loc = Loc {
-                        generation: g,
-                        offset: r.offset,
-                        len: r.len,
-                    };
-                    st.put(r.log, r.lsn, loc);
-                }
+                st.apply(g, &r);
             }
             if let Some(f) = st.files.get_mut(&g) {
                 f.sealed = true;
@@ -117,37 +108,20 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
                 let op = ops::decode_data_op(&mut d)
                     .map_err(|e| Error::corruption(&path, start, e.0))?;
                 let len = at + d.position() as u64 - start;
-                match op {
-                    DataOp::Put { log, lsn, .. } => {
-                        let len = len as u32;
-                        let r = ops::Reverse {
-                            log,
-                            lsn,
-                            offset: start,
-                            len,
-                        };
-                        ops::encode_reverse(&mut reverse, &r);
-                        st.put(
-                            log,
-                            lsn,
-                            Loc {
-                                generation: g,
-                                offset: start,
-                                len,
-                            },
-                        );
-                    }
-                    DataOp::Truncate { log, from } => {
-                        let r = ops::Reverse {
-                            log,
-                            lsn: from,
-                            offset: start,
-                            len: 0,
-                        };
-                        ops::encode_reverse(&mut reverse, &r);
-                        st.truncate(g, log, from);
-                    }
-                }
+                let (log, lsn, kind) = match op {
+                    DataOp::Put { log, lsn, .. } => (log, lsn, OpKind::Put),
+                    DataOp::Truncate { log, from } => (log, from, OpKind::Truncate),
+                    DataOp::Trim { log, before } => (log, before, OpKind::Trim),
+                };
+                let r = ops::Reverse {
+                    log,
+                    lsn,
+                    offset: start,
+                    len: len as u32,
+                    kind,
+                };
+                ops::encode_reverse(&mut reverse, &r);
+                st.apply(g, &r);
             }
             Ok(())
         })?;
@@ -185,6 +159,16 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
         None if opts.preallocate => Source::Preallocated,
         None => Source::Growing,
     };
+    // A process that died left what it wrote in the page cache, maybe not
+    // durable: made durable before anything is written after it, or a
+    // power loss later could take these bytes and keep newer ones past
+    // them.
+    if let Some((g, _, false)) = meta_end {
+        fs.sync_file(&physical::meta_path(dir, g))?;
+    }
+    if let Some((g, _, _)) = &data_end {
+        fs.sync_file(&physical::data_path(dir, *g))?;
+    }
     let mut meta = match meta_end {
         Some((g, end, false)) => Writer::resume(
             fs,
@@ -192,7 +176,7 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
             g,
             end,
             epoch,
-            opts.meta_file_bytes,
+            opts.meta_shape(),
         )?,
         _ => {
             let src = source(&mut st);
@@ -203,7 +187,7 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
                 Role::Meta,
                 generation(),
                 epoch,
-                opts.meta_file_bytes,
+                opts.meta_shape(),
                 src,
             )?
         }
@@ -221,7 +205,7 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
                 g,
                 end,
                 epoch,
-                opts.data_file_bytes,
+                opts.data_shape(),
             )?,
             reverse,
         },
@@ -230,7 +214,7 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
             let g = generation();
             st.files.insert(g, DataFile::default());
             DataSide {
-                writer: Writer::start(fs, dir, Role::Data, g, epoch, opts.data_file_bytes, src)?,
+                writer: Writer::start(fs, dir, Role::Data, g, epoch, opts.data_shape(), src)?,
                 reverse: Vec::new(),
             }
         }
@@ -266,17 +250,15 @@ fn apply_meta(
                 .map_err(|_| Error::corruption(path, at, "a log name is not UTF-8"))?;
             st.next_log = st.next_log.max(log + 1);
             st.names.insert(name.clone(), log);
-            st.logs.insert(
-                log,
-                Log {
-                    name,
-                    trim_before: 0,
-                    index: BTreeMap::new(),
-                },
-            );
+            st.logs.insert(log, Log::new(name));
         }
         MetaOp::Delete { log } => st.delete(log),
-        MetaOp::Trim { log, before } => st.trim(log, before),
+        MetaOp::Trim { log, before } => {
+            st.trim(log, before);
+            if let Some(l) = st.logs.get_mut(&log) {
+                l.trim_recorded = l.trim_recorded.max(before);
+            }
+        }
         MetaOp::Sealed {
             generation,
             offset,

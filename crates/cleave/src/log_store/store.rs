@@ -8,7 +8,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::frame::Kind;
-use super::ops::{self, MetaOp, Reverse, Role};
+use super::ops::{self, MetaOp, OpKind, Reverse, Role};
 use super::physical::{self, Source, Writer};
 use super::{LogId, LogOptions, LogStats, MAX_BATCH_BYTES, MAX_LOG_NAME_BYTES, MAX_RECORD_BYTES};
 use crate::base::coding::Decoder;
@@ -32,7 +32,21 @@ pub(crate) struct Loc {
 pub(crate) struct Log {
     pub(crate) name: String,
     pub(crate) trim_before: u64,
+    /// The trim point the metalog holds: trims live in the datalog, and
+    /// reach the metalog before a data file they emptied is released.
+    pub(crate) trim_recorded: u64,
     pub(crate) index: BTreeMap<u64, Loc>,
+}
+
+impl Log {
+    pub(crate) fn new(name: String) -> Log {
+        Log {
+            name,
+            trim_before: 0,
+            trim_recorded: 0,
+            index: BTreeMap::new(),
+        }
+    }
 }
 
 /// What the store knows of a data file, to tell when all of it is
@@ -58,6 +72,26 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// Applies a datalog operation of data file `generation`, as written
+    /// or replayed.
+    pub(crate) fn apply(&mut self, generation: u64, r: &Reverse) {
+        match r.kind {
+            OpKind::Put => {
+                let loc = Loc {
+                    generation,
+                    offset: r.offset,
+                    len: r.len,
+                };
+                self.put(r.log, r.lsn, loc);
+            }
+            OpKind::Truncate => self.truncate(generation, r.log, r.lsn),
+            OpKind::Trim => {
+                self.trim(r.log, r.lsn);
+                self.note(generation, r.log, r.lsn);
+            }
+        }
+    }
+
     /// Applies a put, as written or replayed: ignored for a deleted log or
     /// below its trim point.
     pub(crate) fn put(&mut self, log: u32, lsn: u64, loc: Loc) {
@@ -252,14 +286,7 @@ impl Inner {
         let mut st = self.state.write();
         st.next_log = id + 1;
         st.names.insert(name.to_string(), id);
-        st.logs.insert(
-            id,
-            Log {
-                name: name.to_string(),
-                trim_before: 0,
-                index: BTreeMap::new(),
-            },
-        );
+        st.logs.insert(id, Log::new(name.to_string()));
         Ok(LogId(id))
     }
 
@@ -287,8 +314,6 @@ impl Inner {
     }
 
     pub(crate) fn trim(&self, log: LogId, before: u64) -> Result<()> {
-        self.check_writable()?;
-        let mut meta = self.meta.lock();
         {
             let st = self.state.read();
             let l = st.logs.get(&log.0).ok_or_else(|| Self::unknown(log))?;
@@ -296,12 +321,8 @@ impl Inner {
                 return Ok(());
             }
         }
-        self.write_meta(
-            &mut meta,
-            &[MetaOp::Trim { log: log.0, before }],
-            self.opts.sync,
-        )?;
-        self.state.write().trim(log.0, before);
+        self.cut(OpKind::Trim, log, before)?;
+        let mut meta = self.meta.lock();
         self.release(&mut meta)
     }
 
@@ -323,15 +344,16 @@ impl Inner {
                     Role::Meta,
                     generation,
                     self.epoch,
-                    self.opts.meta_file_bytes,
+                    self.opts.meta_shape(),
                     source,
                 )?;
                 self.state.write().meta_files += 1;
             }
             meta.append(Kind::Batch, &payload)?;
-            meta.flush()?;
             if sync {
                 meta.sync()?;
+            } else {
+                meta.flush()?;
             }
             Ok(())
         })();
@@ -358,17 +380,43 @@ impl Inner {
         }
     }
 
-    /// Releases the oldest data files that hold nothing live. The metalog
-    /// is synced first: the trims and deletions that made them garbage
-    /// must not be undone once their records are gone.
+    /// Releases the oldest data files that hold nothing live. The trims
+    /// and deletions that made them garbage are made durable in the
+    /// metalog first: they must not be undone once their records are gone,
+    /// and a trim in a released file is gone with it.
     fn release(&self, meta: &mut Writer) -> Result<()> {
-        let dead = self.state.read().garbage_prefix();
+        let (dead, trims) = {
+            let st = self.state.read();
+            let dead = st.garbage_prefix();
+            let trims: Vec<(u32, u64)> = st
+                .logs
+                .iter()
+                .filter(|(_, l)| l.trim_before > l.trim_recorded)
+                .map(|(&id, l)| (id, l.trim_before))
+                .collect();
+            (dead, trims)
+        };
         if dead.is_empty() {
             return Ok(());
+        }
+        let ops: Vec<MetaOp<'_>> = trims
+            .iter()
+            .map(|&(log, before)| MetaOp::Trim { log, before })
+            .collect();
+        if !ops.is_empty() {
+            self.write_meta(meta, &ops, false)?;
         }
         let fs = self.opts.fs.as_ref();
         let r = (|| {
             meta.sync()?;
+            {
+                let mut st = self.state.write();
+                for &(log, before) in &trims {
+                    if let Some(l) = st.logs.get_mut(&log) {
+                        l.trim_recorded = l.trim_recorded.max(before);
+                    }
+                }
+            }
             for &generation in &dead {
                 let path = physical::data_path(&self.dir, generation);
                 self.readers.lock().remove(&generation);
@@ -413,6 +461,7 @@ impl Inner {
                 lsn,
                 offset,
                 len: len as u32,
+                kind: OpKind::Put,
             });
             if payload.len() > MAX_BATCH_BYTES {
                 return Err(Error::InvalidArgument(format!(
@@ -437,13 +486,19 @@ impl Inner {
         if !self.state.read().logs.contains_key(&log.0) {
             return Err(Self::unknown(log));
         }
+        self.cut(OpKind::Truncate, log, from)
+    }
+
+    /// Commits a truncation or trim of `log` at `lsn`.
+    fn cut(&self, kind: OpKind, log: LogId, lsn: u64) -> Result<()> {
         let mut payload = Vec::new();
-        ops::encode_truncate(&mut payload, log.0, from);
+        let len = ops::encode_cut(&mut payload, kind, log.0, lsn);
         let entry = Reverse {
             log: log.0,
-            lsn: from,
+            lsn,
             offset: 0,
-            len: 0,
+            len: len as u32,
+            kind,
         };
         self.commit(payload, vec![entry])
     }
@@ -520,9 +575,10 @@ impl Inner {
                 self.seal(&mut data)?;
             }
             let at = data.writer.append(Kind::Batch, &payload)?;
-            data.writer.flush()?;
             if self.opts.sync {
                 data.writer.sync()?;
+            } else {
+                data.writer.flush()?;
             }
             Ok(at)
         })();
@@ -532,16 +588,7 @@ impl Inner {
         for e in &mut entries {
             e.offset += at;
             ops::encode_reverse(&mut data.reverse, e);
-            if e.len == 0 {
-                st.truncate(generation, e.log, e.lsn);
-            } else {
-                let loc = Loc {
-                    generation,
-                    offset: e.offset,
-                    len: e.len,
-                };
-                st.put(e.log, e.lsn, loc);
-            }
+            st.apply(generation, e);
         }
         drop(st);
         let mut c = self.counters.lock();
@@ -577,7 +624,7 @@ impl Inner {
             Role::Data,
             generation,
             self.epoch,
-            self.opts.data_file_bytes,
+            self.opts.data_shape(),
             source,
         )?;
         let mut st = self.state.write();
@@ -682,6 +729,16 @@ impl Inner {
         s.meta_files = st.meta_files;
         s.free_files = st.free.len();
         s
+    }
+}
+
+impl Drop for Inner {
+    /// A clean close leaves everything durable.
+    fn drop(&mut self) {
+        if self.poison.lock().is_none() {
+            let _ = self.data.lock().writer.sync();
+            let _ = self.meta.lock().sync();
+        }
     }
 }
 

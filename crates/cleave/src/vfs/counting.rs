@@ -96,8 +96,8 @@ impl Fs for CountingFs {
         self.inner.create(path, opts)
     }
 
-    fn reopen_at(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
-        self.inner.reopen_at(path, at)
+    fn reopen_at(&self, path: &Path, at: u64, opts: FileOptions) -> Result<Box<dyn WritableFile>> {
+        self.inner.reopen_at(path, at, opts)
     }
 
     fn open(&self, path: &Path, opts: FileOptions) -> Result<Arc<dyn RandomAccessFile>> {

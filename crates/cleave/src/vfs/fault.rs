@@ -213,10 +213,10 @@ impl Fs for FaultFs {
         }))
     }
 
-    fn reopen_at(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
+    fn reopen_at(&self, path: &Path, at: u64, opts: FileOptions) -> Result<Box<dyn WritableFile>> {
         self.control.check(FaultOp::Create, path)?;
         Ok(Box::new(FaultWritable {
-            inner: self.inner.reopen_at(path, at)?,
+            inner: self.inner.reopen_at(path, at, opts)?,
             path: path.to_path_buf(),
             control: self.control.clone(),
         }))

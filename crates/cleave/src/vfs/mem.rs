@@ -206,7 +206,7 @@ impl Fs for MemFs {
         Ok(Box::new(MemWritable { file: f }))
     }
 
-    fn reopen_at(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
+    fn reopen_at(&self, path: &Path, at: u64, _opts: FileOptions) -> Result<Box<dyn WritableFile>> {
         let st = self.state.lock();
         let file = st
             .live
@@ -444,10 +444,13 @@ mod tests {
         let mut f = fs.create(&p, FileOptions::default()).unwrap();
         f.append(b"0123456789").unwrap();
         drop(f);
-        assert!(fs.reopen_at(&p, 0).is_err(), "old bytes not durable");
+        assert!(
+            fs.reopen_at(&p, 0, FileOptions::default()).is_err(),
+            "old bytes not durable"
+        );
         fs.sync_file(&p).unwrap();
         fs.sync_dir(d).unwrap();
-        let mut w = fs.reopen_at(&p, 2).unwrap();
+        let mut w = fs.reopen_at(&p, 2, FileOptions::default()).unwrap();
         assert_eq!(w.len(), 2);
         w.append(b"ab").unwrap();
         w.sync().unwrap();
@@ -458,7 +461,10 @@ mod tests {
         let crashed = fs.crash_clone_keeping(|n| n / 2);
         let r = crashed.open(&p, FileOptions::default()).unwrap();
         assert_eq!(r.read_at(0, 10).unwrap(), b"01abc56789");
-        assert!(fs.reopen_at(&p, 11).is_err(), "past the end");
+        assert!(
+            fs.reopen_at(&p, 11, FileOptions::default()).is_err(),
+            "past the end"
+        );
     }
 
     #[test]

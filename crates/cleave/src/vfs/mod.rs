@@ -86,10 +86,12 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     /// that stay inside its size leave the size alone, so that a `sync`
     /// of them flushes data and no size metadata (a preallocated or
     /// recycled log, LavaFS's `fdatasync`). The writer's `len` is its
-    /// position, `at` plus what it appended. Buffered (no `O_DIRECT`).
-    /// Every byte of the file must be durable already: a file this
-    /// process synced, or one recovery found.
-    fn reopen_at(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>>;
+    /// position, `at` plus what it appended. With `direct`, writes go
+    /// around the page cache in the device's own block size where the
+    /// file system allows it, so that a sync writes the sectors appended
+    /// to and not whole pages. Every byte of the file must be durable
+    /// already: a file this process synced, or one recovery found.
+    fn reopen_at(&self, path: &Path, at: u64, opts: FileOptions) -> Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positional reads.
     fn open(&self, path: &Path, opts: FileOptions) -> Result<Arc<dyn RandomAccessFile>>;
     /// Atomically replaces `to` with `from`.

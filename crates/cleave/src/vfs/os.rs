@@ -35,6 +35,37 @@ const WRITES_BEHIND: usize = 3;
 /// io_uring out, or to compare the two, without rebuilding.
 const IO_URING_ENV: &str = "CLEAVE_IO_URING";
 
+/// The alignment `O_DIRECT` needs for writes to `file`: its device's
+/// logical block size where the kernel says (`statx`'s `STATX_DIOALIGN`,
+/// 512 on most disks, so that a synced append writes the sectors it
+/// touches and not whole pages), else the page size.
+fn direct_alignment(file: &File) -> usize {
+    let mut stx = std::mem::MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: the descriptor is open, the empty path with AT_EMPTY_PATH
+    // names it, and `stx` is writable memory of the right size.
+    let r = unsafe {
+        libc::statx(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_DIOALIGN,
+            stx.as_mut_ptr(),
+        )
+    };
+    if r != 0 {
+        return DIRECT_ALIGN;
+    }
+    // SAFETY: statx succeeded and filled the struct.
+    let stx = unsafe { stx.assume_init() };
+    let align = stx.stx_dio_offset_align as usize;
+    let has = stx.stx_mask & libc::STATX_DIOALIGN != 0;
+    if has && align.is_power_of_two() && align <= DIRECT_ALIGN {
+        align
+    } else {
+        DIRECT_ALIGN
+    }
+}
+
 /// The operating system's file system.
 #[derive(Debug, Clone, Copy)]
 pub struct OsFs {
@@ -108,11 +139,19 @@ impl Fs for OsFs {
         }
     }
 
-    fn reopen_at(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io(path, "open_for_write", e))?;
+    fn reopen_at(&self, path: &Path, at: u64, opts: FileOptions) -> Result<Box<dyn WritableFile>> {
+        let mut o = OpenOptions::new();
+        o.write(true);
+        if opts.direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        let mut file = match o.open(path) {
+            Ok(f) => f,
+            Err(e) if opts.direct && e.raw_os_error() == Some(libc::EINVAL) => {
+                return self.reopen_at(path, at, FileOptions { direct: false })
+            }
+            Err(e) => return Err(Error::io(path, "open_for_write", e)),
+        };
         let size = file
             .metadata()
             .map_err(|e| Error::io(path, "stat", e))?
@@ -127,10 +166,29 @@ impl Fs for OsFs {
                 ),
             ));
         }
-        file.seek(SeekFrom::Start(at))
-            .map_err(|e| Error::io(path, "seek", e))?;
-        let mut w = OsWritable::new(path, file, false)?;
+        let mut w = if opts.direct {
+            let align = direct_alignment(&file);
+            let base = at / align as u64 * align as u64;
+            // The partial block before `at` is written again with the
+            // first appends: it starts the buffer.
+            let mut head = vec![0u8; (at - base) as usize];
+            File::open(path)
+                .and_then(|f| f.read_exact_at(&mut head, base))
+                .map_err(|e| Error::io(path, "read", e))?;
+            let mut w = OsWritable::new(path, file, true)?;
+            w.align = align;
+            if let Buffer::Direct { buf, base: b, .. } = &mut w.buffer {
+                buf.push(&head);
+                *b = base;
+            }
+            w
+        } else {
+            file.seek(SeekFrom::Start(at))
+                .map_err(|e| Error::io(path, "seek", e))?;
+            OsWritable::new(path, file, false)?
+        };
         w.len = at;
+        w.keep_len = size;
         Ok(Box::new(w))
     }
 
@@ -347,6 +405,14 @@ struct OsWritable {
     file: Arc<File>,
     buffer: Buffer,
     len: u64,
+    /// `O_DIRECT` writes start and end on multiples of this.
+    align: usize,
+    /// The size of a file written over from inside it: padding written
+    /// past its end is cut back to this, never below.
+    keep_len: u64,
+    /// Every appended byte has been written (a flush before a sync need
+    /// not write the padded tail block twice).
+    clean: bool,
     /// A write behind failed, or could not start: the file has a hole
     /// where its bytes belong, and every later write, flush and sync
     /// fails.
@@ -370,6 +436,9 @@ impl OsWritable {
             file: Arc::new(file),
             buffer,
             len: 0,
+            align: DIRECT_ALIGN,
+            keep_len: 0,
+            clean: true,
             holed: false,
         })
     }
@@ -440,6 +509,9 @@ impl OsWritable {
     }
 
     fn write_out(&mut self, padded_tail: bool) -> Result<()> {
+        if padded_tail && self.clean && !self.holed {
+            return Ok(());
+        }
         if self.holed {
             return Err(Error::io(
                 &self.path,
@@ -463,27 +535,33 @@ impl OsWritable {
                 v.clear();
             }
             Buffer::Direct { buf, base, .. } => {
-                let whole = buf.len / DIRECT_ALIGN * DIRECT_ALIGN;
+                let whole = buf.len / self.align * self.align;
                 let end = if padded_tail && whole < buf.len {
-                    whole + DIRECT_ALIGN
+                    whole + self.align
                 } else {
                     whole
                 };
+                // Padding is zeros: the buffer's old bytes past its end
+                // could be a whole earlier record, which a reader of a
+                // file that validates records (a log) would take again.
+                let len = buf.len;
+                buf.full_mut()[len..end].fill(0);
                 if end > 0 {
                     self.file
                         .write_all_at(&buf.full()[..end], *base)
                         .map_err(|e| Error::io(&self.path, "write", e))?;
                 }
-                if end > whole {
-                    // Padding went to disk: cut the file back to its length.
+                if end > whole && *base + end as u64 > self.keep_len {
+                    // Padding went past the file's end: cut it back.
                     self.file
-                        .set_len(self.len)
+                        .set_len(self.len.max(self.keep_len))
                         .map_err(|e| Error::io(&self.path, "truncate", e))?;
                 }
                 *base += whole as u64;
                 buf.shift(whole);
             }
         }
+        self.clean = padded_tail;
         Ok(())
     }
 }
@@ -491,6 +569,7 @@ impl OsWritable {
 impl WritableFile for OsWritable {
     fn append(&mut self, mut data: &[u8]) -> Result<()> {
         self.len += data.len() as u64;
+        self.clean &= data.is_empty();
         loop {
             let full = match &mut self.buffer {
                 Buffer::Plain(v) => {
@@ -991,7 +1070,7 @@ mod tests {
         w.append(&[b'.'; 8192]).unwrap();
         w.sync().unwrap();
         drop(w);
-        let mut w = fs.reopen_at(&p, 100).unwrap();
+        let mut w = fs.reopen_at(&p, 100, FileOptions::default()).unwrap();
         assert_eq!(w.len(), 100);
         w.append(b"new bytes").unwrap();
         w.sync().unwrap();
@@ -1000,7 +1079,10 @@ mod tests {
         let r = fs.open(&p, FileOptions::default()).unwrap();
         assert_eq!(r.len(), 8192);
         assert_eq!(r.read_at(98, 13).unwrap(), b"..new bytes..");
-        let err = fs.reopen_at(&p, 8193).err().unwrap();
+        let err = fs
+            .reopen_at(&p, 8193, FileOptions::default())
+            .err()
+            .unwrap();
         assert!(
             matches!(
                 err,
@@ -1011,7 +1093,10 @@ mod tests {
             ),
             "{err}"
         );
-        let missing = fs.reopen_at(&dir.path().join("none"), 0).err().unwrap();
+        let missing = fs
+            .reopen_at(&dir.path().join("none"), 0, FileOptions::default())
+            .err()
+            .unwrap();
         assert!(matches!(
             missing,
             Error::Io {
@@ -1019,5 +1104,46 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// The same with `O_DIRECT`: unaligned positions and syncs of partial
+    /// blocks keep the bytes around them and the file's size.
+    #[test]
+    fn direct_reopen_writes_in_place_around_partial_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log");
+        let fs = OsFs::new();
+        let mut w = fs.create(&p, FileOptions::default()).unwrap();
+        w.append(&[b'.'; 3 * DIRECT_ALIGN]).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let mut w = fs.reopen_at(&p, 700, FileOptions { direct: true }).unwrap();
+        w.append(b"first").unwrap();
+        w.sync().unwrap();
+        w.append(&[b'x'; 5000]).unwrap();
+        w.sync().unwrap();
+        assert_eq!(w.len(), 5705);
+        drop(w);
+        let r = fs.open(&p, FileOptions::default()).unwrap();
+        assert_eq!(r.len(), 3 * DIRECT_ALIGN as u64, "the size is kept");
+        let all = r.read_at(0, 3 * DIRECT_ALIGN).unwrap();
+        assert!(all[..700].iter().all(|&b| b == b'.'));
+        assert_eq!(&all[700..705], b"first");
+        assert!(all[705..5705].iter().all(|&b| b == b'x'));
+        // Past the writes: the old bytes, or the zeros of a padded block.
+        assert!(
+            all[5705..].iter().all(|&b| b == b'.' || b == 0),
+            "{:?}",
+            &all[5705..5800]
+        );
+        let mut w = fs
+            .reopen_at(&p, 5705, FileOptions { direct: true })
+            .unwrap();
+        w.append(&[b'y'; 8000]).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let r = fs.open(&p, FileOptions::default()).unwrap();
+        assert_eq!(r.len(), 13705, "grown past its end by what was appended");
+        assert_eq!(r.read_at(5700, 10).unwrap(), b"xxxxxyyyyy");
     }
 }

@@ -146,8 +146,8 @@ impl Fs for UsageFs {
         }))
     }
 
-    fn reopen_at(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
-        let inner = self.inner.reopen_at(path, at)?;
+    fn reopen_at(&self, path: &Path, at: u64, opts: FileOptions) -> Result<Box<dyn WritableFile>> {
+        let inner = self.inner.reopen_at(path, at, opts)?;
         if !self.counted(path) {
             return Ok(inner);
         }
@@ -326,7 +326,7 @@ mod tests {
         w.append(&[1; 500]).unwrap();
         w.sync().unwrap();
         drop(w);
-        let mut w = fs.reopen_at(&p, 100).unwrap();
+        let mut w = fs.reopen_at(&p, 100, FileOptions::default()).unwrap();
         w.append(&[2; 300]).unwrap();
         assert_eq!(fs.bytes(), 500);
         w.append(&[3; 200]).unwrap();
