@@ -14,10 +14,15 @@
 //! to the pool of files to recycle once the oldest files' records are all
 //! trimmed or deleted. Format: `docs/format/log_store.md`.
 
+mod checkpoint;
+mod flush;
 mod frame;
+mod gc;
+mod index;
 mod ops;
 mod physical;
 mod recovery;
+mod state;
 mod store;
 
 use std::path::Path;
@@ -64,6 +69,16 @@ pub struct LogOptions {
     pub sync: bool,
     /// Released data files kept to be recycled, at most.
     pub free_files: usize,
+    /// Memory the index's recent mappings (L0) may take before they are
+    /// flushed to groups in the metalog, in bytes; older mappings cost
+    /// memory per group, not per record.
+    pub index_memory_bytes: u64,
+    /// A checkpoint is written once index flushes have added this many
+    /// bytes to the metalog since the last: what opening replays past it.
+    pub checkpoint_bytes: u64,
+    /// The oldest data file is garbage-collected (its live records moved
+    /// to the active file) once this share of its bytes is garbage.
+    pub gc_garbage_ratio: f64,
 }
 
 impl Default for LogOptions {
@@ -77,6 +92,9 @@ impl Default for LogOptions {
             direct_io: true,
             sync: true,
             free_files: 2,
+            index_memory_bytes: 2 << 20,
+            checkpoint_bytes: 4 << 20,
+            gc_garbage_ratio: 0.75,
         }
     }
 }
@@ -116,10 +134,9 @@ impl LogId {
 pub struct LogStats {
     /// Logical logs.
     pub logs: usize,
-    /// Records the index maps, across logs.
-    pub records: u64,
-    /// Bytes of those records' payloads.
-    pub record_bytes: u64,
+    /// Mappings in memory (L0) and groups of older ones (L1), across logs.
+    pub l0_entries: u64,
+    pub groups: u64,
     /// Data files, the active one included.
     pub data_files: usize,
     /// Metalog files.
@@ -129,24 +146,47 @@ pub struct LogStats {
     /// Group commits written, and how many of them were synced.
     pub commits: u64,
     pub syncs: u64,
+    /// Index flushes and checkpoints written.
+    pub flushes: u64,
+    pub checkpoints: u64,
     /// Data files released since open.
     pub files_released: u64,
     /// Files recycled (taken from the pool rather than written anew).
     pub files_recycled: u64,
+    /// Data files garbage-collected, and the records and bytes GC moved.
+    pub gc_runs: u64,
+    pub gc_records_moved: u64,
+    pub gc_bytes_moved: u64,
+    /// Background maintenance runs that failed (each also logged).
+    pub maintenance_errors: u64,
 }
 
 /// An open log store. Cheap to share across threads behind an `Arc`;
 /// every method takes `&self`.
 pub struct LogStore {
     inner: Arc<store::Inner>,
+    maintenance: Option<std::thread::JoinHandle<()>>,
 }
 
 impl LogStore {
     /// Opens (or, with `create_if_missing`, creates) the store in `dir`,
     /// recovering what the last session made durable.
     pub fn open(dir: impl AsRef<Path>, opts: LogOptions) -> Result<LogStore> {
+        if !(0.0..=1.0).contains(&opts.gc_garbage_ratio) {
+            return Err(crate::Error::InvalidArgument(format!(
+                "log store: gc_garbage_ratio {} is not between 0 and 1",
+                opts.gc_garbage_ratio
+            )));
+        }
+        let dir = dir.as_ref();
+        let inner = Arc::new(recovery::open(dir, opts)?);
+        let maintenance = gc::spawn(inner.clone())
+            .map_err(|e| crate::Error::io(dir, "start the maintenance thread of", e))?;
+        // What the last session left to release or collect.
+        inner.nudge();
         Ok(LogStore {
-            inner: Arc::new(recovery::open(dir.as_ref(), opts)?),
+            inner,
+            maintenance: Some(maintenance),
         })
     }
 
@@ -226,8 +266,31 @@ impl LogStore {
         self.inner.sync()
     }
 
+    /// Releases the data files that hold only garbage and collects the
+    /// oldest one if enough of it is, now, in the calling thread (the
+    /// store also does this in the background as files fill).
+    pub fn collect_garbage(&self) -> Result<()> {
+        gc::maintain(&self.inner)
+    }
+
+    /// Flushes the index's recent mappings to the metalog and moves the
+    /// point recovery replays the datalog from to its end.
+    pub fn flush_index(&self) -> Result<()> {
+        self.inner.check_writable()?;
+        let mut data = self.inner.data.lock();
+        self.inner.flush_index(&mut data)
+    }
+
     pub fn stats(&self) -> LogStats {
         self.inner.stats()
+    }
+}
+
+impl Drop for LogStore {
+    fn drop(&mut self) {
+        if let Some(handle) = self.maintenance.take() {
+            gc::stop(&self.inner, handle);
+        }
     }
 }
 

@@ -122,6 +122,9 @@ const CREATE: u8 = 2;
 const DELETE: u8 = 3;
 const META_TRIM: u8 = 4;
 const SEALED: u8 = 5;
+const INDEX: u8 = 6;
+const CUT: u8 = 7;
+const FLUSHED: u8 = 8;
 
 /// One operation of a metalog batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,6 +151,23 @@ pub(crate) enum MetaOp<'a> {
         generation: u64,
         offset: u64,
         len: u64,
+    },
+    /// A group of one log's index (module `index`): replaces the groups
+    /// its range meets.
+    Index {
+        body: &'a [u8],
+    },
+    /// Drops a log's groups that hold LSNs from `from` on (a truncation
+    /// since the last flush).
+    Cut {
+        log: u32,
+        from: u64,
+    },
+    /// An index flush ended: every mapping of a datalog operation before
+    /// this position is in a group.
+    Flushed {
+        generation: u64,
+        offset: u64,
     },
 }
 
@@ -181,6 +201,20 @@ pub(crate) fn encode_meta_op(out: &mut Vec<u8>, op: &MetaOp<'_>) {
             put_varint64(out, offset);
             put_varint64(out, len);
         }
+        MetaOp::Index { body } => {
+            out.push(INDEX);
+            put_length_prefixed(out, body);
+        }
+        MetaOp::Cut { log, from } => {
+            out.push(CUT);
+            put_varint64(out, u64::from(log));
+            put_varint64(out, from);
+        }
+        MetaOp::Flushed { generation, offset } => {
+            out.push(FLUSHED);
+            put_varint64(out, generation);
+            put_varint64(out, offset);
+        }
     }
 }
 
@@ -202,6 +236,17 @@ pub(crate) fn decode_meta_op<'a>(d: &mut Decoder<'a>) -> Result<MetaOp<'a>, Deco
             generation: d.varint64()?,
             offset: d.varint64()?,
             len: d.varint64()?,
+        },
+        INDEX => MetaOp::Index {
+            body: d.length_prefixed()?,
+        },
+        CUT => MetaOp::Cut {
+            log: d.varint32()?,
+            from: d.varint64()?,
+        },
+        FLUSHED => MetaOp::Flushed {
+            generation: d.varint64()?,
+            offset: d.varint64()?,
         },
         _ => return Err(DecodeError("unknown metalog operation")),
     })
@@ -299,6 +344,12 @@ mod tests {
                 generation: 4,
                 offset: 1000,
                 len: 77,
+            },
+            MetaOp::Index { body: b"group" },
+            MetaOp::Cut { log: 1, from: 12 },
+            MetaOp::Flushed {
+                generation: 4,
+                offset: 2000,
             },
         ];
         let mut m = Vec::new();

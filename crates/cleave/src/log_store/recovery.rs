@@ -1,20 +1,42 @@
-//! Opening a log store: the metalog replayed into the namespace, the data
-//! files into the index, and the active files resumed where their valid
-//! frames end, in a new epoch.
+//! Opening a log store: the checkpoint, then the metalog after it replayed
+//! into the namespace and L1, then the datalog after the replay point into
+//! L0; the active files are resumed where their valid frames end, in a new
+//! epoch.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::path::Path;
 
+use super::checkpoint::{self, Marks};
 use super::frame::Kind;
-use super::ops::{self, DataOp, MetaOp, OpKind, Role};
+use super::index::{self, Group, Loc, MetaLoc};
+use super::ops::{self, DataOp, MetaOp, OpKind, Reverse, Role};
 use super::physical::{self, FileName, Source, Writer};
-use super::store::{DataFile, DataSide, Inner, Log, State};
+use super::state::{DataFile, Log, Pos, ReadGroup, State};
+use super::store::{DataSide, Inner, MetaSide};
 use super::LogOptions;
 use crate::base::coding::Decoder;
 use crate::error::{Error, Result};
+use crate::vfs::{FileOptions, Fs};
 
 /// The lock file of a log store directory.
 const LOCK: &str = "LOCK";
+
+/// Reads group bodies during recovery.
+fn group_reader<'a>(
+    fs: &'a dyn Fs,
+    dir: &Path,
+) -> impl FnMut(&MetaLoc) -> Result<Vec<(u64, Loc)>> + 'a {
+    let dir = dir.to_path_buf();
+    move |at: &MetaLoc| {
+        let path = physical::meta_path(&dir, at.generation);
+        let body = fs
+            .open(&path, FileOptions::default())?
+            .read_at(at.offset, at.len as usize)?;
+        let (_, entries) =
+            index::decode_group(&body).map_err(|e| Error::corruption(&path, at.offset, e.0))?;
+        Ok(entries)
+    }
+}
 
 pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
     let fs = opts.fs.clone();
@@ -49,57 +71,94 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
     meta_files.sort_unstable();
     free.sort_unstable();
 
-    let mut st = State {
-        free,
-        ..State::default()
-    };
-    let mut max_epoch = 0;
-    let mut seals: HashMap<u64, (u64, u64)> = HashMap::new();
+    let (mut st, marks) = checkpoint::read(fs, dir)?.unwrap_or_else(|| {
+        (
+            State::default(),
+            Marks {
+                epoch: 0,
+                meta_from: Pos::default(),
+            },
+        )
+    });
+    st.free = free;
+    // Files before the checkpoint's replay point were complete when it was
+    // taken; its table of the later ones is read again from the files.
+    let complete_below = st.replay_from.generation;
+    let mut read_group = group_reader(fs, dir);
+    let mut max_epoch = marks.epoch;
     // Files whose header never became durable hold nothing of theirs.
     let mut unused = Vec::new();
     let mut meta_end = None;
     for &g in &meta_files {
+        st.meta_files.insert(g, ());
+        if g < marks.meta_from.generation {
+            continue;
+        }
         let path = physical::meta_path(dir, g);
+        let skip_below = if g == marks.meta_from.generation {
+            marks.meta_from.offset
+        } else {
+            0
+        };
         let scanned = physical::scan(fs, &path, Role::Meta, g, |kind, at, payload| {
-            if kind != Kind::Batch {
+            if kind != Kind::Batch || at < skip_below {
                 return Ok(());
             }
             let mut d = Decoder::new(payload);
             while !d.is_empty() {
                 let op =
                     ops::decode_meta_op(&mut d).map_err(|e| Error::corruption(&path, at, e.0))?;
-                apply_meta(&mut st, &mut max_epoch, &mut seals, &path, at, op)?;
+                let end = at + d.position() as u64;
+                apply_meta(&mut st, &mut max_epoch, &path, g, end, op)?;
             }
             Ok(())
         })?;
         if !scanned.has_header {
+            st.meta_files.remove(&g);
             unused.push((Role::Meta, g));
             continue;
         }
         max_epoch = max_epoch.max(scanned.last_epoch);
         meta_end = Some((g, scanned.end, scanned.sealed));
-        st.meta_files += 1;
     }
 
+    let replay_from = st.replay_from;
     let mut data_end = None;
     for &g in &data_files {
+        if g < complete_below && st.files.contains_key(&g) {
+            continue;
+        }
+        let apply_from = if g < replay_from.generation {
+            u64::MAX
+        } else if g == replay_from.generation {
+            replay_from.offset
+        } else {
+            0
+        };
+        // What the file holds is read again from its start.
+        let seal = st.files.get(&g).and_then(|f| f.seal);
+        st.files.insert(
+            g,
+            DataFile {
+                seal,
+                ..DataFile::default()
+            },
+        );
         let path = physical::data_path(dir, g);
-        st.files.insert(g, DataFile::default());
-        if let Some(&(offset, len)) = seals.get(&g) {
-            let file = fs.open(&path, crate::vfs::FileOptions::default())?;
+        if let Some((offset, len)) = seal {
+            let file = fs.open(&path, FileOptions::default())?;
             let payload = physical::read_seal(file.as_ref(), &path, g, offset, len)?;
             for r in physical::decode_reverse_index(&path, offset, &payload)? {
-                st.apply(g, &r);
-            }
-            if let Some(f) = st.files.get_mut(&g) {
-                f.sealed = true;
+                replay(&mut st, g, &r, apply_from, &mut read_group)?;
             }
             data_end = None;
             continue;
         }
         let mut reverse = Vec::new();
+        let mut sealed_at = None;
         let scanned = physical::scan(fs, &path, Role::Data, g, |kind, at, payload| {
-            if kind != Kind::Batch {
+            if kind == Kind::Seal {
+                sealed_at = Some((at, payload.len() as u64));
                 return Ok(());
             }
             let mut d = Decoder::new(payload);
@@ -107,21 +166,21 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
                 let start = at + d.position() as u64;
                 let op = ops::decode_data_op(&mut d)
                     .map_err(|e| Error::corruption(&path, start, e.0))?;
-                let len = at + d.position() as u64 - start;
+                let len = (at + d.position() as u64 - start) as u32;
                 let (log, lsn, kind) = match op {
                     DataOp::Put { log, lsn, .. } => (log, lsn, OpKind::Put),
                     DataOp::Truncate { log, from } => (log, from, OpKind::Truncate),
                     DataOp::Trim { log, before } => (log, before, OpKind::Trim),
                 };
-                let r = ops::Reverse {
+                let r = Reverse {
                     log,
                     lsn,
                     offset: start,
-                    len: len as u32,
+                    len,
                     kind,
                 };
                 ops::encode_reverse(&mut reverse, &r);
-                st.apply(g, &r);
+                replay(&mut st, g, &r, apply_from, &mut read_group)?;
             }
             Ok(())
         })?;
@@ -132,10 +191,13 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
         }
         max_epoch = max_epoch.max(scanned.last_epoch);
         if let Some(f) = st.files.get_mut(&g) {
-            f.sealed = scanned.sealed;
+            f.seal = sealed_at;
         }
         data_end = (!scanned.sealed).then_some((g, scanned.end, reverse));
     }
+    // Files released after the checkpoint.
+    let on_disk: HashSet<u64> = data_files.iter().copied().collect();
+    st.files.retain(|g, _| on_disk.contains(g));
 
     // The new session's epoch is above every frame's, and durable (in the
     // metalog, below) before any frame of it is written.
@@ -147,18 +209,27 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
         g
     };
     for (role, g) in unused {
-        let from = physical::path(dir, role, g);
-        let to = physical::free_path(dir, g);
-        fs.rename(&from, &to)?;
+        fs.rename(&physical::path(dir, role, g), &physical::free_path(dir, g))?;
         st.free.push(g);
+    }
+    // Metalog files before the checkpoint that no group refers to.
+    let used: HashSet<u64> = st
+        .logs
+        .values()
+        .flat_map(|l| l.groups.values().map(|g| g.at.generation))
+        .collect();
+    let stale: Vec<u64> = st
+        .meta_files
+        .keys()
+        .copied()
+        .filter(|&g| g < marks.meta_from.generation && !used.contains(&g))
+        .collect();
+    for g in stale {
+        fs.remove(&physical::meta_path(dir, g))?;
+        st.meta_files.remove(&g);
     }
     fs.sync_dir(dir)?;
 
-    let source = |st: &mut State| match st.free.pop() {
-        Some(g) => Source::Recycled(physical::free_path(dir, g)),
-        None if opts.preallocate => Source::Preallocated,
-        None => Source::Growing,
-    };
     // A process that died left what it wrote in the page cache, maybe not
     // durable: made durable before anything is written after it, or a
     // power loss later could take these bytes and keep newer ones past
@@ -169,6 +240,11 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
     if let Some((g, _, _)) = &data_end {
         fs.sync_file(&physical::data_path(dir, *g))?;
     }
+    let source = |st: &mut State| match st.free.pop() {
+        Some(g) => Source::Recycled(physical::free_path(dir, g)),
+        None if opts.preallocate => Source::Preallocated,
+        None => Source::Growing,
+    };
     let mut meta = match meta_end {
         Some((g, end, false)) => Writer::resume(
             fs,
@@ -179,16 +255,16 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
             opts.meta_shape(),
         )?,
         _ => {
-            let src = source(&mut st);
-            st.meta_files += 1;
+            let g = generation();
+            st.meta_files.insert(g, ());
             Writer::start(
                 fs,
                 dir,
                 Role::Meta,
-                generation(),
+                g,
                 epoch,
                 opts.meta_shape(),
-                src,
+                Source::Preallocated,
             )?
         }
     };
@@ -198,23 +274,34 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
     meta.sync()?;
 
     let data = match data_end {
-        Some((g, end, reverse)) => DataSide {
-            writer: Writer::resume(
-                fs,
-                &physical::data_path(dir, g),
-                g,
-                end,
-                epoch,
-                opts.data_shape(),
-            )?,
-            reverse,
-        },
+        Some((g, end, reverse)) => {
+            st.installed_to = Pos {
+                generation: g,
+                offset: end,
+            };
+            DataSide {
+                writer: Writer::resume(
+                    fs,
+                    &physical::data_path(dir, g),
+                    g,
+                    end,
+                    epoch,
+                    opts.data_shape(),
+                )?,
+                reverse,
+            }
+        }
         None => {
             let src = source(&mut st);
             let g = generation();
             st.files.insert(g, DataFile::default());
+            let writer = Writer::start(fs, dir, Role::Data, g, epoch, opts.data_shape(), src)?;
+            st.installed_to = Pos {
+                generation: g,
+                offset: writer.offset(),
+            };
             DataSide {
-                writer: Writer::start(fs, dir, Role::Data, g, epoch, opts.data_shape(), src)?,
+                writer,
                 reverse: Vec::new(),
             }
         }
@@ -223,31 +310,46 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
     for g in st.free.drain(..free_over).collect::<Vec<_>>() {
         fs.remove(&physical::free_path(dir, g))?;
     }
+    let meta = MetaSide {
+        writer: meta,
+        since_checkpoint: 0,
+    };
     Ok(Inner::new(
         dir.to_path_buf(),
         opts,
         lock,
         st,
-        data,
-        meta,
+        (data, meta),
         epoch,
         next_generation,
     ))
 }
 
+/// Replays one datalog operation of file `g`: applied if it lies at or
+/// after `apply_from`, else only counted in the file's table.
+fn replay(st: &mut State, g: u64, r: &Reverse, apply_from: u64, read: ReadGroup<'_>) -> Result<()> {
+    if r.offset >= apply_from {
+        st.apply(g, r, read)
+    } else {
+        st.note(g, r.log, r.lsn);
+        Ok(())
+    }
+}
+
+/// Applies one metalog operation of file `g`, which ends at `end` in it.
 fn apply_meta(
     st: &mut State,
     max_epoch: &mut u64,
-    seals: &mut HashMap<u64, (u64, u64)>,
     path: &Path,
-    at: u64,
+    g: u64,
+    end: u64,
     op: MetaOp<'_>,
 ) -> Result<()> {
     match op {
         MetaOp::Opened { epoch } => *max_epoch = (*max_epoch).max(epoch),
         MetaOp::Create { log, name } => {
             let name = String::from_utf8(name.to_vec())
-                .map_err(|_| Error::corruption(path, at, "a log name is not UTF-8"))?;
+                .map_err(|_| Error::corruption(path, end, "a log name is not UTF-8"))?;
             st.next_log = st.next_log.max(log + 1);
             st.names.insert(name.clone(), log);
             st.logs.insert(log, Log::new(name));
@@ -264,7 +366,38 @@ fn apply_meta(
             offset,
             len,
         } => {
-            seals.insert(generation, (offset, len));
+            st.files.entry(generation).or_default().seal = Some((offset, len));
+        }
+        MetaOp::Index { body } => {
+            let (log, entries) =
+                index::decode_group(body).map_err(|e| Error::corruption(path, end, e.0))?;
+            let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+                return Err(Error::corruption(path, end, "an empty index group"));
+            };
+            let group = Group {
+                first: first.0,
+                last: last.0,
+                count: entries.len() as u32,
+                at: MetaLoc {
+                    generation: g,
+                    // The body is the operation's last bytes.
+                    offset: end - body.len() as u64,
+                    len: body.len() as u32,
+                },
+            };
+            if let Some(l) = st.logs.get_mut(&log) {
+                if group.last >= l.trim_before {
+                    l.install_group(group);
+                }
+            }
+        }
+        MetaOp::Cut { log, from } => {
+            if let Some(l) = st.logs.get_mut(&log) {
+                l.cut_groups(from);
+            }
+        }
+        MetaOp::Flushed { generation, offset } => {
+            st.replay_from = Pos { generation, offset };
         }
     }
     Ok(())

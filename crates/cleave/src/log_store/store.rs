@@ -1,15 +1,17 @@
-//! The open store: namespace, index, the two active files and the group
-//! commit that writes appends from every thread as one frame.
+//! The open store: the two active files, the group commit that writes
+//! appends from every thread as one frame, and reads through the index.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::frame::Kind;
+use super::index::{self, Loc, MetaLoc};
 use super::ops::{self, MetaOp, OpKind, Reverse, Role};
 use super::physical::{self, Source, Writer};
+use super::state::{Log, Pos, State};
 use super::{LogId, LogOptions, LogStats, MAX_BATCH_BYTES, MAX_LOG_NAME_BYTES, MAX_RECORD_BYTES};
 use crate::base::coding::Decoder;
 use crate::error::{Error, Result};
@@ -17,156 +19,8 @@ use crate::vfs::{FileLock, FileOptions, RandomAccessFile};
 
 /// A group commit takes queued requests up to this many bytes.
 const GROUP_BYTES: usize = 8 << 20;
-/// A scan fetches index entries in runs of this many.
+/// A scan fetches index entries in runs of at most this many from L0.
 const SCAN_RUN: usize = 256;
-
-/// Where a record lies: the put operation's bytes in a data file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Loc {
-    pub(crate) generation: u64,
-    pub(crate) offset: u64,
-    pub(crate) len: u32,
-}
-
-#[derive(Debug)]
-pub(crate) struct Log {
-    pub(crate) name: String,
-    pub(crate) trim_before: u64,
-    /// The trim point the metalog holds: trims live in the datalog, and
-    /// reach the metalog before a data file they emptied is released.
-    pub(crate) trim_recorded: u64,
-    pub(crate) index: BTreeMap<u64, Loc>,
-}
-
-impl Log {
-    pub(crate) fn new(name: String) -> Log {
-        Log {
-            name,
-            trim_before: 0,
-            trim_recorded: 0,
-            index: BTreeMap::new(),
-        }
-    }
-}
-
-/// What the store knows of a data file, to tell when all of it is
-/// garbage.
-#[derive(Debug, Default)]
-pub(crate) struct DataFile {
-    /// The highest LSN each log has in the file (truncations included).
-    pub(crate) logs: HashMap<u32, u64>,
-    pub(crate) sealed: bool,
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct State {
-    pub(crate) logs: HashMap<u32, Log>,
-    pub(crate) names: BTreeMap<String, u32>,
-    pub(crate) next_log: u32,
-    /// Data files by generation, oldest first; the last is active.
-    pub(crate) files: BTreeMap<u64, DataFile>,
-    pub(crate) meta_files: usize,
-    pub(crate) free: Vec<u64>,
-    pub(crate) record_bytes: u64,
-    pub(crate) records: u64,
-}
-
-impl State {
-    /// Applies a datalog operation of data file `generation`, as written
-    /// or replayed.
-    pub(crate) fn apply(&mut self, generation: u64, r: &Reverse) {
-        match r.kind {
-            OpKind::Put => {
-                let loc = Loc {
-                    generation,
-                    offset: r.offset,
-                    len: r.len,
-                };
-                self.put(r.log, r.lsn, loc);
-            }
-            OpKind::Truncate => self.truncate(generation, r.log, r.lsn),
-            OpKind::Trim => {
-                self.trim(r.log, r.lsn);
-                self.note(generation, r.log, r.lsn);
-            }
-        }
-    }
-
-    /// Applies a put, as written or replayed: ignored for a deleted log or
-    /// below its trim point.
-    pub(crate) fn put(&mut self, log: u32, lsn: u64, loc: Loc) {
-        let Some(l) = self.logs.get_mut(&log) else {
-            return;
-        };
-        if lsn < l.trim_before {
-            return;
-        }
-        let payload = u64::from(loc.len);
-        match l.index.insert(lsn, loc) {
-            Some(old) => self.record_bytes -= u64::from(old.len),
-            None => self.records += 1,
-        }
-        self.record_bytes += payload;
-        self.note(loc.generation, log, lsn);
-    }
-
-    pub(crate) fn truncate(&mut self, generation: u64, log: u32, from: u64) {
-        let Some(l) = self.logs.get_mut(&log) else {
-            return;
-        };
-        let gone = l.index.split_off(&from);
-        self.records -= gone.len() as u64;
-        self.record_bytes -= gone.values().map(|l| u64::from(l.len)).sum::<u64>();
-        self.note(generation, log, from);
-    }
-
-    fn note(&mut self, generation: u64, log: u32, lsn: u64) {
-        let f = self.files.entry(generation).or_default();
-        let max = f.logs.entry(log).or_insert(lsn);
-        *max = (*max).max(lsn);
-    }
-
-    pub(crate) fn trim(&mut self, log: u32, before: u64) {
-        let Some(l) = self.logs.get_mut(&log) else {
-            return;
-        };
-        if before <= l.trim_before {
-            return;
-        }
-        l.trim_before = before;
-        let keep = l.index.split_off(&before);
-        let gone = std::mem::replace(&mut l.index, keep);
-        self.records -= gone.len() as u64;
-        self.record_bytes -= gone.values().map(|l| u64::from(l.len)).sum::<u64>();
-    }
-
-    pub(crate) fn delete(&mut self, log: u32) {
-        if let Some(l) = self.logs.remove(&log) {
-            self.names.remove(&l.name);
-            self.records -= l.index.len() as u64;
-            self.record_bytes -= l.index.values().map(|l| u64::from(l.len)).sum::<u64>();
-        }
-    }
-
-    /// The oldest data files whose records are all trimmed or deleted, in
-    /// order: released first to last, so that a truncation is never
-    /// released before the records it dropped.
-    fn garbage_prefix(&self) -> Vec<u64> {
-        let mut out = Vec::new();
-        for (&generation, f) in &self.files {
-            let dead = f.sealed
-                && f.logs.iter().all(|(log, &max)| match self.logs.get(log) {
-                    None => true,
-                    Some(l) => max < l.trim_before,
-                });
-            if !dead {
-                break;
-            }
-            out.push(generation);
-        }
-        out
-    }
-}
 
 pub(crate) struct DataSide {
     pub(crate) writer: Writer,
@@ -174,13 +28,28 @@ pub(crate) struct DataSide {
     pub(crate) reverse: Vec<u8>,
 }
 
+pub(crate) struct MetaSide {
+    pub(crate) writer: Writer,
+    /// Metalog bytes written since the last checkpoint.
+    pub(crate) since_checkpoint: u64,
+}
+
+/// A GC relocation's condition: the record is still where GC found it,
+/// and the log's groups have not changed since.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Expect {
+    pub(crate) loc: Loc,
+    pub(crate) changes: u64,
+}
+
 /// One caller's operations, encoded by the caller.
 struct Request {
     ticket: u64,
     payload: Vec<u8>,
-    /// Per operation: log, LSN, offset in `payload`, length (0 for a
-    /// truncation).
+    /// Per operation, its place in `payload`.
     entries: Vec<Reverse>,
+    /// For a GC relocation, per operation, what must still hold.
+    expect: Option<Vec<Expect>>,
 }
 
 #[derive(Default)]
@@ -188,7 +57,17 @@ struct Queue {
     pending: Vec<Request>,
     leading: bool,
     next_ticket: u64,
-    done: HashMap<u64, Result<()>>,
+    /// Per ticket, the outcome and how many of its operations were
+    /// written (a relocation's may be dropped).
+    done: HashMap<u64, Result<usize>>,
+}
+
+/// Found by a lookup under the state lock.
+pub(crate) enum Found {
+    Nothing,
+    Record(Loc),
+    /// In this group of L1, if anywhere.
+    InGroup(MetaLoc),
 }
 
 pub(crate) struct Inner {
@@ -197,25 +76,30 @@ pub(crate) struct Inner {
     pub(crate) _lock: Box<dyn FileLock>,
     pub(crate) state: RwLock<State>,
     pub(crate) data: Mutex<DataSide>,
-    pub(crate) meta: Mutex<Writer>,
+    pub(crate) meta: Mutex<MetaSide>,
     pub(crate) epoch: u64,
-    pub(crate) next_generation: Mutex<u64>,
+    next_generation: Mutex<u64>,
     queue: Mutex<Queue>,
     committed: Condvar,
-    readers: Mutex<HashMap<u64, Arc<dyn RandomAccessFile>>>,
+    data_readers: Mutex<HashMap<u64, Arc<dyn RandomAccessFile>>>,
+    meta_readers: Mutex<HashMap<u64, Arc<dyn RandomAccessFile>>>,
     poison: Mutex<Option<String>>,
-    counters: Mutex<LogStats>,
+    pub(crate) counters: Mutex<LogStats>,
+    /// Wakes the maintenance thread (module `gc`): work to look at, and
+    /// a request to stop.
+    pub(crate) wake: (Mutex<(bool, bool)>, Condvar),
+    /// Held by whoever releases or collects files: the maintenance thread
+    /// or a caller of `collect_garbage`.
+    pub(crate) maintaining: Mutex<()>,
 }
 
 impl Inner {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         dir: PathBuf,
         opts: LogOptions,
         lock: Box<dyn FileLock>,
         state: State,
-        data: DataSide,
-        meta: Writer,
+        sides: (DataSide, MetaSide),
         epoch: u64,
         next_generation: u64,
     ) -> Inner {
@@ -224,19 +108,22 @@ impl Inner {
             opts,
             _lock: lock,
             state: RwLock::new(state),
-            data: Mutex::new(data),
-            meta: Mutex::new(meta),
+            data: Mutex::new(sides.0),
+            meta: Mutex::new(sides.1),
             epoch,
             next_generation: Mutex::new(next_generation),
             queue: Mutex::new(Queue::default()),
             committed: Condvar::new(),
-            readers: Mutex::new(HashMap::new()),
+            data_readers: Mutex::new(HashMap::new()),
+            meta_readers: Mutex::new(HashMap::new()),
             poison: Mutex::new(None),
             counters: Mutex::new(LogStats::default()),
+            wake: (Mutex::new((false, false)), Condvar::new()),
+            maintaining: Mutex::new(()),
         }
     }
 
-    fn check_writable(&self) -> Result<()> {
+    pub(crate) fn check_writable(&self) -> Result<()> {
         match &*self.poison.lock() {
             Some(why) => Err(Error::Poisoned(why.clone())),
             None => Ok(()),
@@ -245,7 +132,7 @@ impl Inner {
 
     /// A write failed: the files' state is no longer known, so writes stop
     /// until the store is reopened (reads go on).
-    fn poisoned(&self, e: Error) -> Error {
+    pub(crate) fn poisoned(&self, e: Error) -> Error {
         let mut p = self.poison.lock();
         if p.is_none() {
             *p = Some(e.to_string());
@@ -253,8 +140,15 @@ impl Inner {
         e
     }
 
-    fn unknown(log: LogId) -> Error {
+    pub(crate) fn unknown(log: LogId) -> Error {
         Error::InvalidArgument(format!("log store: no log with id {}", log.0))
+    }
+
+    /// Asks the maintenance thread to look for work.
+    pub(crate) fn nudge(&self) {
+        let (lock, cv) = &self.wake;
+        lock.lock().0 = true;
+        cv.notify_one();
     }
 
     pub(crate) fn create_log(&self, name: &str) -> Result<LogId> {
@@ -275,14 +169,11 @@ impl Inner {
             }
             st.next_log
         };
-        self.write_meta(
-            &mut meta,
-            &[MetaOp::Create {
-                log: id,
-                name: name.as_bytes(),
-            }],
-            true,
-        )?;
+        let op = MetaOp::Create {
+            log: id,
+            name: name.as_bytes(),
+        };
+        self.write_meta(&mut meta, &encode_meta(&[op]), true)?;
         let mut st = self.state.write();
         st.next_log = id + 1;
         st.names.insert(name.to_string(), id);
@@ -308,9 +199,12 @@ impl Inner {
         if !self.state.read().logs.contains_key(&log.0) {
             return Err(Self::unknown(log));
         }
-        self.write_meta(&mut meta, &[MetaOp::Delete { log: log.0 }], true)?;
+        let op = MetaOp::Delete { log: log.0 };
+        self.write_meta(&mut meta, &encode_meta(&[op]), true)?;
         self.state.write().delete(log.0);
-        self.release(&mut meta)
+        drop(meta);
+        self.nudge();
+        Ok(())
     }
 
     pub(crate) fn trim(&self, log: LogId, before: u64) -> Result<()> {
@@ -322,41 +216,49 @@ impl Inner {
             }
         }
         self.cut(OpKind::Trim, log, before)?;
-        let mut meta = self.meta.lock();
-        self.release(&mut meta)
+        if !self.state.read().garbage_prefix().is_empty() {
+            self.nudge();
+        }
+        Ok(())
     }
 
-    /// Appends `ops` to the metalog, rotating it when full.
-    fn write_meta(&self, meta: &mut Writer, ops: &[MetaOp<'_>], sync: bool) -> Result<()> {
-        let mut payload = Vec::new();
-        for op in ops {
-            ops::encode_meta_op(&mut payload, op);
-        }
+    /// Appends an encoded metalog payload, rotating the metalog when full;
+    /// returns the payload's offset in its file.
+    pub(crate) fn write_meta(
+        &self,
+        meta: &mut MetaSide,
+        payload: &[u8],
+        sync: bool,
+    ) -> Result<Pos> {
         let r = (|| {
-            if !meta.fits(payload.len(), 0) && !meta.is_fresh() {
-                meta.append(Kind::Seal, &[])?;
-                meta.sync()?;
+            let w = &mut meta.writer;
+            if !w.fits(payload.len(), 0) && !w.is_fresh() {
+                w.append(Kind::Seal, &[])?;
+                w.sync()?;
                 let generation = self.take_generation();
-                let source = self.source();
-                *meta = Writer::start(
+                *w = Writer::start(
                     self.opts.fs.as_ref(),
                     &self.dir,
                     Role::Meta,
                     generation,
                     self.epoch,
                     self.opts.meta_shape(),
-                    source,
+                    Source::Preallocated,
                 )?;
-                self.state.write().meta_files += 1;
+                self.state.write().meta_files.insert(generation, ());
             }
-            meta.append(Kind::Batch, &payload)?;
+            let at = w.append(Kind::Batch, payload)?;
             if sync {
-                meta.sync()?;
+                w.sync()?;
             } else {
-                meta.flush()?;
+                w.flush()?;
             }
-            Ok(())
+            Ok(Pos {
+                generation: w.generation,
+                offset: at,
+            })
         })();
+        meta.since_checkpoint += payload.len() as u64;
         r.map_err(|e| self.poisoned(e))
     }
 
@@ -367,7 +269,7 @@ impl Inner {
         n
     }
 
-    /// Where the next physical log's blocks come from.
+    /// Where the next data file's blocks come from.
     fn source(&self) -> Source {
         let free = self.state.write().free.pop();
         match free {
@@ -380,65 +282,12 @@ impl Inner {
         }
     }
 
-    /// Releases the oldest data files that hold nothing live. The trims
-    /// and deletions that made them garbage are made durable in the
-    /// metalog first: they must not be undone once their records are gone,
-    /// and a trim in a released file is gone with it.
-    fn release(&self, meta: &mut Writer) -> Result<()> {
-        let (dead, trims) = {
-            let st = self.state.read();
-            let dead = st.garbage_prefix();
-            let trims: Vec<(u32, u64)> = st
-                .logs
-                .iter()
-                .filter(|(_, l)| l.trim_before > l.trim_recorded)
-                .map(|(&id, l)| (id, l.trim_before))
-                .collect();
-            (dead, trims)
-        };
-        if dead.is_empty() {
-            return Ok(());
-        }
-        let ops: Vec<MetaOp<'_>> = trims
-            .iter()
-            .map(|&(log, before)| MetaOp::Trim { log, before })
-            .collect();
-        if !ops.is_empty() {
-            self.write_meta(meta, &ops, false)?;
-        }
-        let fs = self.opts.fs.as_ref();
-        let r = (|| {
-            meta.sync()?;
-            {
-                let mut st = self.state.write();
-                for &(log, before) in &trims {
-                    if let Some(l) = st.logs.get_mut(&log) {
-                        l.trim_recorded = l.trim_recorded.max(before);
-                    }
-                }
-            }
-            for &generation in &dead {
-                let path = physical::data_path(&self.dir, generation);
-                self.readers.lock().remove(&generation);
-                let keep = self.state.read().free.len() < self.opts.free_files;
-                if keep {
-                    // Named by the newest generation it held, so that a
-                    // later generation never meets its old frames.
-                    fs.rename(&path, &physical::free_path(&self.dir, generation))?;
-                } else {
-                    fs.remove(&path)?;
-                }
-                let mut st = self.state.write();
-                st.files.remove(&generation);
-                if keep {
-                    st.free.push(generation);
-                }
-                drop(st);
-                self.counters.lock().files_released += 1;
-            }
-            fs.sync_dir(&self.dir)
-        })();
-        r.map_err(|e| self.poisoned(e))
+    pub(crate) fn forget_data_reader(&self, generation: u64) {
+        self.data_readers.lock().remove(&generation);
+    }
+
+    pub(crate) fn forget_meta_reader(&self, generation: u64) {
+        self.meta_readers.lock().remove(&generation);
     }
 
     pub(crate) fn append(&self, log: LogId, records: &[(u64, &[u8])]) -> Result<()> {
@@ -479,7 +328,7 @@ impl Inner {
                 )));
             }
         }
-        self.commit(payload, entries)
+        self.commit(payload, entries, None).map(|_| ())
     }
 
     pub(crate) fn truncate(&self, log: LogId, from: u64) -> Result<()> {
@@ -500,20 +349,38 @@ impl Inner {
             len: len as u32,
             kind,
         };
-        self.commit(payload, vec![entry])
+        self.commit(payload, vec![entry], None).map(|_| ())
+    }
+
+    /// Writes GC's copies of records (their put operations, as read), each
+    /// only if its condition still holds when its frame is written; returns
+    /// how many were.
+    pub(crate) fn relocate(
+        &self,
+        payload: Vec<u8>,
+        entries: Vec<Reverse>,
+        expect: Vec<Expect>,
+    ) -> Result<usize> {
+        debug_assert_eq!(entries.len(), expect.len());
+        self.commit(payload, entries, Some(expect))
     }
 
     pub(crate) fn sync(&self) -> Result<()> {
         self.check_writable()?;
         let r = self.data.lock().writer.sync();
-        r.and_then(|()| self.meta.lock().sync())
+        r.and_then(|()| self.meta.lock().writer.sync())
             .map_err(|e| self.poisoned(e))
     }
 
     /// Queues one caller's operations and returns once they are written
     /// (and synced, if the store syncs): the first waiting caller writes
     /// everything queued as one frame, for all of them.
-    fn commit(&self, payload: Vec<u8>, entries: Vec<Reverse>) -> Result<()> {
+    fn commit(
+        &self,
+        payload: Vec<u8>,
+        entries: Vec<Reverse>,
+        expect: Option<Vec<Expect>>,
+    ) -> Result<usize> {
         self.check_writable()?;
         let mut q = self.queue.lock();
         let ticket = q.next_ticket;
@@ -522,6 +389,7 @@ impl Inner {
             ticket,
             payload,
             entries,
+            expect,
         });
         loop {
             if let Some(r) = q.done.remove(&ticket) {
@@ -540,33 +408,71 @@ impl Inner {
             }
             let group: Vec<Request> = q.pending.drain(..take).collect();
             drop(q);
-            let tickets: Vec<u64> = group.iter().map(|r| r.ticket).collect();
             let r = self.write_group(group);
             q = self.queue.lock();
             q.leading = false;
-            for t in tickets {
-                let answer = match &r {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(e.duplicate()),
-                };
-                q.done.insert(t, answer);
+            match r {
+                Ok(written) => {
+                    for (t, n) in written {
+                        q.done.insert(t, Ok(n));
+                    }
+                }
+                Err((tickets, e)) => {
+                    for t in tickets {
+                        q.done.insert(t, Err(e.duplicate()));
+                    }
+                }
             }
             self.committed.notify_all();
         }
     }
 
-    fn write_group(&self, group: Vec<Request>) -> Result<()> {
-        self.check_writable()?;
+    /// Writes a group of requests as one frame; per ticket, how many of its
+    /// operations were written.
+    #[allow(clippy::type_complexity)]
+    fn write_group(
+        &self,
+        group: Vec<Request>,
+    ) -> std::result::Result<Vec<(u64, usize)>, (Vec<u64>, Error)> {
+        let tickets: Vec<u64> = group.iter().map(|r| r.ticket).collect();
+        let fail = |e: Error| (tickets.clone(), e);
+        self.check_writable().map_err(fail)?;
         let mut data = self.data.lock();
         let mut payload = Vec::new();
         let mut entries = Vec::new();
-        for r in group {
-            let base = payload.len() as u64;
-            payload.extend_from_slice(&r.payload);
-            entries.extend(r.entries.into_iter().map(|mut e| {
-                e.offset += base;
-                e
-            }));
+        let mut written = Vec::with_capacity(group.len());
+        {
+            // Relocations are checked here, where no other write can come
+            // between the check and the frame.
+            let st = self.state.read();
+            // Logs an earlier request of this group writes to: a
+            // relocation after it would be applied after it, over it.
+            let mut touched = std::collections::HashSet::new();
+            for r in group {
+                let mut n = 0;
+                for (i, e) in r.entries.iter().enumerate() {
+                    match &r.expect {
+                        Some(expect) => {
+                            if touched.contains(&e.log) || !still_there(&st, e, &expect[i]) {
+                                continue;
+                            }
+                        }
+                        None => {
+                            touched.insert(e.log);
+                        }
+                    }
+                    let mut e = *e;
+                    let bytes = &r.payload[e.offset as usize..e.offset as usize + e.len as usize];
+                    e.offset = payload.len() as u64;
+                    payload.extend_from_slice(bytes);
+                    entries.push(e);
+                    n += 1;
+                }
+                written.push((r.ticket, n));
+            }
+        }
+        if entries.is_empty() {
+            return Ok(written);
         }
         // A reverse-index entry takes at most 4 varints.
         let reserve = data.reverse.len() + entries.len() * 4 * 10;
@@ -582,19 +488,38 @@ impl Inner {
             }
             Ok(at)
         })();
-        let at = r.map_err(|e| self.poisoned(e))?;
+        let at = r.map_err(|e| fail(self.poisoned(e)))?;
         let generation = data.writer.generation;
         let mut st = self.state.write();
         for e in &mut entries {
             e.offset += at;
             ops::encode_reverse(&mut data.reverse, e);
-            st.apply(generation, e);
+            let mut read = |m: &MetaLoc| self.read_group(m);
+            st.apply(generation, e, &mut read)
+                .map_err(|e| fail(self.poisoned(e)))?;
         }
+        st.installed_to = Pos {
+            generation,
+            offset: at + payload.len() as u64,
+        };
+        let flush = st.l0_entries >= self.l0_limit();
         drop(st);
-        let mut c = self.counters.lock();
-        c.commits += 1;
-        c.syncs += u64::from(self.opts.sync);
-        Ok(())
+        {
+            let mut c = self.counters.lock();
+            c.commits += 1;
+            c.syncs += u64::from(self.opts.sync);
+        }
+        if flush {
+            self.flush_index(&mut data).map_err(fail)?;
+        }
+        Ok(written)
+    }
+
+    /// L0 mappings at most, across logs, before a flush.
+    fn l0_limit(&self) -> usize {
+        // A mapping in a B-tree of L0 costs about this many bytes.
+        const L0_ENTRY_BYTES: u64 = 48;
+        (self.opts.index_memory_bytes / L0_ENTRY_BYTES).max(1) as usize
     }
 
     /// Ends the full active data file with its reverse index and starts the
@@ -606,15 +531,12 @@ impl Inner {
         let sealed = data.writer.generation;
         {
             let mut meta = self.meta.lock();
-            self.write_meta(
-                &mut meta,
-                &[MetaOp::Sealed {
-                    generation: sealed,
-                    offset: at,
-                    len: reverse.len() as u64,
-                }],
-                false,
-            )?;
+            let op = MetaOp::Sealed {
+                generation: sealed,
+                offset: at,
+                len: reverse.len() as u64,
+            };
+            self.write_meta(&mut meta, &encode_meta(&[op]), false)?;
         }
         let generation = self.take_generation();
         let source = self.source();
@@ -628,25 +550,77 @@ impl Inner {
             source,
         )?;
         let mut st = self.state.write();
-        st.files.entry(sealed).or_default().sealed = true;
+        st.files.entry(sealed).or_default().seal = Some((at, reverse.len() as u64));
         st.files.entry(generation).or_default();
+        // Nothing of the sealed file is left to apply: a flush now moves
+        // the replay point past it.
+        st.installed_to = Pos {
+            generation,
+            offset: data.writer.offset(),
+        };
+        drop(st);
+        self.nudge();
         Ok(())
     }
 
-    fn reader(&self, generation: u64) -> Result<Arc<dyn RandomAccessFile>> {
-        if let Some(f) = self.readers.lock().get(&generation) {
+    pub(crate) fn data_reader(&self, generation: u64) -> Result<Arc<dyn RandomAccessFile>> {
+        if let Some(f) = self.data_readers.lock().get(&generation) {
             return Ok(f.clone());
         }
         let path = physical::data_path(&self.dir, generation);
         let f = self.opts.fs.open(&path, FileOptions::default())?;
-        self.readers.lock().insert(generation, f.clone());
+        self.data_readers.lock().insert(generation, f.clone());
         Ok(f)
     }
 
-    fn locate(&self, log: LogId, lsn: u64) -> Result<Option<Loc>> {
+    /// The entries of the group whose body is at `at`.
+    pub(crate) fn read_group(&self, at: &MetaLoc) -> Result<Vec<(u64, Loc)>> {
+        let cached = self.meta_readers.lock().get(&at.generation).cloned();
+        let path = physical::meta_path(&self.dir, at.generation);
+        let f = match cached {
+            Some(f) => f,
+            None => {
+                let f = self.opts.fs.open(&path, FileOptions::default())?;
+                self.meta_readers.lock().insert(at.generation, f.clone());
+                f
+            }
+        };
+        let body = f.read_at(at.offset, at.len as usize)?;
+        let (_, entries) =
+            index::decode_group(&body).map_err(|e| Error::corruption(&path, at.offset, e.0))?;
+        Ok(entries)
+    }
+
+    pub(crate) fn find(&self, log: LogId, lsn: u64) -> Result<Found> {
         let st = self.state.read();
         let l = st.logs.get(&log.0).ok_or_else(|| Self::unknown(log))?;
-        Ok(l.index.get(&lsn).copied())
+        if lsn < l.trim_before {
+            return Ok(Found::Nothing);
+        }
+        if let Some(loc) = l.l0.get(&lsn) {
+            return Ok(Found::Record(*loc));
+        }
+        Ok(match l.group_of(lsn) {
+            Some(g) => Found::InGroup(g.at),
+            None => Found::Nothing,
+        })
+    }
+
+    /// Where record `lsn` of `log` lies, reading its group if it is in L1.
+    pub(crate) fn locate(&self, log: LogId, lsn: u64) -> Result<Option<Loc>> {
+        match self.find(log, lsn)? {
+            Found::Nothing => Ok(None),
+            Found::Record(loc) => Ok(Some(loc)),
+            Found::InGroup(at) => match self.read_group(&at) {
+                Ok(entries) => Ok(index::find(&entries, lsn)),
+                // The group was replaced (and its file released) meanwhile.
+                Err(e) => match self.find(log, lsn)? {
+                    Found::InGroup(now) if now == at => Err(e),
+                    Found::Record(loc) => Ok(Some(loc)),
+                    _ => Ok(None),
+                },
+            },
+        }
     }
 
     pub(crate) fn read(&self, log: LogId, lsn: u64) -> Result<Option<Vec<u8>>> {
@@ -656,50 +630,65 @@ impl Inner {
         self.fetch(log, lsn, loc)
     }
 
+    /// Reads the put operation at `loc` (its bytes as written).
+    pub(crate) fn fetch_raw(&self, loc: Loc) -> Result<Vec<u8>> {
+        self.data_reader(loc.generation)
+            .and_then(|f| f.read_at(loc.offset, loc.len as usize))
+    }
+
     /// Reads the record at `loc`. If it does not check, the record may
     /// have been trimmed and its file released meanwhile: that is `None`,
     /// damage only if the index still points there.
     fn fetch(&self, log: LogId, lsn: u64, loc: Loc) -> Result<Option<Vec<u8>>> {
         let path = physical::data_path(&self.dir, loc.generation);
-        let damaged = |why: &str| Error::corruption(&path, loc.offset, why.to_string());
-        let got = self
-            .reader(loc.generation)
-            .and_then(|f| f.read_at(loc.offset, loc.len as usize));
-        let bytes = match got {
-            Ok(b) => b,
-            Err(e) => {
-                return match self.locate(log, lsn) {
-                    Ok(Some(now)) if now == loc => Err(e),
-                    _ => Ok(None),
-                }
+        let checked = self.fetch_raw(loc).and_then(|bytes| {
+            let mut d = Decoder::new(&bytes);
+            match ops::decode_data_op(&mut d) {
+                Ok(ops::DataOp::Put {
+                    log: l,
+                    lsn: n,
+                    data,
+                }) if l == log.0 && n == lsn => Ok(data.to_vec()),
+                Ok(_) => Err(Error::corruption(
+                    &path,
+                    loc.offset,
+                    "the index points at another record",
+                )),
+                Err(e) => Err(Error::corruption(&path, loc.offset, e.0)),
             }
-        };
-        let mut d = Decoder::new(&bytes);
-        let checked = match ops::decode_data_op(&mut d) {
-            Ok(ops::DataOp::Put {
-                log: l,
-                lsn: n,
-                data,
-            }) if l == log.0 && n == lsn => Ok(data.to_vec()),
-            Ok(_) => Err(damaged("the index points at another record")),
-            Err(e) => Err(damaged(e.0)),
-        };
+        });
         match checked {
             Ok(v) => Ok(Some(v)),
             Err(e) => match self.locate(log, lsn) {
                 Ok(Some(now)) if now == loc => Err(e),
+                Ok(Some(now)) => self.fetch(log, lsn, now),
                 _ => Ok(None),
             },
         }
     }
 
     pub(crate) fn bounds(&self, log: LogId) -> Result<Option<(u64, u64)>> {
-        let st = self.state.read();
-        let l = st.logs.get(&log.0).ok_or_else(|| Self::unknown(log))?;
-        Ok(l.index
-            .first_key_value()
-            .zip(l.index.last_key_value())
-            .map(|((a, _), (b, _))| (*a, *b)))
+        let (trim, last) = {
+            let st = self.state.read();
+            let l = st.logs.get(&log.0).ok_or_else(|| Self::unknown(log))?;
+            // A group's last mapping is never below the trim point: trims
+            // drop such groups.
+            let last = [
+                l.l0.keys().next_back(),
+                l.groups.values().next_back().map(|g| &g.last),
+            ]
+            .into_iter()
+            .flatten()
+            .max()
+            .copied();
+            (l.trim_before, last)
+        };
+        let Some(last) = last else {
+            return Ok(None);
+        };
+        // The first may lie inside a group that starts below the trim point.
+        let first = self.run(log, trim)?.first().map(|e| e.0);
+        Ok(first.map(|f| (f, last)))
     }
 
     pub(crate) fn trim_point(&self, log: LogId) -> Result<u64> {
@@ -708,28 +697,90 @@ impl Inner {
         Ok(l.trim_before)
     }
 
-    /// Up to `SCAN_RUN` index entries of `log` from `from` on.
+    /// The next mappings of `log` from `from` on, in LSN order: a group's
+    /// worth with L0 laid over it, or L0's up to the next group.
     fn run(&self, log: LogId, from: u64) -> Result<Vec<(u64, Loc)>> {
-        let st = self.state.read();
-        let l = st.logs.get(&log.0).ok_or_else(|| Self::unknown(log))?;
-        Ok(l.index
-            .range(from..)
-            .take(SCAN_RUN)
-            .map(|(&k, &v)| (k, v))
-            .collect())
+        let (group, l0) = {
+            let st = self.state.read();
+            let l = st.logs.get(&log.0).ok_or_else(|| Self::unknown(log))?;
+            let from = from.max(l.trim_before);
+            match l
+                .group_of(from)
+                .or_else(|| l.groups.range(from..).next().map(|(_, g)| g))
+            {
+                Some(g) if g.first <= from => {
+                    let l0: Vec<(u64, Loc)> =
+                        l.l0.range(from..=g.last).map(|(&k, &v)| (k, v)).collect();
+                    (Some((*g, from)), l0)
+                }
+                next => {
+                    let end = next.map_or(u64::MAX, |g| g.first);
+                    let l0: Vec<(u64, Loc)> =
+                        l.l0.range(from..end)
+                            .take(SCAN_RUN)
+                            .map(|(&k, &v)| (k, v))
+                            .collect();
+                    match next {
+                        // Nothing before the next group: go on with it.
+                        Some(g) if l0.is_empty() => {
+                            let l0 =
+                                l.l0.range(g.first..=g.last)
+                                    .map(|(&k, &v)| (k, v))
+                                    .collect();
+                            (Some((*g, g.first)), l0)
+                        }
+                        _ => (None, l0),
+                    }
+                }
+            }
+        };
+        let Some((g, from)) = group else {
+            return Ok(l0);
+        };
+        let mut merged: std::collections::BTreeMap<u64, Loc> = self
+            .read_group(&g.at)?
+            .into_iter()
+            .filter(|(lsn, _)| *lsn >= from)
+            .collect();
+        merged.extend(l0);
+        Ok(merged.into_iter().collect())
     }
 
     pub(crate) fn stats(&self) -> LogStats {
         let mut s = self.counters.lock().clone();
         let st = self.state.read();
         s.logs = st.logs.len();
-        s.records = st.records;
-        s.record_bytes = st.record_bytes;
+        s.l0_entries = st.l0_entries as u64;
+        s.groups = st.logs.values().map(|l| l.groups.len() as u64).sum();
         s.data_files = st.files.len();
-        s.meta_files = st.meta_files;
+        s.meta_files = st.meta_files.len();
         s.free_files = st.free.len();
         s
     }
+}
+
+/// Whether a relocation's record is still the one its log maps to.
+fn still_there(st: &State, e: &Reverse, expect: &Expect) -> bool {
+    let Some(l) = st.logs.get(&e.log) else {
+        return false;
+    };
+    if e.lsn < l.trim_before || l.changes != expect.changes {
+        return false;
+    }
+    match l.l0.get(&e.lsn) {
+        Some(loc) => *loc == expect.loc,
+        // From a group, which has not changed since GC read it.
+        None => true,
+    }
+}
+
+/// Encodes metalog operations as one payload.
+pub(crate) fn encode_meta(ops: &[MetaOp<'_>]) -> Vec<u8> {
+    let mut payload = Vec::new();
+    for op in ops {
+        ops::encode_meta_op(&mut payload, op);
+    }
+    payload
 }
 
 impl Drop for Inner {
@@ -737,7 +788,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         if self.poison.lock().is_none() {
             let _ = self.data.lock().writer.sync();
-            let _ = self.meta.lock().sync();
+            let _ = self.meta.lock().writer.sync();
         }
     }
 }
@@ -789,6 +840,9 @@ impl Iterator for LogScan {
                     }
                 }
             };
+            if lsn < self.next {
+                continue;
+            }
             self.next = match lsn.checked_add(1) {
                 Some(n) => n,
                 None => {
