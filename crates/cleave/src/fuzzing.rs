@@ -53,7 +53,7 @@ pub type Seeds = Vec<(&'static str, Vec<Vec<u8>>)>;
 
 /// Every target by name: `fuzz/fuzz_targets/<name>.rs` calls it and
 /// `fuzz/corpus/<name>/` holds its seeds.
-pub const TARGETS: [(&str, Target); 12] = [
+pub const TARGETS: [(&str, Target); 15] = [
     ("block", block),
     ("sstable", sstable),
     ("value_record", value_record),
@@ -66,6 +66,9 @@ pub const TARGETS: [(&str, Target); 12] = [
     ("value_log", value_log),
     ("merge_operands", merge_operands),
     ("delta_file", delta_file),
+    ("log_frames", log_frames),
+    ("log_store", log_store),
+    ("log_checkpoint", log_checkpoint),
 ];
 
 /// Where the file-level targets put their input, on a fresh [`MemFs`].
@@ -334,6 +337,27 @@ pub fn wal(data: &[u8]) -> usize {
     contents.batches.len()
 }
 
+/// The bytes as a log store's data file and metalog file (frames, their
+/// operations, a seal's reverse index), as an index group body and as raw
+/// datalog operations.
+pub fn log_frames(data: &[u8]) -> usize {
+    let _checksums = ChecksumsIgnored::new();
+    crate::log_store::fuzz::frames(data)
+}
+
+/// The bytes as a log store's metalog and data file (a two-byte length
+/// splits them), opened, read and written to.
+pub fn log_store(data: &[u8]) -> usize {
+    let _checksums = ChecksumsIgnored::new();
+    crate::log_store::fuzz::store(data)
+}
+
+/// The bytes as a log store's checkpoint, decoded and opened.
+pub fn log_checkpoint(data: &[u8]) -> usize {
+    let _checksums = ChecksumsIgnored::new();
+    crate::log_store::fuzz::checkpoint(data)
+}
+
 /// The internal keys WAL replay adds the entries of `batch` under: what
 /// `MemTable::add` builds. (Not the memtable itself: its skiplist frees
 /// late, which makes libFuzzer run its leak check after every input.)
@@ -546,7 +570,7 @@ pub fn delta_file(data: &[u8]) -> usize {
 /// Seed inputs per target, written by the crate's own builders: what
 /// `fuzz/corpus/` holds (see `write_seed_corpus` in the tests below).
 pub fn seeds() -> Result<Seeds> {
-    Ok(vec![
+    let mut seeds = vec![
         ("block", block_seeds()),
         ("sstable", sstable_seeds()?),
         ("value_record", value_record_seeds()),
@@ -559,7 +583,9 @@ pub fn seeds() -> Result<Seeds> {
         ("value_log", value_log_seeds()?),
         ("merge_operands", merge_operands_seeds()),
         ("delta_file", delta_file_seeds()?),
-    ])
+    ];
+    seeds.extend(crate::log_store::fuzz::seeds()?);
+    Ok(seeds)
 }
 
 const CODECS: [Compression; 3] = [Compression::None, Compression::Lz4, Compression::Zstd];

@@ -233,17 +233,7 @@ impl Inner {
         };
         let (bytes, unused) = {
             let st = self.state.read();
-            let used: std::collections::HashSet<u64> = st
-                .logs
-                .values()
-                .flat_map(|l| l.groups.values().map(|g| g.at.generation))
-                .collect();
-            let unused: Vec<u64> = st
-                .meta_files
-                .keys()
-                .copied()
-                .filter(|&g| g < marks.meta_from.generation && !used.contains(&g))
-                .collect();
+            let unused = st.unreferenced_meta_files(marks.meta_from.generation);
             (checkpoint::encode(&st, marks), unused)
         };
         let fs = self.opts.fs.as_ref();

@@ -17,6 +17,8 @@
 mod checkpoint;
 mod flush;
 mod frame;
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzz;
 mod gc;
 mod index;
 mod ops;

@@ -201,8 +201,16 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
 
     // The new session's epoch is above every frame's, and durable (in the
     // metalog, below) before any frame of it is written.
-    let epoch = max_epoch + 1;
-    let mut next_generation = max_generation + 1;
+    let exhausted =
+        |what: &str| Error::corruption(dir, 0, format!("{what} at its limit: damaged metadata"));
+    let epoch = max_epoch
+        .checked_add(1)
+        .ok_or_else(|| exhausted("the session epoch"))?;
+    // Generations are file names: far from 2^64 unless a name is damage.
+    let mut next_generation = max_generation
+        .checked_add(1)
+        .filter(|g| g.checked_add(1 << 32).is_some())
+        .ok_or_else(|| exhausted("the file generation"))?;
     let mut generation = || {
         let g = next_generation;
         next_generation += 1;
@@ -213,17 +221,7 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
         st.free.push(g);
     }
     // Metalog files before the checkpoint that no group refers to.
-    let used: HashSet<u64> = st
-        .logs
-        .values()
-        .flat_map(|l| l.groups.values().map(|g| g.at.generation))
-        .collect();
-    let stale: Vec<u64> = st
-        .meta_files
-        .keys()
-        .copied()
-        .filter(|&g| g < marks.meta_from.generation && !used.contains(&g))
-        .collect();
+    let stale = st.unreferenced_meta_files(marks.meta_from.generation);
     for g in stale {
         fs.remove(&physical::meta_path(dir, g))?;
         st.meta_files.remove(&g);
@@ -350,7 +348,10 @@ fn apply_meta(
         MetaOp::Create { log, name } => {
             let name = String::from_utf8(name.to_vec())
                 .map_err(|_| Error::corruption(path, end, "a log name is not UTF-8"))?;
-            st.next_log = st.next_log.max(log + 1);
+            let next = log
+                .checked_add(1)
+                .ok_or_else(|| Error::corruption(path, end, "a log id at its limit"))?;
+            st.next_log = st.next_log.max(next);
             st.names.insert(name.clone(), log);
             st.logs.insert(log, Log::new(name));
         }

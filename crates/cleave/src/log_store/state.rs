@@ -209,6 +209,21 @@ impl State {
         }
     }
 
+    /// Metalog files below `generation` that no group lies in: nothing
+    /// needs them once a checkpoint replays the metalog from there.
+    pub(crate) fn unreferenced_meta_files(&self, generation: u64) -> Vec<u64> {
+        let used: std::collections::HashSet<u64> = self
+            .logs
+            .values()
+            .flat_map(|l| l.groups.values().map(|g| g.at.generation))
+            .collect();
+        self.meta_files
+            .keys()
+            .copied()
+            .filter(|&g| g < generation && !used.contains(&g))
+            .collect()
+    }
+
     /// The oldest sealed data files whose operations are all trimmed or of
     /// deleted logs, in order: released first to last, so that a
     /// truncation is never released before the records it dropped.

@@ -167,6 +167,11 @@ impl Inner {
                     "log store: log {name:?} exists"
                 )));
             }
+            if st.next_log == u32::MAX {
+                return Err(Error::InvalidArgument(
+                    "log store: every log id has been used".to_string(),
+                ));
+            }
             st.next_log
         };
         let op = MetaOp::Create {

@@ -537,20 +537,12 @@ fn the_store_matches_a_model_through_flushes_gc_reopens_and_crashes() {
                     model.insert(name, (0, BTreeMap::new()));
                 }
                 2 if model.len() > 1 => {
-                    let name = model
-                        .keys()
-                        .nth(rng.gen_range(0..model.len()))
-                        .unwrap()
-                        .clone();
+                    let name = pick(&mut rng, &model);
                     s.delete_log(s.open_log(&name).unwrap()).unwrap();
                     model.remove(&name);
                 }
                 3..=59 if !model.is_empty() => {
-                    let name = model
-                        .keys()
-                        .nth(rng.gen_range(0..model.len()))
-                        .unwrap()
-                        .clone();
+                    let name = pick(&mut rng, &model);
                     let (trim, recs) = model.get_mut(&name).unwrap();
                     let last = recs.keys().next_back().copied().unwrap_or(*trim);
                     // Mostly the next LSN; sometimes an old one again.
@@ -573,11 +565,7 @@ fn the_store_matches_a_model_through_flushes_gc_reopens_and_crashes() {
                     recs.insert(lsn, v);
                 }
                 60..=62 if !model.is_empty() => {
-                    let name = model
-                        .keys()
-                        .nth(rng.gen_range(0..model.len()))
-                        .unwrap()
-                        .clone();
+                    let name = pick(&mut rng, &model);
                     let (trim, recs) = model.get_mut(&name).unwrap();
                     let last = recs.keys().next_back().copied().unwrap_or(*trim);
                     let from = rng.gen_range(*trim..=last + 1);
@@ -585,11 +573,7 @@ fn the_store_matches_a_model_through_flushes_gc_reopens_and_crashes() {
                     recs.split_off(&from);
                 }
                 63..=74 if !model.is_empty() => {
-                    let name = model
-                        .keys()
-                        .nth(rng.gen_range(0..model.len()))
-                        .unwrap()
-                        .clone();
+                    let name = pick(&mut rng, &model);
                     let (trim, recs) = model.get_mut(&name).unwrap();
                     let last = recs.keys().next_back().copied().unwrap_or(*trim);
                     let before = rng.gen_range(*trim..=last + 1);
@@ -639,6 +623,12 @@ fn the_store_matches_a_model_through_flushes_gc_reopens_and_crashes() {
             && seen.maintenance_errors == 0,
         "{seen:?}"
     );
+}
+
+/// A random log's name.
+fn pick<T>(rng: &mut impl rand::Rng, model: &BTreeMap<String, T>) -> String {
+    let i = rng.gen_range(0..model.len());
+    model.keys().nth(i).cloned().unwrap_or_default()
 }
 
 fn check_model(s: &LogStore, model: &BTreeMap<String, (u64, BTreeMap<u64, Vec<u8>>)>, ctx: &str) {
