@@ -17,6 +17,10 @@ cargo test --workspace --release --all-features
 # how long; hours find what minutes do not.
 cargo run --release --all-features -p cleave-stress -- crash \
   --seconds "${CLEAVE_STRESS_SECONDS:-300}"
+# The same for the log store: appends, trims and truncations of many logs
+# from several threads, killed and checked (CLEAVE_LOGSTORE_STRESS_SECONDS).
+cargo run --release --all-features -p cleave-stress -- logs-crash \
+  --seconds "${CLEAVE_LOGSTORE_STRESS_SECONDS:-60}"
 # Debian's python3 has Debian's matplotlib, whatever python3 comes first on PATH.
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3

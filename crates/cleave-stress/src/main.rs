@@ -5,6 +5,7 @@
 mod config;
 mod driver;
 mod judge;
+mod logs;
 mod state;
 mod values;
 mod worker;
@@ -53,6 +54,39 @@ enum Command {
         kill_min_ms: u64,
         #[arg(long, default_value_t = 3000)]
         kill_max_ms: u64,
+    },
+    /// The log store's crash loop: a writer appends, trims and truncates
+    /// logical logs from several threads, is killed with SIGKILL at a random
+    /// moment, and every log is checked against what it was acknowledged.
+    LogsCrash {
+        /// Working directory; a new temporary one by default, removed on
+        /// success.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// Logical logs.
+        #[arg(long, default_value_t = 32)]
+        logs: u32,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 200)]
+        kill_min_ms: u64,
+        #[arg(long, default_value_t = 2000)]
+        kill_max_ms: u64,
+    },
+    /// The log store's writer (started by `logs-crash`).
+    LogsRun {
+        #[arg(long)]
+        store: PathBuf,
+        #[arg(long)]
+        state: PathBuf,
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
     },
     /// The writer: random operations until killed (started by `crash`).
     Run {
@@ -117,6 +151,53 @@ fn main() -> Result<()> {
                 }
             }
         }
+        Command::LogsCrash {
+            dir,
+            seconds,
+            threads,
+            logs,
+            seed,
+            kill_min_ms,
+            kill_max_ms,
+        } => {
+            let tmp = match &dir {
+                Some(_) => None,
+                None => Some(tempfile::tempdir()?),
+            };
+            let args = logs::CrashArgs {
+                dir: dir.unwrap_or_else(|| {
+                    tmp.as_ref()
+                        .map(|t| t.path().to_path_buf())
+                        .unwrap_or_default()
+                }),
+                duration: Duration::from_secs(seconds),
+                threads,
+                logs,
+                seed,
+                kill_after: (
+                    Duration::from_millis(kill_min_ms),
+                    Duration::from_millis(kill_max_ms.max(kill_min_ms)),
+                ),
+            };
+            match logs::crash(&args) {
+                Ok(summary) => {
+                    println!("{summary}");
+                    Ok(())
+                }
+                Err(e) => {
+                    if let Some(t) = tmp {
+                        eprintln!("keeping {}", t.keep().display());
+                    }
+                    Err(e)
+                }
+            }
+        }
+        Command::LogsRun {
+            store,
+            state,
+            threads,
+            seed,
+        } => logs::run(&store, &state, threads, seed),
         Command::Run {
             db,
             state,
