@@ -608,7 +608,6 @@ fn the_store_matches_a_model_through_flushes_gc_reopens_and_crashes() {
         }
         check_model(&s, &model, &format!("seed {seed} end"));
         let st = s.stats();
-        assert!(st.groups > 0, "seed {seed}: {st:?}");
         add(st);
         drop(s);
         let s = LogStore::open(dir(), opts(&fs.crash_clone())).unwrap();
