@@ -76,6 +76,33 @@ impl fmt::Display for Summary {
     }
 }
 
+/// Starts `writer` (its stderr in `dir`), kills it with SIGKILL at a
+/// random moment within `kill_after`, and fails if it stopped by itself.
+pub fn kill_at_random(
+    mut writer: Command,
+    dir: &Path,
+    kill_after: (Duration, Duration),
+    rng: &mut StdRng,
+    label: &str,
+) -> Result<()> {
+    let stderr_path = dir.join("writer.stderr");
+    let mut child = writer
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(File::create(&stderr_path)?)
+        .spawn()
+        .context("starting the writer")?;
+    let (lo, hi) = kill_after;
+    std::thread::sleep(rng.gen_range(lo..=hi));
+    if let Some(status) = child.try_wait()? {
+        let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+        bail!("{label}: the writer stopped by itself ({status}):\n{stderr}");
+    }
+    child.kill().context("killing the writer")?;
+    child.wait()?;
+    Ok(())
+}
+
 pub fn run(args: &DriverArgs) -> Result<Summary> {
     ensure!(!args.modes.is_empty(), "no mode to run");
     std::fs::create_dir_all(&args.dir)?;
@@ -92,8 +119,8 @@ pub fn run(args: &DriverArgs) -> Result<Summary> {
         let cycle = summary.cycles;
         let mode = args.modes[cycle as usize % args.modes.len()];
         let variant = args.seed ^ cycle.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let stderr_path = args.dir.join("writer.stderr");
-        let mut child = Command::new(std::env::current_exe()?)
+        let mut writer = Command::new(std::env::current_exe()?);
+        writer
             .arg("run")
             .arg("--db")
             .arg(&db_dir)
@@ -102,20 +129,9 @@ pub fn run(args: &DriverArgs) -> Result<Summary> {
             .args(["--mode", &mode.to_string()])
             .args(["--threads", &args.threads.to_string()])
             .args(["--variant", &variant.to_string()])
-            .args(["--seed", &rng.gen::<u64>().to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(&stderr_path)?)
-            .spawn()
-            .context("starting the writer")?;
-        let (lo, hi) = args.kill_after;
-        std::thread::sleep(rng.gen_range(lo..=hi));
-        if let Some(status) = child.try_wait()? {
-            let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-            bail!("cycle {cycle} ({mode}): the writer stopped by itself ({status}):\n{stderr}");
-        }
-        child.kill().context("killing the writer")?;
-        child.wait()?;
+            .args(["--seed", &rng.gen::<u64>().to_string()]);
+        let label = format!("cycle {cycle} ({mode})");
+        kill_at_random(writer, &args.dir, args.kill_after, &mut rng, &label)?;
 
         let mut expected = Expected::load(&state)?;
         let checked = check(&db_dir, mode, variant, &expected)

@@ -13,7 +13,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -277,28 +277,17 @@ pub fn crash(args: &CrashArgs) -> Result<Summary> {
     let start = Instant::now();
     while start.elapsed() < args.duration {
         let cycle = summary.cycles;
-        let stderr_path = args.dir.join("writer.stderr");
-        let mut child = Command::new(std::env::current_exe()?)
+        let mut writer = Command::new(std::env::current_exe()?);
+        writer
             .arg("logs-run")
             .arg("--store")
             .arg(&store)
             .arg("--state")
             .arg(&state)
             .args(["--threads", &args.threads.to_string()])
-            .args(["--seed", &rng.gen::<u64>().to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(&stderr_path)?)
-            .spawn()
-            .context("starting the writer")?;
-        let (lo, hi) = args.kill_after;
-        std::thread::sleep(rng.gen_range(lo..=hi));
-        if let Some(status) = child.try_wait()? {
-            let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-            bail!("cycle {cycle}: the writer stopped by itself ({status}):\n{stderr}");
-        }
-        child.kill().context("killing the writer")?;
-        child.wait()?;
+            .args(["--seed", &rng.gen::<u64>().to_string()]);
+        let label = format!("cycle {cycle}");
+        crate::driver::kill_at_random(writer, &args.dir, args.kill_after, &mut rng, &label)?;
         verify(&store, &state, &mut summary).with_context(|| format!("cycle {cycle}"))?;
         summary.cycles += 1;
     }

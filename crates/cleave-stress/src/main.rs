@@ -105,6 +105,45 @@ enum Command {
     },
 }
 
+/// When a writer is killed: between these many milliseconds after it
+/// starts.
+fn kill_window(min_ms: u64, max_ms: u64) -> (Duration, Duration) {
+    (
+        Duration::from_millis(min_ms),
+        Duration::from_millis(max_ms.max(min_ms)),
+    )
+}
+
+/// Runs a crash loop in `dir`, or in a new temporary directory removed on
+/// success and kept, with a message saying where, on failure.
+fn in_work_dir<S: std::fmt::Display>(
+    dir: Option<PathBuf>,
+    run: impl FnOnce(PathBuf) -> Result<S>,
+) -> Result<()> {
+    let tmp = match &dir {
+        Some(_) => None,
+        None => Some(tempfile::tempdir()?),
+    };
+    let work = dir.unwrap_or_else(|| {
+        tmp.as_ref()
+            .map(|t| t.path().to_path_buf())
+            .unwrap_or_default()
+    });
+    match run(work) {
+        Ok(summary) => {
+            println!("{summary}");
+            Ok(())
+        }
+        Err(e) => {
+            // Keep the evidence.
+            if let Some(t) = tmp {
+                eprintln!("keeping {}", t.keep().display());
+            }
+            Err(e)
+        }
+    }
+}
+
 fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Crash {
@@ -116,41 +155,17 @@ fn main() -> Result<()> {
             seed,
             kill_min_ms,
             kill_max_ms,
-        } => {
-            let tmp = match &dir {
-                Some(_) => None,
-                None => Some(tempfile::tempdir()?),
-            };
-            let args = driver::DriverArgs {
-                dir: dir.unwrap_or_else(|| {
-                    tmp.as_ref()
-                        .map(|t| t.path().to_path_buf())
-                        .unwrap_or_default()
-                }),
+        } => in_work_dir(dir, |dir| {
+            driver::run(&driver::DriverArgs {
+                dir,
                 duration: Duration::from_secs(seconds),
                 modes,
                 threads,
                 keys,
                 seed,
-                kill_after: (
-                    Duration::from_millis(kill_min_ms),
-                    Duration::from_millis(kill_max_ms.max(kill_min_ms)),
-                ),
-            };
-            match driver::run(&args) {
-                Ok(summary) => {
-                    println!("{summary}");
-                    Ok(())
-                }
-                Err(e) => {
-                    // Keep the evidence.
-                    if let Some(t) = tmp {
-                        eprintln!("keeping {}", t.keep().display());
-                    }
-                    Err(e)
-                }
-            }
-        }
+                kill_after: kill_window(kill_min_ms, kill_max_ms),
+            })
+        }),
         Command::LogsCrash {
             dir,
             seconds,
@@ -159,39 +174,16 @@ fn main() -> Result<()> {
             seed,
             kill_min_ms,
             kill_max_ms,
-        } => {
-            let tmp = match &dir {
-                Some(_) => None,
-                None => Some(tempfile::tempdir()?),
-            };
-            let args = logs::CrashArgs {
-                dir: dir.unwrap_or_else(|| {
-                    tmp.as_ref()
-                        .map(|t| t.path().to_path_buf())
-                        .unwrap_or_default()
-                }),
+        } => in_work_dir(dir, |dir| {
+            logs::crash(&logs::CrashArgs {
+                dir,
                 duration: Duration::from_secs(seconds),
                 threads,
                 logs,
                 seed,
-                kill_after: (
-                    Duration::from_millis(kill_min_ms),
-                    Duration::from_millis(kill_max_ms.max(kill_min_ms)),
-                ),
-            };
-            match logs::crash(&args) {
-                Ok(summary) => {
-                    println!("{summary}");
-                    Ok(())
-                }
-                Err(e) => {
-                    if let Some(t) = tmp {
-                        eprintln!("keeping {}", t.keep().display());
-                    }
-                    Err(e)
-                }
-            }
-        }
+                kill_after: kill_window(kill_min_ms, kill_max_ms),
+            })
+        }),
         Command::LogsRun {
             store,
             state,
