@@ -294,7 +294,10 @@ impl Inner {
             .iter()
             .map(|&(log, before)| MetaOp::Trim { log, before })
             .collect();
-        self.write_meta(&mut meta, &encode_meta(&ops), true)?;
+        // Recorded trims are durable already: with none new, nothing to write.
+        if !ops.is_empty() {
+            self.write_meta(&mut meta, &encode_meta(&ops), true)?;
+        }
         {
             let mut st = self.state.write();
             for &(log, before) in &trims {

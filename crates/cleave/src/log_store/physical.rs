@@ -89,6 +89,18 @@ pub(crate) enum Source {
     Growing,
 }
 
+impl Source {
+    /// A new physical log's blocks: the released file `free` if there is
+    /// one, else a new file, preallocated or not.
+    pub(crate) fn next(dir: &Path, free: Option<u64>, preallocate: bool) -> Source {
+        match free {
+            Some(g) => Source::Recycled(free_path(dir, g)),
+            None if preallocate => Source::Preallocated,
+            None => Source::Growing,
+        }
+    }
+}
+
 impl Writer {
     /// Starts physical log `generation` of `role`, writing and syncing its
     /// header, so that it is known to recovery once this returns.

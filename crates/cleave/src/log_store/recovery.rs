@@ -238,11 +238,7 @@ pub(crate) fn open(dir: &Path, opts: LogOptions) -> Result<Inner> {
     if let Some((g, _, _)) = &data_end {
         fs.sync_file(&physical::data_path(dir, *g))?;
     }
-    let source = |st: &mut State| match st.free.pop() {
-        Some(g) => Source::Recycled(physical::free_path(dir, g)),
-        None if opts.preallocate => Source::Preallocated,
-        None => Source::Growing,
-    };
+    let source = |st: &mut State| Source::next(dir, st.free.pop(), opts.preallocate);
     let mut meta = match meta_end {
         Some((g, end, false)) => Writer::resume(
             fs,

@@ -277,14 +277,10 @@ impl Inner {
     /// Where the next data file's blocks come from.
     fn source(&self) -> Source {
         let free = self.state.write().free.pop();
-        match free {
-            Some(g) => {
-                self.counters.lock().files_recycled += 1;
-                Source::Recycled(physical::free_path(&self.dir, g))
-            }
-            None if self.opts.preallocate => Source::Preallocated,
-            None => Source::Growing,
+        if free.is_some() {
+            self.counters.lock().files_recycled += 1;
         }
+        Source::next(&self.dir, free, self.opts.preallocate)
     }
 
     pub(crate) fn forget_data_reader(&self, generation: u64) {
@@ -453,18 +449,20 @@ impl Inner {
             // Logs an earlier request of this group writes to: a
             // relocation after it would be applied after it, over it.
             let mut touched = std::collections::HashSet::new();
+            let relocating = group.iter().any(|r| r.expect.is_some());
             for r in group {
                 let mut n = 0;
                 for (i, e) in r.entries.iter().enumerate() {
                     match &r.expect {
-                        Some(expect) => {
-                            if touched.contains(&e.log) || !still_there(&st, e, &expect[i]) {
-                                continue;
-                            }
+                        Some(expect)
+                            if touched.contains(&e.log) || !still_there(&st, e, &expect[i]) =>
+                        {
+                            continue;
                         }
-                        None => {
+                        None if relocating => {
                             touched.insert(e.log);
                         }
+                        _ => {}
                     }
                     let mut e = *e;
                     let bytes = &r.payload[e.offset as usize..e.offset as usize + e.len as usize];
