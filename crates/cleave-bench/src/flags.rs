@@ -404,6 +404,11 @@ pub struct Flags {
           default_missing_value = "true", value_parser = parse_bool)]
     pub disable_wal: bool,
 
+    /// Obsolete WALs kept to be written over by later ones: cleave's
+    /// `recycle_wal`, RocksDB's `recycle_log_file_num` (0: none).
+    #[arg(long, default_value_t = 0)]
+    pub recycle_wal: usize,
+
     #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = parse_bool)]
     pub use_direct_reads: bool,

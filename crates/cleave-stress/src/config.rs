@@ -110,6 +110,10 @@ pub fn options(variant: u64) -> Options {
         enable_delta_separation: rng.gen_bool(0.5),
         delta_bucket_capacity: rng.gen_range(8..64) << 10,
         delta_max_buckets: rng.gen_range(8..64),
+        // Recycled WALs in two runs of three, so that a kill lands while a
+        // WAL is written over an older one's records, and a run without
+        // recycling replays the WALs one with it left.
+        recycle_wal: rng.gen_range(0..3),
         ..Options::default()
     }
 }

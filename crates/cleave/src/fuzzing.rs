@@ -42,7 +42,7 @@ use crate::value_file::{
 };
 use crate::value_log::scan_bytes;
 use crate::vfs::{self, FileOptions, Fs, MemFs};
-use crate::wal::{self, WalWriter};
+use crate::wal::{self, Previous, WalWriter};
 use crate::{compaction, gc, Compression, Options, Result, WriteBatch};
 
 /// A fuzz target: bytes in, how many items they decoded to out.
@@ -860,15 +860,12 @@ fn merge_operands_seeds() -> Vec<Vec<u8>> {
     ]
 }
 
-fn wal_seeds() -> Result<Vec<Vec<u8>>> {
-    let fs = MemFs::new();
-    let dir = Path::new(DIR);
-    fs.create_dir_all(dir)?;
-    let mut w = WalWriter::create(&fs, dir, NUMBER)?;
+/// Writes `batches` batches to `w`.
+fn fill_wal(w: &mut WalWriter, batches: u64) -> Result<()> {
     let mut seq = 1;
-    for batch in 0..4u64 {
+    for batch in 0..batches {
         let mut b = WriteBatch::new();
-        for i in 0..batch + 1 {
+        for i in 0..batch % 4 + 1 {
             b.put(
                 format!("key{i}").as_bytes(),
                 format!("value{batch}").as_bytes(),
@@ -879,11 +876,36 @@ fn wal_seeds() -> Result<Vec<Vec<u8>>> {
         w.append(&[b.encode_with_seq(seq)])?;
         seq += b.len() as u64;
     }
-    w.sync()?;
-    let whole = vfs::read_all(&fs, &filename::wal(dir, NUMBER))?;
-    // A torn final record.
-    let torn = whole.get(..whole.len() - 7).unwrap_or_default().to_vec();
-    Ok(vec![whole, torn])
+    w.sync()
+}
+
+/// WALs in both framings, whole and torn, and one written over an older
+/// WAL's records (recycled).
+fn wal_seeds() -> Result<Vec<Vec<u8>>> {
+    let fs = MemFs::new();
+    let dir = Path::new(DIR);
+    fs.create_dir_all(dir)?;
+    let path = filename::wal(dir, NUMBER);
+    let mut seeds = Vec::new();
+    for recyclable in [false, true] {
+        fill_wal(&mut WalWriter::create(&fs, dir, NUMBER, recyclable)?, 4)?;
+        let whole = vfs::read_all(&fs, &path)?;
+        // A torn final record.
+        let torn = whole.get(..whole.len() - 7).unwrap_or_default().to_vec();
+        seeds.extend([whole, torn]);
+    }
+    let old = FileNumber(NUMBER.0 - 1);
+    fill_wal(&mut WalWriter::create(&fs, dir, old, true)?, 9)?;
+    let previous = Previous {
+        number: old,
+        len: 100,
+    };
+    fill_wal(
+        &mut WalWriter::recycle(&fs, dir, old, NUMBER, Some(previous))?,
+        2,
+    )?;
+    seeds.push(vfs::read_all(&fs, &path)?);
+    Ok(seeds)
 }
 
 fn version_edit_seeds() -> Vec<Vec<u8>> {

@@ -30,6 +30,13 @@ pub struct Options {
     /// because the WAL part would make a power loss under async writes
     /// fail the open. Block checksums are verified on every read regardless.
     pub paranoid_checks: bool,
+    /// Obsolete WALs kept to be written over by later WALs (RocksDB's
+    /// `recycle_log_file_num`); 0 deletes them. A recycled WAL's synced
+    /// writes land inside its size, so `fdatasync` writes data and no file
+    /// metadata (see `docs/format/wal.md`). While set, WALs are written
+    /// with recyclable records, which builds before WAL format 4 cannot
+    /// read.
+    pub recycle_wal: usize,
     /// Bytes a memtable holds before it is switched out and flushed.
     pub write_buffer_size: usize,
     /// Memtables (active plus waiting for flush) before writes stop.
@@ -263,6 +270,7 @@ impl Default for Options {
             create_if_missing: false,
             error_if_exists: false,
             paranoid_checks: false,
+            recycle_wal: 0,
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
             level0_file_num_compaction_trigger: 4,

@@ -650,3 +650,50 @@ fn failed_delta_file_io_poisons_then_reopen_recovers() {
     }
     eprintln!("faults injected by failed_delta_file_io_poisons_then_reopen_recovers: {total}");
 }
+
+/// Recycling an obsolete WAL renames it to the new WAL's number and
+/// reopens it to write over it: a failed rename or reopen fails the write
+/// that switched the memtable and poisons the database, and a reopen
+/// (without recycling: it must still read recyclable WALs) recovers every
+/// acknowledged write.
+#[test]
+fn failed_wal_recycling_poisons_then_reopen_recovers() {
+    for op in [Rename, Create] {
+        let ctx = format!("recycling, {op:?} fails");
+        let mem = MemFs::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        let opts = Options {
+            recycle_wal: 2,
+            ..options(Arc::new(fs.clone()))
+        };
+        let db = Db::open(DIR, opts).unwrap();
+        let mut oracle = Oracle::default();
+        let mut i = 0;
+        while db.stats().wals_recycled == 0 {
+            assert!(i < 20_000, "{ctx}: no WAL was recycled");
+            oracle.put(&db, i..i + 10, 0, &SYNC);
+            i += 10;
+        }
+        fs.fail(&[op], Some(".wal"), 0, ErrorKind::Other, true);
+        let recycled = db.stats().wals_recycled;
+        let mut failed = None;
+        for i in i..i + 20_000 {
+            match db.put(&SYNC, &k(i), &v(i, 0)) {
+                Ok(()) => oracle.ack(i, 0),
+                Err(e) => {
+                    oracle.maybe(i, 0);
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let err = failed.unwrap_or_else(|| panic!("{ctx}: no memtable switch failed"));
+        assert_failed_on(&err, ".wal", &ctx);
+        assert_eq!(db.stats().wals_recycled, recycled, "{ctx}");
+        assert_refuses_writes(&db, ".wal", &ctx);
+        drop(db);
+        fs.heal();
+        reopen_and_check(&mem, &oracle, &ctx);
+        injected(&fs, &ctx);
+    }
+}

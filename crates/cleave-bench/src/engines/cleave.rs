@@ -192,6 +192,7 @@ impl CleaveEngine {
             )?,
             use_direct_reads: config.use_direct_reads,
             use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,
+            recycle_wal: config.recycle_wal,
             merge_operator: config.merge.operator(),
             enable_delta_separation: config.delta_separation,
             delta_bucket_capacity: config.delta_bucket_capacity,

@@ -295,6 +295,8 @@ pub struct EngineConfig {
     pub compression: CompressionType,
     pub sync: bool,
     pub disable_wal: bool,
+    /// Obsolete WALs written over by later ones (`--recycle_wal`).
+    pub recycle_wal: usize,
     pub use_direct_reads: bool,
     pub use_direct_io_for_flush_and_compaction: bool,
     /// Values at least this large go to value files (BlobDB's
@@ -377,6 +379,7 @@ pub fn small_test_config(path: PathBuf) -> EngineConfig {
         compression: CompressionType::Lz4,
         sync: false,
         disable_wal: false,
+        recycle_wal: 0,
         use_direct_reads: false,
         use_direct_io_for_flush_and_compaction: false,
         min_blob_size: DEFAULT_MIN_BLOB_SIZE,
@@ -434,6 +437,7 @@ impl EngineConfig {
             compression: flags.compression_type,
             sync: flags.sync,
             disable_wal: flags.disable_wal,
+            recycle_wal: flags.recycle_wal,
             use_direct_reads: flags.use_direct_reads,
             use_direct_io_for_flush_and_compaction: flags.use_direct_io_for_flush_and_compaction,
             min_blob_size: flags.min_blob_size,
@@ -475,7 +479,7 @@ impl EngineConfig {
         format!(
             "path {} | write_buffer_size {} x {} | target_file_size_base {} | \
              max_bytes_for_level_base {} | max_background_jobs {} | cache_size {} | \
-             bloom_bits {} | compression {:?} | sync {} | disable_wal {} | \
+             bloom_bits {} | compression {:?} | sync {} | disable_wal {} | recycle_wal {} | \
              direct reads {} | direct flush/compaction {} | min_blob_size {} | \
              value_separation {} (cleave) | use_blob_cache {} (cleave) | gc {} (cleave) | \
              gc_garbage_ratio {} (cleave) | drop_cache_size {} (cleave) | \
@@ -499,6 +503,7 @@ impl EngineConfig {
             self.compression,
             self.sync,
             self.disable_wal,
+            self.recycle_wal,
             self.use_direct_reads,
             self.use_direct_io_for_flush_and_compaction,
             self.min_blob_size,

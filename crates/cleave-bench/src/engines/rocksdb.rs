@@ -207,6 +207,7 @@ fn database_options(config: &EngineConfig, flavor: Flavor) -> Result<Options> {
         "max_background_jobs",
     )?);
     options.set_use_direct_reads(config.use_direct_reads);
+    options.set_recycle_log_file_num(config.recycle_wal);
     options
         .set_use_direct_io_for_flush_and_compaction(config.use_direct_io_for_flush_and_compaction);
     options.set_target_file_size_base(config.target_file_size_base);

@@ -68,6 +68,10 @@ struct WalState {
     current: Option<WalWriter>,
     unsynced: Vec<WalWriter>,
     dir_synced: bool,
+    /// Obsolete WALs, durable and written with recyclable records, that
+    /// the next memtable switches write over (`Options::recycle_wal`),
+    /// oldest first.
+    recyclable: VecDeque<FileNumber>,
 }
 
 impl WalState {
@@ -634,12 +638,51 @@ impl DbInner {
             st.live_wals = keep;
             old
         };
-        // A flushed WAL is never replayed, so it no longer needs a sync.
-        self.wal
-            .lock()
-            .unsynced
-            .retain(|w| w.number() >= log_number);
+        // A flushed WAL is never replayed, so it no longer needs a sync,
+        // unless it is to be recycled: recycling writes over a file whose
+        // every byte is durable. Only the writers of `wals` are taken: a
+        // concurrent call owns the others, and syncs them if it keeps them.
+        let (mut unsynced, spare) = {
+            let mut wal = self.wal.lock();
+            let (old, keep): (Vec<WalWriter>, _) = std::mem::take(&mut wal.unsynced)
+                .into_iter()
+                .partition(|w| wals.contains(&w.number()));
+            wal.unsynced = keep;
+            let spare = self.opts.recycle_wal.saturating_sub(wal.recyclable.len());
+            (old, spare)
+        };
+        let mut recycled = Vec::new();
         for w in wals {
+            let writer = unsynced.iter().position(|u| u.number() == w);
+            let writer = writer.map(|i| unsynced.swap_remove(i));
+            // Every WAL in `live_wals` was created by this process, with
+            // recyclable records when recycling is on (an earlier process's
+            // WALs are removed at open): stale records of another framing
+            // could pass as the new use's.
+            debug_assert!(writer.as_ref().is_none_or(WalWriter::recyclable) || spare == 0);
+            if recycled.len() < spare {
+                let synced = match writer {
+                    Some(mut u) => u.sync().is_ok(),
+                    None => true,
+                };
+                if synced {
+                    recycled.push(w);
+                    continue;
+                }
+            }
+            let _ = self.fs.remove(&filename::wal(&self.dir, w));
+        }
+        if recycled.is_empty() {
+            return;
+        }
+        // Concurrent calls each counted the same spare places.
+        let extra = {
+            let mut wal = self.wal.lock();
+            wal.recyclable.extend(recycled);
+            let keep = self.opts.recycle_wal.min(wal.recyclable.len());
+            wal.recyclable.split_off(keep)
+        };
+        for w in extra {
             let _ = self.fs.remove(&filename::wal(&self.dir, w));
         }
     }
@@ -667,16 +710,17 @@ mod tests {
         let fs = MemFs::new();
         let dir = Path::new("/db");
         fs.create_dir_all(dir).unwrap();
-        let mut old = WalWriter::create(&fs, dir, FileNumber(1)).unwrap();
+        let mut old = WalWriter::create(&fs, dir, FileNumber(1), false).unwrap();
         fs.sync_dir(dir).unwrap();
         let mut b = WriteBatch::new();
         b.put(b"k", b"async");
         old.append(&[b.encode_with_seq(1)]).unwrap();
-        let new = WalWriter::create(&fs, dir, FileNumber(2)).unwrap();
+        let new = WalWriter::create(&fs, dir, FileNumber(2), false).unwrap();
         let mut wal = WalState {
             current: Some(new),
             unsynced: vec![old],
             dir_synced: false,
+            recyclable: Default::default(),
         };
         let crashed = fs.crash_clone();
         assert!(!crashed.exists(&filename::wal(dir, FileNumber(2))).unwrap());

@@ -275,12 +275,14 @@ impl DbInner {
         self.replay_wals(log_number, &wals, &mut edit)?;
 
         let number = self.versions.lock().new_file_number();
-        let writer = WalWriter::create(self.fs.as_ref(), &self.dir, number)?;
+        let recyclable = self.opts.recycle_wal > 0;
+        let writer = WalWriter::create(self.fs.as_ref(), &self.dir, number, recyclable)?;
         self.fs.sync_dir(&self.dir)?;
         *self.wal.lock() = WalState {
             current: Some(writer),
             unsynced: Vec::new(),
             dir_synced: true,
+            recyclable: Default::default(),
         };
         {
             let mut st = self.state.lock();
@@ -364,11 +366,20 @@ impl DbInner {
                 "WAL missing: the manifest names it as the oldest WAL to replay",
             ));
         }
-        let mut previous: Option<FileNumber> = None;
+        let mut previous: Option<(FileNumber, u64)> = None;
         'wals: for &number in wals {
             let contents = wal::read(self.fs.as_ref(), &self.dir, number)?;
-            self.check_wal_chain(previous, number, contents.previous)?;
-            previous = Some(number);
+            self.check_wal_chain(previous.map(|p| p.0), number, contents.previous)?;
+            // The previous WAL ended early without a damaged record to show
+            // for it: a crash lost its unsynced tail, and the bytes after
+            // what survived were a recycled file's stale records. What
+            // this WAL holds came later and would replay over the hole.
+            if let (Some((_, end)), Some(len)) = (previous, contents.previous_len) {
+                if end < len {
+                    break 'wals;
+                }
+            }
+            previous = Some((number, contents.end));
             for (seq, batch) in &contents.batches {
                 // A batch pointing at a value a crash lost from its log
                 // ends replay, as a torn record does: it and every later

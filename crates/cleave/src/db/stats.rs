@@ -13,6 +13,7 @@ pub(crate) struct Counters {
     pub user_writes: AtomicU64,
     pub wal_bytes_written: AtomicU64,
     pub wal_syncs: AtomicU64,
+    pub wals_recycled: AtomicU64,
     pub flush_bytes_written: AtomicU64,
     pub flushes: AtomicU64,
     pub value_file_bytes_written: AtomicU64,
@@ -109,6 +110,8 @@ pub struct Stats {
     pub user_writes: u64,
     pub wal_bytes_written: u64,
     pub wal_syncs: u64,
+    /// WALs written over an obsolete WAL's blocks (`Options::recycle_wal`).
+    pub wals_recycled: u64,
     /// Bytes of sstables and value files written by flushes.
     pub flush_bytes_written: u64,
     pub flushes: u64,
@@ -245,6 +248,7 @@ impl Stats {
             user_writes: get(&c.user_writes),
             wal_bytes_written: get(&c.wal_bytes_written),
             wal_syncs: get(&c.wal_syncs),
+            wals_recycled: get(&c.wals_recycled),
             flush_bytes_written: get(&c.flush_bytes_written),
             flushes: get(&c.flushes),
             value_file_bytes_written: get(&c.value_file_bytes_written),
@@ -338,11 +342,12 @@ impl Stats {
         }
         let _ = writeln!(
             s,
-            "user writes: {} ({:.1} MB); WAL: {:.1} MB, {} syncs",
+            "user writes: {} ({:.1} MB); WAL: {:.1} MB, {} syncs, {} files recycled",
             self.user_writes,
             mb(self.user_bytes_written),
             mb(self.wal_bytes_written),
-            self.wal_syncs
+            self.wal_syncs,
+            self.wals_recycled
         );
         let _ = writeln!(
             s,

@@ -523,9 +523,21 @@ impl DbInner {
         let switched = (|| {
             let mut wal = self.wal.lock();
             let number = self.versions.lock().new_file_number();
-            // Named in the new WAL's header, so replay notices if it goes missing.
-            let previous = wal.current.as_ref().map(WalWriter::number);
-            let new = WalWriter::create_after(self.fs.as_ref(), &self.dir, number, previous)?;
+            // Named in the new WAL's header, so replay notices if it goes
+            // missing or loses its tail.
+            let previous = wal.current.as_ref().map(WalWriter::as_previous);
+            let fs = self.fs.as_ref();
+            let new = match wal.recyclable.pop_front() {
+                Some(old) => {
+                    let w = WalWriter::recycle(fs, &self.dir, old, number, previous)?;
+                    add(&self.counters.wals_recycled, 1);
+                    w
+                }
+                None => {
+                    let recyclable = self.opts.recycle_wal > 0;
+                    WalWriter::create_after(fs, &self.dir, number, previous, recyclable)?
+                }
+            };
             // Synced by the next synced write (see `WalState`).
             if let Some(old) = wal.current.replace(new) {
                 wal.unsynced.push(old);

@@ -3,7 +3,10 @@
 //! A record is `fixed32 header_crc | fixed32 len | u8 type | fixed32
 //! payload_crc | payload`, both CRCs masked CRC32C; the header has its own
 //! checksum so that a damaged length is never mistaken for a torn tail.
-//! See `docs/format/record.md`.
+//! A recyclable record (RocksDB's idea for recycled WALs) also carries the
+//! number of the file it was written for, inside the header checksum, so
+//! that a reader of a reused file tells its own records from the valid
+//! records of the file's previous use. See `docs/format/record.md`.
 
 use crate::base::checksum;
 use crate::base::coding::{decode_fixed32, put_fixed32};
@@ -11,9 +14,13 @@ use crate::error::Result;
 use crate::vfs::WritableFile;
 
 pub(crate) const HEADER_LEN: usize = 13;
+/// Header of a recyclable record: the file number sits between the type
+/// and the payload checksum.
+pub(crate) const RECYCLABLE_HEADER_LEN: usize = 21;
 
 /// Record types; written to disk, never renumber.
 const TYPE_FULL: u8 = 1;
+const TYPE_RECYCLABLE: u8 = 2;
 
 /// Largest payload a record may carry. Bounds what a corrupt length field
 /// can make a reader allocate.
@@ -26,6 +33,19 @@ pub(crate) fn encode(out: &mut Vec<u8>, payload: &[u8]) {
     fields[..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
     fields[4] = TYPE_FULL;
     fields[5..].copy_from_slice(&checksum::mask(checksum::crc32c(payload)).to_le_bytes());
+    put_fixed32(out, checksum::mask(checksum::crc32c(&fields)));
+    out.extend_from_slice(&fields);
+    out.extend_from_slice(payload);
+}
+
+/// Appends `payload` framed as one recyclable record of file `number`.
+pub(crate) fn encode_recyclable(out: &mut Vec<u8>, number: u64, payload: &[u8]) {
+    debug_assert!(payload.len() <= MAX_PAYLOAD);
+    let mut fields = [0u8; RECYCLABLE_HEADER_LEN - 4];
+    fields[..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    fields[4] = TYPE_RECYCLABLE;
+    fields[5..13].copy_from_slice(&number.to_le_bytes());
+    fields[13..].copy_from_slice(&checksum::mask(checksum::crc32c(payload)).to_le_bytes());
     put_fixed32(out, checksum::mask(checksum::crc32c(&fields)));
     out.extend_from_slice(&fields);
     out.extend_from_slice(payload);
@@ -96,14 +116,107 @@ pub(crate) enum Next<'a> {
 pub(crate) struct RecordReader<'a> {
     data: &'a [u8],
     pos: usize,
+    /// Reading a recycled file: only recyclable records of this number are
+    /// its own.
+    recyclable: Option<u64>,
+}
+
+/// A recyclable record that checks out, whichever file it was written for.
+struct Recyclable<'a> {
+    number: u64,
+    payload: &'a [u8],
+}
+
+/// The recyclable record at the start of `rest`, if its checksums hold.
+fn recyclable_at(rest: &[u8]) -> Option<Recyclable<'_>> {
+    let header = rest.get(..RECYCLABLE_HEADER_LEN)?;
+    if header[8] != TYPE_RECYCLABLE
+        || !checksum::matches(checksum::crc32c(&header[4..]), decode_fixed32(header))
+    {
+        return None;
+    }
+    let len = decode_fixed32(&header[4..8]) as usize;
+    let payload = rest.get(RECYCLABLE_HEADER_LEN..RECYCLABLE_HEADER_LEN.checked_add(len)?)?;
+    if !checksum::matches(checksum::crc32c(payload), decode_fixed32(&header[17..21])) {
+        return None;
+    }
+    let mut number = [0u8; 8];
+    number.copy_from_slice(&header[9..17]);
+    Some(Recyclable {
+        number: u64::from_le_bytes(number),
+        payload,
+    })
 }
 
 impl<'a> RecordReader<'a> {
     pub(crate) fn new(data: &'a [u8]) -> Self {
-        RecordReader { data, pos: 0 }
+        RecordReader {
+            data,
+            pos: 0,
+            recyclable: None,
+        }
+    }
+
+    /// A reader of a file written with recyclable records for file
+    /// `number`.
+    pub(crate) fn recyclable(data: &'a [u8], number: u64) -> Self {
+        RecordReader {
+            data,
+            pos: 0,
+            recyclable: Some(number),
+        }
+    }
+
+    /// Whether `data` starts with a recyclable record that checks out, and
+    /// if so the number of the file it was written for.
+    pub(crate) fn first_recyclable(data: &[u8]) -> Option<u64> {
+        recyclable_at(data).map(|r| r.number)
+    }
+
+    /// Where the next record starts: the end of the last one read.
+    pub(crate) fn position(&self) -> u64 {
+        self.pos as u64
     }
 
     pub(crate) fn next_record(&mut self) -> Next<'a> {
+        match self.recyclable {
+            Some(number) => self.next_recyclable(number),
+            None => self.next_full(),
+        }
+    }
+
+    /// In a recycled file the bytes after the last record written for it
+    /// are what its previous use left: valid records of another number, or
+    /// parts of them. Reading stops at the first record that is not a
+    /// valid one of this file's, and it is a clean end unless a valid
+    /// record of this file lies beyond it (then a record in between was
+    /// damaged or lost).
+    fn next_recyclable(&mut self, number: u64) -> Next<'a> {
+        let offset = self.pos as u64;
+        let rest = &self.data[self.pos..];
+        if rest.is_empty() {
+            return Next::End;
+        }
+        if let Some(r) = recyclable_at(rest) {
+            if r.number == number {
+                self.pos += RECYCLABLE_HEADER_LEN + r.payload.len();
+                return Next::Record {
+                    offset,
+                    payload: r.payload,
+                };
+            }
+        }
+        if own_record_after(rest, number) {
+            Next::Corrupt {
+                offset,
+                reason: "damaged record before a later record of the file",
+            }
+        } else {
+            Next::End
+        }
+    }
+
+    fn next_full(&mut self) -> Next<'a> {
         let offset = self.pos as u64;
         let rest = &self.data[self.pos..];
         if rest.is_empty() {
@@ -156,6 +269,25 @@ impl<'a> RecordReader<'a> {
         self.pos += HEADER_LEN + len;
         Next::Record { offset, payload }
     }
+}
+
+/// Whether a valid recyclable record of file `number` starts anywhere in
+/// `rest` past its first byte. Candidates are found by the number's bytes,
+/// so a long stale tail costs a byte search, not a checksum per offset.
+fn own_record_after(rest: &[u8], number: u64) -> bool {
+    let needle = number.to_le_bytes();
+    let mut from = 1;
+    while let Some(found) = rest
+        .get(from + 9..)
+        .and_then(|tail| tail.windows(needle.len()).position(|w| w == needle))
+    {
+        let start = from + found;
+        if recyclable_at(&rest[start..]).is_some_and(|r| r.number == number) {
+            return true;
+        }
+        from = start + 1;
+    }
+    false
 }
 
 #[cfg(test)]

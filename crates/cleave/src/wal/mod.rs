@@ -1,5 +1,9 @@
 //! The write-ahead log: one file per memtable, a header record followed by
-//! one record per WriteBatch (see `docs/format/wal.md`).
+//! one record per WriteBatch (see `docs/format/wal.md`). With recycling, an
+//! obsolete WAL is renamed to the next WAL's number and written over from
+//! its start, so that a synced write lands inside the file's size and
+//! `fdatasync` writes data and no size metadata; its records then carry
+//! the file's number, which tells them from the previous use's records.
 
 use std::path::{Path, PathBuf};
 
@@ -13,18 +17,41 @@ use crate::vfs::{self, FileOptions, Fs};
 const MAGIC: &[u8; 8] = b"cleavWAL";
 /// Version of the WAL format this build writes, and the newest it reads:
 /// 2 lets batches hold value handles (WAL-time separation), 3 merge
-/// operands, which a build that reads only an older version must refuse
-/// rather than replay as damage.
-pub(crate) const FORMAT_VERSION: u32 = 3;
+/// operands, 4 recyclable records and the previous WAL's length; a build
+/// that reads only an older version must refuse a newer WAL rather than
+/// replay it as damage.
+pub(crate) const FORMAT_VERSION: u32 = 4;
+
+/// Bytes of the header record's payload as this build writes it.
+const HEADER_PAYLOAD_LEN: usize = 36;
+/// Where the first batch record of a recyclable WAL written by this build
+/// starts: in a recycled file whose new header a crash tore, the previous
+/// use's first batch record is still whole there.
+const RECYCLABLE_FIRST_BATCH: usize = record::RECYCLABLE_HEADER_LEN + HEADER_PAYLOAD_LEN;
+
+/// What a WAL's header says about the chain of WALs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Previous {
+    /// The WAL written before this one.
+    pub number: FileNumber,
+    /// Bytes written to it, up to the end of its last record: replay
+    /// reaching less of it means a crash lost its tail, which a recycled
+    /// WAL's stale bytes would otherwise hide.
+    pub len: u64,
+}
 
 /// The header names the file's own number and the WAL written before it
-/// (0: none known), so that replay can tell a missing WAL from the end of
-/// the chain. Readers before the second field ignore it.
-fn header(number: FileNumber, previous: Option<FileNumber>) -> Vec<u8> {
+/// with its length (0: none known), so that replay can tell a missing WAL
+/// or a lost tail from the end of the chain. Readers before a field ignore
+/// it.
+fn header(number: FileNumber, previous: Option<Previous>) -> Vec<u8> {
     let mut h = MAGIC.to_vec();
     put_fixed32(&mut h, FORMAT_VERSION);
     put_fixed64(&mut h, number.0);
-    put_fixed64(&mut h, previous.map_or(0, |p| p.0));
+    let p = previous.unwrap_or_default();
+    put_fixed64(&mut h, p.number.0);
+    put_fixed64(&mut h, p.len);
+    debug_assert_eq!(h.len(), HEADER_PAYLOAD_LEN);
     h
 }
 
@@ -32,6 +59,8 @@ fn header(number: FileNumber, previous: Option<FileNumber>) -> Vec<u8> {
 pub(crate) struct WalWriter {
     number: FileNumber,
     writer: RecordWriter,
+    /// Whether records carry the file's number (see the module comment).
+    recyclable: bool,
     scratch: Vec<u8>,
 }
 
@@ -39,8 +68,13 @@ impl WalWriter {
     /// Creates the file and writes its header, which names no earlier WAL
     /// (the one an open starts). The caller syncs the directory before
     /// acknowledging writes that went to this WAL.
-    pub(crate) fn create(fs: &dyn Fs, dir: &Path, number: FileNumber) -> Result<Self> {
-        Self::create_after(fs, dir, number, None)
+    pub(crate) fn create(
+        fs: &dyn Fs,
+        dir: &Path,
+        number: FileNumber,
+        recyclable: bool,
+    ) -> Result<Self> {
+        Self::create_after(fs, dir, number, None, recyclable)
     }
 
     /// As [`Self::create`], for the WAL that follows `previous`.
@@ -48,20 +82,61 @@ impl WalWriter {
         fs: &dyn Fs,
         dir: &Path,
         number: FileNumber,
-        previous: Option<FileNumber>,
+        previous: Option<Previous>,
+        recyclable: bool,
     ) -> Result<Self> {
         let file = fs.create(&filename::wal(dir, number), FileOptions::default())?;
-        let mut writer = RecordWriter::new(file);
-        writer.add(&header(number, previous))?;
-        Ok(WalWriter {
+        Self::start(file, number, previous, recyclable)
+    }
+
+    /// Makes the obsolete WAL `old`, written with recyclable records and
+    /// durable, WAL `number` that follows `previous`, writing over it from
+    /// its start. The caller syncs the directory (the rename) before
+    /// acknowledging writes that went to it.
+    pub(crate) fn recycle(
+        fs: &dyn Fs,
+        dir: &Path,
+        old: FileNumber,
+        number: FileNumber,
+        previous: Option<Previous>,
+    ) -> Result<Self> {
+        debug_assert!(old < number);
+        let path = filename::wal(dir, number);
+        fs.rename(&filename::wal(dir, old), &path)?;
+        let file = fs.reopen_at(&path, 0, FileOptions::default())?;
+        Self::start(file, number, previous, true)
+    }
+
+    fn start(
+        file: Box<dyn vfs::WritableFile>,
+        number: FileNumber,
+        previous: Option<Previous>,
+        recyclable: bool,
+    ) -> Result<Self> {
+        let mut w = WalWriter {
             number,
-            writer,
+            writer: RecordWriter::new(file),
+            recyclable,
             scratch: Vec::new(),
-        })
+        };
+        w.append(&[&header(number, previous)])?;
+        Ok(w)
     }
 
     pub(crate) fn number(&self) -> FileNumber {
         self.number
+    }
+
+    pub(crate) fn recyclable(&self) -> bool {
+        self.recyclable
+    }
+
+    /// What the next WAL's header says about this one.
+    pub(crate) fn as_previous(&self) -> Previous {
+        Previous {
+            number: self.number,
+            len: self.writer.len(),
+        }
     }
 
     /// Appends one record per payload in a single write, then hands the
@@ -69,7 +144,11 @@ impl WalWriter {
     pub(crate) fn append(&mut self, payloads: &[&[u8]]) -> Result<u64> {
         self.scratch.clear();
         for p in payloads {
-            record::encode(&mut self.scratch, p);
+            if self.recyclable {
+                record::encode_recyclable(&mut self.scratch, self.number.0, p);
+            } else {
+                record::encode(&mut self.scratch, p);
+            }
         }
         self.writer.add_raw(&self.scratch)?;
         self.writer.flush()?;
@@ -97,8 +176,12 @@ pub(crate) struct WalContents {
     pub batches: Vec<(SeqNo, WriteBatch)>,
     pub damage: Option<Damage>,
     pub path: PathBuf,
-    /// The WAL written before this one, if the header names it.
+    /// The WAL written before this one, if the header names it, and its
+    /// length where the header gives it.
     pub previous: Option<FileNumber>,
+    pub previous_len: Option<u64>,
+    /// Where the last record read ends.
+    pub end: u64,
 }
 
 /// Reads a whole WAL. Bad records end the read (the caller decides what a
@@ -107,12 +190,14 @@ pub(crate) struct WalContents {
 pub(crate) fn read(fs: &dyn Fs, dir: &Path, number: FileNumber) -> Result<WalContents> {
     let path = filename::wal(dir, number);
     let data = vfs::read_all(fs, &path)?;
-    let mut reader = RecordReader::new(&data);
+    let mut reader = reader_for(&data, number);
     let mut contents = WalContents {
         batches: Vec::new(),
         damage: None,
         path: path.clone(),
         previous: None,
+        previous_len: None,
+        end: 0,
     };
     let mut first = true;
     loop {
@@ -138,8 +223,9 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path, number: FileNumber) -> Result<WalCon
                 break;
             }
         };
+        contents.end = reader.position();
         if first {
-            contents.previous = check_header(&path, number, payload)?;
+            (contents.previous, contents.previous_len) = check_header(&path, number, payload)?;
             first = false;
             continue;
         }
@@ -150,8 +236,31 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path, number: FileNumber) -> Result<WalCon
     Ok(contents)
 }
 
-/// Checks the header and returns the previous WAL it names, if any.
-fn check_header(path: &Path, number: FileNumber, payload: &[u8]) -> Result<Option<FileNumber>> {
+/// A reader in the framing the file was written in. A file whose first
+/// record is recyclable is read as one, whatever number that record
+/// carries: a stale first record is a recycled file whose new header never
+/// made it, and reads as empty. So is one whose first record is damaged
+/// but whose previous use's first batch record is whole: a crash tore the
+/// new header.
+fn reader_for(data: &[u8], number: FileNumber) -> RecordReader<'_> {
+    let recyclable = RecordReader::first_recyclable(data).is_some()
+        || (!matches!(RecordReader::new(data).next_record(), Next::Record { .. })
+            && data
+                .get(RECYCLABLE_FIRST_BATCH..)
+                .and_then(RecordReader::first_recyclable)
+                .is_some());
+    if recyclable {
+        RecordReader::recyclable(data, number.0)
+    } else {
+        RecordReader::new(data)
+    }
+}
+
+type HeaderFields = (Option<FileNumber>, Option<u64>);
+
+/// Checks the header and returns the previous WAL it names, if any, and
+/// that WAL's length.
+fn check_header(path: &Path, number: FileNumber, payload: &[u8]) -> Result<HeaderFields> {
     let bad = |r: &str| Error::corruption(path, 0, r.to_string());
     let mut d = Decoder::new(payload);
     if d.bytes(MAGIC.len()).map_err(|e| bad(e.0))? != MAGIC {
@@ -168,12 +277,17 @@ fn check_header(path: &Path, number: FileNumber, payload: &[u8]) -> Result<Optio
     if d.fixed64().map_err(|e| bad(e.0))? != number.0 {
         return Err(bad("WAL header names another file number"));
     }
-    // Absent in WALs written before the field existed.
+    // Each absent in WALs written before the field existed.
     if d.is_empty() {
-        return Ok(None);
+        return Ok((None, None));
     }
     let previous = d.fixed64().map_err(|e| bad(e.0))?;
-    Ok((previous != 0).then_some(FileNumber(previous)))
+    let previous = (previous != 0).then_some(FileNumber(previous));
+    if d.is_empty() || previous.is_none() {
+        return Ok((previous, None));
+    }
+    let len = d.fixed64().map_err(|e| bad(e.0))?;
+    Ok((previous, Some(len)))
 }
 
 #[cfg(test)]
@@ -188,7 +302,7 @@ mod tests {
     }
 
     fn write_wal(fs: &MemFs, dir: &Path, n: u64) -> Vec<u8> {
-        let mut w = WalWriter::create(fs, dir, FileNumber(n)).unwrap();
+        let mut w = WalWriter::create(fs, dir, FileNumber(n), false).unwrap();
         for i in 0..3u64 {
             let mut b = batch(format!("k{i}").as_bytes(), b"value");
             w.append(&[b.encode_with_seq(10 + i)]).unwrap();
@@ -270,7 +384,7 @@ mod tests {
     #[test]
     fn batch_beyond_the_largest_sequence_number_is_corruption() {
         let (fs, dir) = setup();
-        let mut w = WalWriter::create(&fs, &dir, FileNumber(5)).unwrap();
+        let mut w = WalWriter::create(&fs, &dir, FileNumber(5), false).unwrap();
         let mut b = batch(b"k", b"v");
         b.delete(b"k");
         w.append(&[b.encode_with_seq(crate::base::key::MAX_SEQ)])
@@ -283,9 +397,16 @@ mod tests {
     #[test]
     fn header_names_the_previous_wal() {
         let (fs, dir) = setup();
-        WalWriter::create_after(&fs, &dir, FileNumber(7), Some(FileNumber(5))).unwrap();
+        let previous = Previous {
+            number: FileNumber(5),
+            len: 300,
+        };
+        WalWriter::create_after(&fs, &dir, FileNumber(7), Some(previous), false).unwrap();
         let c = read(&fs, &dir, FileNumber(7)).unwrap();
-        assert_eq!(c.previous, Some(FileNumber(5)));
+        assert_eq!(
+            (c.previous, c.previous_len),
+            (Some(FileNumber(5)), Some(300))
+        );
         write_wal(&fs, &dir, 5);
         assert_eq!(read(&fs, &dir, FileNumber(5)).unwrap().previous, None);
         // A header written before the field existed names none.
@@ -312,5 +433,123 @@ mod tests {
         )
         .unwrap();
         assert!(read(&fs, &dir, FileNumber(6)).unwrap_err().is_corruption());
+    }
+
+    /// Writes `n` batches of distinct sequence numbers starting at
+    /// `first_seq` to a recyclable WAL and syncs it.
+    fn fill(w: &mut WalWriter, first_seq: u64, n: u64) {
+        for i in 0..n {
+            let mut b = batch(format!("k{i}").as_bytes(), &[b'v'; 40]);
+            w.append(&[b.encode_with_seq(first_seq + i)]).unwrap();
+        }
+        w.sync().unwrap();
+    }
+
+    fn seqs(c: &WalContents) -> Vec<u64> {
+        c.batches.iter().map(|(s, _)| *s).collect()
+    }
+
+    /// Old WAL 5 with 20 batches, recycled as WAL 9 holding `new` batches.
+    fn recycled(new: u64) -> (MemFs, PathBuf) {
+        let (fs, dir) = setup();
+        fill(
+            &mut WalWriter::create(&fs, &dir, FileNumber(5), true).unwrap(),
+            100,
+            20,
+        );
+        let mut w = WalWriter::recycle(&fs, &dir, FileNumber(5), FileNumber(9), None).unwrap();
+        fill(&mut w, 500, new);
+        (fs, dir)
+    }
+
+    #[test]
+    fn recyclable_round_trip() {
+        let (fs, dir) = setup();
+        fill(
+            &mut WalWriter::create(&fs, &dir, FileNumber(5), true).unwrap(),
+            10,
+            3,
+        );
+        let c = read(&fs, &dir, FileNumber(5)).unwrap();
+        assert_eq!((seqs(&c), c.damage), (vec![10, 11, 12], None));
+        let len = fs.file_len(&filename::wal(&dir, FileNumber(5))).unwrap();
+        assert_eq!(c.end, len as u64);
+    }
+
+    /// A recycled file still holds valid records of its previous use after
+    /// the new ones: the reader stops at them, and it is a clean end.
+    #[test]
+    fn a_recycled_wal_never_yields_its_previous_use_records() {
+        for new in [0, 1, 5, 19] {
+            let (fs, dir) = recycled(new);
+            assert!(!fs.exists(&filename::wal(&dir, FileNumber(5))).unwrap());
+            let c = read(&fs, &dir, FileNumber(9)).unwrap();
+            let want: Vec<u64> = (500..500 + new).collect();
+            assert_eq!((seqs(&c), c.damage), (want, None), "{new} new batches");
+        }
+    }
+
+    /// Every crash image of writes into a recycled file, the header's
+    /// included, reads as a prefix of what was written, never a stale
+    /// record and never an error.
+    #[test]
+    fn every_crash_image_of_a_recycled_wal_reads_as_a_prefix() {
+        let (fs, dir) = setup();
+        fill(
+            &mut WalWriter::create(&fs, &dir, FileNumber(5), true).unwrap(),
+            100,
+            20,
+        );
+        let mut w = WalWriter::recycle(&fs, &dir, FileNumber(5), FileNumber(9), None).unwrap();
+        for i in 0..3 {
+            let mut b = batch(format!("n{i}").as_bytes(), &[b'w'; 40]);
+            w.append(&[b.encode_with_seq(500 + i)]).unwrap();
+        }
+        fs.sync_dir(&dir).unwrap();
+        let unsynced = vfs::read_all(&fs, &filename::wal(&dir, FileNumber(9)))
+            .unwrap()
+            .len();
+        for keep in 0..=unsynced {
+            let crashed = fs.crash_clone_keeping(|_| keep);
+            let c = read(&crashed, &dir, FileNumber(9)).unwrap();
+            let got = seqs(&c);
+            assert!(got.len() <= 3, "keep {keep}: {got:?}");
+            assert_eq!(got, (500..500 + got.len() as u64).collect::<Vec<_>>());
+            assert_eq!(c.damage, None, "keep {keep}");
+        }
+    }
+
+    /// A damaged record followed by a later record of the same file is
+    /// damage, not the end of the file.
+    #[test]
+    fn damage_before_a_later_record_of_the_file_is_reported() {
+        let (fs, dir) = recycled(5);
+        let path = filename::wal(&dir, FileNumber(9));
+        let c = read(&fs, &dir, FileNumber(9)).unwrap();
+        assert_eq!(c.batches.len(), 5);
+        let second = (RECYCLABLE_FIRST_BATCH as u64 + c.end) / 2;
+        fs.corrupt_byte(&path, second as usize);
+        let c = read(&fs, &dir, FileNumber(9)).unwrap();
+        let damage = c.damage.unwrap();
+        assert!(!damage.torn_tail, "{damage:?}");
+        assert!(c.batches.len() < 5);
+    }
+
+    /// A byte flipped anywhere in a recycled WAL never yields a batch that
+    /// was not written, nor a stale one.
+    #[test]
+    fn flipped_bytes_in_a_recycled_wal_never_yield_wrong_batches() {
+        let (fs, dir) = recycled(3);
+        let path = filename::wal(&dir, FileNumber(9));
+        let len = fs.file_len(&path).unwrap();
+        for i in 0..len {
+            fs.corrupt_byte(&path, i);
+            if let Ok(c) = read(&fs, &dir, FileNumber(9)) {
+                for (j, s) in seqs(&c).into_iter().enumerate() {
+                    assert_eq!(s, 500 + j as u64, "flip at {i}");
+                }
+            }
+            fs.corrupt_byte(&path, i);
+        }
     }
 }

@@ -108,6 +108,12 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         delta_bucket_capacity: rng.gen_range(4 << 10..32 << 10),
         delta_split_ratio: rng.gen_range(0.3..1.0),
         delta_max_buckets: rng.gen_range(4..16),
+        // Obsolete WALs written over by later ones half the time.
+        recycle_wal: if rng.gen_bool(0.5) {
+            rng.gen_range(1..3)
+        } else {
+            0
+        },
         ..Options::default()
     }
 }
