@@ -293,3 +293,61 @@ fn compact_range_compacts_l0_when_it_alone_holds_data() {
         Some(&b"1"[..])
     );
 }
+
+/// With `recycle_wal`, on the real file system: obsolete WALs are written
+/// over rather than deleted, at most `recycle_wal` wait at once, and the
+/// database reopens with and without recycling holding every write.
+#[test]
+fn recycled_wals_on_the_os_file_system() {
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = |recycle_wal| Options {
+        create_if_missing: true,
+        write_buffer_size: 64 << 10,
+        range_merge_sorted_runs: 0,
+        recycle_wal,
+        ..Options::default()
+    };
+    let sync = WriteOptions {
+        sync: true,
+        disable_wal: false,
+    };
+    let value = |i: u32, round: u32| format!("{round}-{i}-").repeat(40).into_bytes();
+    let key = |i: u32| format!("key{i:06}").into_bytes();
+    let wal_sizes = || -> Vec<u64> {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".wal"))
+            .map(|e| e.metadata().unwrap().len())
+            .collect()
+    };
+    for (round, recycle) in [(0, 2), (1, 0), (2, 3)] {
+        let db = Db::open(tmp.path(), opts(recycle)).unwrap();
+        for i in 0..2000 {
+            if round > 0 {
+                assert_eq!(
+                    db.get(&ReadOptions::new(), &key(i)).unwrap(),
+                    Some(value(i, round - 1))
+                );
+            }
+            db.put(&sync, &key(i), &value(i, round)).unwrap();
+        }
+        let recycled = db.stats().wals_recycled;
+        assert_eq!(
+            recycled > 5,
+            recycle > 0,
+            "round {round}: {recycled} recycled"
+        );
+        // The live WALs (one per memtable) and those waiting for reuse.
+        let sizes = wal_sizes();
+        assert!(sizes.len() <= recycle + 3, "round {round}: {sizes:?}");
+        db.close().unwrap();
+    }
+    let db = Db::open(tmp.path(), opts(0)).unwrap();
+    for i in 0..2000 {
+        assert_eq!(
+            db.get(&ReadOptions::new(), &key(i)).unwrap(),
+            Some(value(i, 2))
+        );
+    }
+}
