@@ -1,0 +1,450 @@
+//! The Raft log and the hard state (vote, committed, purged) in two logical
+//! logs of a cleave [`LogStore`].
+//!
+//! Every engine call here blocks (an append waits for its group commit's
+//! `fdatasync`), and is made directly inside the async functions: the calls
+//! are short, openraft serializes log I/O anyway (its contract forbids
+//! reordering writes), and `spawn_blocking` would need the store moved into
+//! a `'static` closure per call for no gain in ordering or safety.
+
+use std::fmt::Debug;
+use std::io;
+use std::ops::{Bound, RangeBounds};
+use std::path::Path;
+use std::sync::Arc;
+
+use cleave::log_store::{self, LogOptions, LogStore};
+use openraft::storage::{LogFlushed, RaftLogStorage};
+use openraft::{AnyError, LogState, OptionalSend, RaftLogReader, StorageIOError};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
+
+/// Name of the logical log that holds the entries, record LSN = Raft index.
+pub const ENTRIES_LOG: &str = "raft/entries";
+/// Name of the logical log that holds the hard state, one record per item
+/// at a fixed LSN, replaced on each save.
+pub const STATE_LOG: &str = "raft/state";
+
+/// LSNs of the hard-state records in [`STATE_LOG`]. Written to disk: do not
+/// change.
+const VOTE_LSN: u64 = 1;
+const COMMITTED_LSN: u64 = 2;
+const PURGED_LSN: u64 = 3;
+
+/// Framing the log store adds per record in a batch, at most (a tag, three
+/// varints and a checksum); used to keep a batch under
+/// [`log_store::MAX_BATCH_BYTES`].
+const RECORD_FRAMING_BYTES: usize = 32;
+
+/// What the storage and its readers share.
+struct Shared {
+    store: LogStore,
+    entries: log_store::LogId,
+    state: log_store::LogId,
+    /// Whether the store syncs every call itself (`LogOptions::sync`);
+    /// otherwise every write here ends with [`LogStore::sync`].
+    store_syncs: bool,
+}
+
+/// openraft's [`RaftLogStorage`] on a cleave log store: entries in
+/// [`ENTRIES_LOG`], the vote, the committed log id and the last purged log
+/// id in [`STATE_LOG`]. Every write is durable when it returns (and an
+/// append's callback runs only then).
+pub struct LogStorage {
+    shared: Arc<Shared>,
+    /// The durable last purged log id, as [`STATE_LOG`] holds it; only
+    /// `purge` changes it, and it takes `&mut self`.
+    last_purged: Option<LogId>,
+}
+
+/// Reads entries for openraft's replication tasks, alongside the
+/// [`LogStorage`] it came from.
+#[derive(Clone)]
+pub struct LogReader {
+    shared: Arc<Shared>,
+}
+
+impl LogStorage {
+    /// Opens (with `opts.create_if_missing`, creates) the log store in
+    /// `dir` and its two logs, and finishes a purge a crash interrupted.
+    /// `opts.sync` off is allowed: each write then syncs the store itself.
+    pub fn open(dir: impl AsRef<Path>, opts: LogOptions) -> Result<LogStorage, StorageError> {
+        let store_syncs = opts.sync;
+        let store = LogStore::open(dir, opts).map_err(|e| StorageIOError::read_logs(&e))?;
+        let entries = open_or_create(&store, ENTRIES_LOG)?;
+        let state = open_or_create(&store, STATE_LOG)?;
+        let shared = Arc::new(Shared {
+            store,
+            entries,
+            state,
+            store_syncs,
+        });
+        let last_purged: Option<LogId> = shared
+            .read_state(PURGED_LSN)
+            .map_err(StorageIOError::read_logs)?;
+        shared.finish_purge(last_purged.as_ref())?;
+        Ok(LogStorage {
+            shared,
+            last_purged,
+        })
+    }
+
+    /// The underlying store, for its statistics.
+    pub fn log_store(&self) -> &LogStore {
+        &self.shared.store
+    }
+
+    /// Encodes and appends `entries`, in batches under the store's limit,
+    /// and makes them durable.
+    fn append_durably(&self, mut entries: Vec<Entry>) -> Result<(), StorageError> {
+        // The store refuses LSNs below its trim point for good, while
+        // openraft (its test suite does) may append an entry a purge already
+        // covers: such an entry is in a snapshot, and no read may return it,
+        // so it is dropped rather than refused.
+        if let Some(purged) = self.last_purged {
+            entries.retain(|e| e.log_id.index > purged.index);
+        }
+        if let Some(pair) = entries
+            .windows(2)
+            .find(|w| w[0].log_id.index.checked_add(1) != Some(w[1].log_id.index))
+        {
+            // A hole here would be a hole in the log.
+            return Err(StorageIOError::write_log_entry(
+                pair[1].log_id,
+                AnyError::error(format!(
+                    "entries to append are not consecutive: {} follows {}",
+                    pair[1].log_id, pair[0].log_id
+                )),
+            )
+            .into());
+        }
+        let mut encoded = Vec::with_capacity(entries.len());
+        for entry in &entries {
+            let bytes = serde_json::to_vec(entry)
+                .map_err(|e| StorageIOError::write_log_entry(entry.log_id, &e))?;
+            encoded.push((entry.log_id.index, bytes));
+        }
+        // Batches in index order: a crash between two keeps a prefix of the
+        // entries, never a hole.
+        for batch in batches(&encoded, log_store::MAX_BATCH_BYTES) {
+            self.shared
+                .store
+                .append_batch(self.shared.entries, &batch)
+                .map_err(|e| StorageIOError::write_logs(&e))?;
+        }
+        self.shared.sync().map_err(StorageIOError::write_logs)?;
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn sync(&self) -> Result<(), AnyError> {
+        if self.store_syncs {
+            return Ok(());
+        }
+        self.store.sync().map_err(|e| AnyError::new(&e))
+    }
+
+    /// Replaces the hard-state record `lsn` with `value`, durably.
+    fn save_state<T: Serialize>(&self, lsn: u64, value: &T) -> Result<(), AnyError> {
+        let bytes = serde_json::to_vec(value).map_err(|e| AnyError::new(&e))?;
+        self.store
+            .append(self.state, lsn, &bytes)
+            .map_err(|e| AnyError::new(&e))?;
+        self.sync()
+    }
+
+    /// The hard-state record `lsn`; `T::default()` if it was never saved.
+    fn read_state<T: DeserializeOwned + Default>(&self, lsn: u64) -> Result<T, AnyError> {
+        match self
+            .store
+            .read(self.state, lsn)
+            .map_err(|e| AnyError::new(&e))?
+        {
+            Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| AnyError::new(&e)),
+            None => Ok(T::default()),
+        }
+    }
+
+    /// Trims the entries up to `last_purged` if the trim did not happen
+    /// (`purge` saves the purged id first, then trims).
+    fn finish_purge(&self, last_purged: Option<&LogId>) -> Result<(), StorageError> {
+        let trim_point = self
+            .store
+            .trim_point(self.entries)
+            .map_err(|e| StorageIOError::read_logs(&e))?;
+        let wanted = match last_purged {
+            Some(id) => next_index(id)?,
+            None => 0,
+        };
+        if trim_point > wanted {
+            return Err(StorageIOError::read_logs(AnyError::error(format!(
+                "the entries are trimmed below {trim_point}, past the saved purge point {wanted}"
+            )))
+            .into());
+        }
+        if trim_point < wanted {
+            self.store
+                .trim(self.entries, wanted)
+                .map_err(|e| StorageIOError::write_logs(&e))?;
+            self.sync().map_err(StorageIOError::write_logs)?;
+        }
+        Ok(())
+    }
+
+    /// The entry at `index`, if the log holds it.
+    fn read_entry(&self, index: u64) -> Result<Option<Entry>, StorageError> {
+        let Some(bytes) = self
+            .store
+            .read(self.entries, index)
+            .map_err(|e| StorageIOError::read_log_at_index(index, &e))?
+        else {
+            return Ok(None);
+        };
+        decode_entry(index, &bytes).map(Some)
+    }
+
+    fn entries_in(&self, start: u64, end: Option<u64>) -> Result<Vec<Entry>, StorageError> {
+        let mut out = Vec::new();
+        if end.is_some_and(|end| end <= start) {
+            return Ok(out);
+        }
+        let scan = self
+            .store
+            .scan(self.entries, start)
+            .map_err(|e| StorageIOError::read_logs(&e))?;
+        for record in scan {
+            let (index, bytes) = record.map_err(|e| StorageIOError::read_logs(&e))?;
+            if end.is_some_and(|end| index >= end) {
+                break;
+            }
+            out.push(decode_entry(index, &bytes)?);
+        }
+        Ok(out)
+    }
+}
+
+/// Decodes the record at `index`, which must hold the entry of that index.
+fn decode_entry(index: u64, bytes: &[u8]) -> Result<Entry, StorageError> {
+    let entry: Entry =
+        serde_json::from_slice(bytes).map_err(|e| StorageIOError::read_log_at_index(index, &e))?;
+    if entry.log_id.index != index {
+        return Err(StorageIOError::read_log_at_index(
+            index,
+            AnyError::error(format!("record {index} holds entry {}", entry.log_id)),
+        )
+        .into());
+    }
+    Ok(entry)
+}
+
+fn open_or_create(store: &LogStore, name: &str) -> Result<log_store::LogId, StorageError> {
+    match store.open_log(name) {
+        Some(id) => Ok(id),
+        None => store
+            .create_log(name)
+            .map_err(|e| StorageIOError::write_logs(&e).into()),
+    }
+}
+
+/// The index after `id`'s: where the log starts once `id` is purged.
+fn next_index(id: &LogId) -> Result<u64, StorageError> {
+    id.index.checked_add(1).ok_or_else(|| {
+        StorageIOError::write_logs(AnyError::error("log index overflows u64")).into()
+    })
+}
+
+/// Splits encoded entries into runs of at most `limit` bytes with their
+/// framing (or of one entry), which the store accepts as one batch.
+fn batches(encoded: &[(u64, Vec<u8>)], limit: usize) -> Vec<Vec<(u64, &[u8])>> {
+    let mut out = Vec::new();
+    let mut current: Vec<(u64, &[u8])> = Vec::new();
+    let mut bytes = 0;
+    for (index, data) in encoded {
+        let size = data.len() + RECORD_FRAMING_BYTES;
+        if !current.is_empty() && bytes + size > limit {
+            out.push(std::mem::take(&mut current));
+            bytes = 0;
+        }
+        current.push((*index, data.as_slice()));
+        bytes += size;
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// `range` as `[start, end)`, `None` for no end.
+fn bounds<RB: RangeBounds<u64>>(range: &RB) -> (u64, Option<u64>) {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => Some(s),
+        Bound::Excluded(&s) => s.checked_add(1),
+        Bound::Unbounded => Some(0),
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1),
+        Bound::Excluded(&e) => Some(e),
+        Bound::Unbounded => None,
+    };
+    match start {
+        Some(start) => (start, end),
+        // Past u64::MAX: nothing.
+        None => (u64::MAX, Some(u64::MAX)),
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogReader {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        let (start, end) = bounds(&range);
+        self.shared.entries_in(start, end)
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStorage {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        let (start, end) = bounds(&range);
+        self.shared.entries_in(start, end)
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStorage {
+    type LogReader = LogReader;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
+        let last_lsn = self
+            .shared
+            .store
+            .last_lsn(self.shared.entries)
+            .map_err(|e| StorageIOError::read_logs(&e))?;
+        let last_entry = match last_lsn {
+            Some(index) => self.shared.read_entry(index)?.map(|e| e.log_id),
+            None => None,
+        };
+        // Entries at or below the purge point are on their way out (a purge
+        // saves its id before it trims): the purge point is the last id then.
+        let last_log_id = match (last_entry, self.last_purged) {
+            (Some(entry), Some(purged)) if entry.index <= purged.index => Some(purged),
+            (Some(entry), _) => Some(entry),
+            (None, purged) => purged,
+        };
+        Ok(LogState {
+            last_purged_log_id: self.last_purged,
+            last_log_id,
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> LogReader {
+        LogReader {
+            shared: self.shared.clone(),
+        }
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
+        self.shared
+            .save_state(VOTE_LSN, vote)
+            .map_err(|e| StorageIOError::write_vote(e).into())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
+        self.shared
+            .read_state(VOTE_LSN)
+            .map_err(|e| StorageIOError::read_vote(e).into())
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        self.shared
+            .save_state(COMMITTED_LSN, &committed)
+            .map_err(|e| StorageIOError::write(e).into())
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
+        self.shared
+            .read_state(COMMITTED_LSN)
+            .map_err(|e| StorageIOError::read(e).into())
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let result = self.append_durably(entries.into_iter().collect());
+        // The entries are durable once `append_durably` returns (the store
+        // synced them), so the callback is told here, not earlier.
+        match &result {
+            Ok(()) => callback.log_io_completed(Ok(())),
+            Err(e) => callback.log_io_completed(Err(io::Error::other(e.to_string()))),
+        }
+        result
+    }
+
+    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        self.shared
+            .store
+            .truncate(self.shared.entries, log_id.index)
+            .map_err(|e| StorageIOError::write_logs(&e))?;
+        self.shared.sync().map_err(StorageIOError::write_logs)?;
+        Ok(())
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        if self
+            .last_purged
+            .is_some_and(|purged| purged.index >= log_id.index)
+        {
+            // The purge point never moves back.
+            return Ok(());
+        }
+        // The id first: once it is durable, a crash before the trim leaves
+        // entries that `open` trims, never a purge point nobody recorded.
+        self.shared
+            .save_state(PURGED_LSN, &Some(log_id))
+            .map_err(StorageIOError::write_logs)?;
+        self.last_purged = Some(log_id);
+        self.shared.finish_purge(Some(&log_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_keep_order_and_stay_under_the_limit() {
+        let encoded: Vec<(u64, Vec<u8>)> = (1..=7).map(|i| (i, vec![0; 40])).collect();
+        // Two records and their framing fit in 150 bytes, three do not.
+        let split = batches(&encoded, 150);
+        let lsns: Vec<Vec<u64>> = split
+            .iter()
+            .map(|b| b.iter().map(|(lsn, _)| *lsn).collect())
+            .collect();
+        assert_eq!(lsns, vec![vec![1, 2], vec![3, 4], vec![5, 6], vec![7]]);
+        // A record over the limit goes alone, for the store to refuse.
+        let big = vec![(1, vec![0; 200]), (2, vec![0; 10])];
+        assert_eq!(batches(&big, 150).len(), 2);
+        assert!(batches(&[], 150).is_empty());
+    }
+
+    #[test]
+    fn ranges_become_half_open_bounds() {
+        assert_eq!(bounds(&(3..7)), (3, Some(7)));
+        assert_eq!(bounds(&(3..=7)), (3, Some(8)));
+        assert_eq!(bounds(&(3..)), (3, None));
+        assert_eq!(bounds(&(..=u64::MAX)), (0, None));
+        let excluded = (Bound::Excluded(u64::MAX), Bound::Unbounded);
+        assert_eq!(bounds(&excluded), (u64::MAX, Some(u64::MAX)));
+    }
+}
