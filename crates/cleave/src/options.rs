@@ -33,9 +33,10 @@ pub struct Options {
     /// Obsolete WALs kept to be written over by later WALs (RocksDB's
     /// `recycle_log_file_num`); 0 deletes them. A recycled WAL's synced
     /// writes land inside its size, so `fdatasync` writes data and no file
-    /// metadata (see `docs/format/wal.md`). While set, WALs are written
-    /// with recyclable records, which builds before WAL format 4 cannot
-    /// read.
+    /// metadata (see `docs/format/wal.md`). Kept WALs count in the disk
+    /// usage and the space budget (a memtable's worth each). While set,
+    /// WALs are written with recyclable records, which builds before WAL
+    /// format 4 cannot read.
     pub recycle_wal: usize,
     /// Bytes a memtable holds before it is switched out and flushed.
     pub write_buffer_size: usize,
