@@ -16,7 +16,7 @@ cargo test --workspace --release --all-features
 # the WAL modes in turn (docs/reliability.md). CLEAVE_STRESS_SECONDS sets
 # how long; hours find what minutes do not.
 cargo run --release --all-features -p cleave-stress -- crash \
-  --seconds "${CLEAVE_STRESS_SECONDS:-300}"
+  --seconds "${CLEAVE_STRESS_SECONDS:-240}"
 # The same for the log store: appends, trims and truncations of many logs
 # from several threads, killed and checked (CLEAVE_LOGSTORE_STRESS_SECONDS).
 cargo run --release --all-features -p cleave-stress -- logs-crash \
