@@ -77,6 +77,8 @@ pub enum OpKind {
     Merge,
     Seek,
     Compact,
+    /// logappend's trims, apart from its appends.
+    Trim,
     /// Mixed or maintenance operations.
     Other,
 }
@@ -89,6 +91,7 @@ impl OpKind {
             OpKind::Merge => "merge",
             OpKind::Seek => "seek",
             OpKind::Compact => "compact",
+            OpKind::Trim => "trim",
             OpKind::Other => "op",
         }
     }
@@ -189,9 +192,11 @@ impl Benchmark {
     }
 
     /// The kind a mixed benchmark's updates are reported as, beside its
-    /// reads; `None` for a benchmark of one kind.
+    /// reads (logappend: its trims, beside its appends); `None` for a
+    /// benchmark of one kind.
     pub fn update_kind(self) -> Option<OpKind> {
         match self {
+            Benchmark::LogAppend => Some(OpKind::Trim),
             Benchmark::Ycsb(workload) if workload.merges() => Some(OpKind::Merge),
             Benchmark::ReadRandomWriteRandom | Benchmark::Ycsb(_) => Some(OpKind::Write),
             Benchmark::ReadRandomMergeRandom => Some(OpKind::Merge),
@@ -771,6 +776,9 @@ mod tests {
         let first = harness.run(Benchmark::LogAppend, &params);
         assert_eq!(first.ops, 200);
         assert_eq!(first.written_bytes, 200 * (12 + 64));
+        // One latency per append; the trims' apart (8 logs, one each).
+        assert_eq!(first.latencies.len(), 200);
+        assert_eq!(first.update_latencies.len(), 8);
         // 8 logs, 25 appends each: trimmed at LSN 25 to the last 20.
         assert_eq!(harness.engine.len(), 8 * 20);
         harness.run(Benchmark::LogAppend, &params);
