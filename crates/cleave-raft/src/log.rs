@@ -311,8 +311,8 @@ impl RaftLogReader<TypeConfig> for LogStorage {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
-        let (start, end) = bounds(&range);
-        self.shared.entries_in(start, end)
+        // The same reads as a reader's: through the shared store.
+        self.get_log_reader().await.try_get_log_entries(range).await
     }
 }
 

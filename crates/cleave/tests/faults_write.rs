@@ -48,6 +48,21 @@ fn reopen_and_check(mem: &MemFs, oracle: &Oracle, ctx: &str) {
     }
 }
 
+/// Puts keys `range` with synced writes until one fails, recording each
+/// as acknowledged, and the failed one as maybe written; its error.
+fn put_until_failure(db: &Db, oracle: &mut Oracle, range: std::ops::Range<usize>) -> Option<Error> {
+    for i in range {
+        match db.put(&SYNC, &k(i), &v(i, 0)) {
+            Ok(()) => oracle.ack(i, 0),
+            Err(e) => {
+                oracle.maybe(i, 0);
+                return Some(e);
+            }
+        }
+    }
+    None
+}
+
 /// A full disk under a WAL append fails that write, which is not
 /// acknowledged, and poisons the database (the WAL may hold part of it).
 /// Whole and torn: a short write leaves half a record, which replay
@@ -148,18 +163,8 @@ fn failed_directory_sync_for_a_new_wal_poisons_then_reopen_recovers() {
     let mut oracle = Oracle::default();
     oracle.put(&db, 0..20, 0, &SYNC);
     fs.fail(&[FaultOp::SyncDir], None, 0, ErrorKind::Other, true);
-    let mut failed = None;
-    for i in 20..2000 {
-        match db.put(&SYNC, &k(i), &v(i, 0)) {
-            Ok(()) => oracle.ack(i, 0),
-            Err(e) => {
-                oracle.maybe(i, 0);
-                failed = Some(e);
-                break;
-            }
-        }
-    }
-    let err = failed.expect("a memtable switch must sync the directory");
+    let err = put_until_failure(&db, &mut oracle, 20..2000)
+        .expect("a memtable switch must sync the directory");
     assert_failed_on(&err, DIR, "directory sync");
     assert_refuses_writes(&db, DIR, "after the failed directory sync");
     drop(db);
@@ -676,18 +681,8 @@ fn failed_wal_recycling_poisons_then_reopen_recovers() {
         }
         fs.fail(&[op], Some(".wal"), 0, ErrorKind::Other, true);
         let recycled = db.stats().wals_recycled;
-        let mut failed = None;
-        for i in i..i + 20_000 {
-            match db.put(&SYNC, &k(i), &v(i, 0)) {
-                Ok(()) => oracle.ack(i, 0),
-                Err(e) => {
-                    oracle.maybe(i, 0);
-                    failed = Some(e);
-                    break;
-                }
-            }
-        }
-        let err = failed.unwrap_or_else(|| panic!("{ctx}: no memtable switch failed"));
+        let err = put_until_failure(&db, &mut oracle, i..i + 20_000)
+            .unwrap_or_else(|| panic!("{ctx}: no memtable switch failed"));
         assert_failed_on(&err, ".wal", &ctx);
         assert_eq!(db.stats().wals_recycled, recycled, "{ctx}");
         assert_refuses_writes(&db, ".wal", &ctx);

@@ -449,15 +449,21 @@ mod tests {
         c.batches.iter().map(|(s, _)| *s).collect()
     }
 
-    /// Old WAL 5 with 20 batches, recycled as WAL 9 holding `new` batches.
-    fn recycled(new: u64) -> (MemFs, PathBuf) {
+    /// Old WAL 5 with 20 batches, being recycled as WAL 9.
+    fn recycling() -> (MemFs, PathBuf, WalWriter) {
         let (fs, dir) = setup();
         fill(
             &mut WalWriter::create(&fs, &dir, FileNumber(5), true).unwrap(),
             100,
             20,
         );
-        let mut w = WalWriter::recycle(&fs, &dir, FileNumber(5), FileNumber(9), None).unwrap();
+        let w = WalWriter::recycle(&fs, &dir, FileNumber(5), FileNumber(9), None).unwrap();
+        (fs, dir, w)
+    }
+
+    /// [`recycling`]'s WAL 9 holding `new` batches.
+    fn recycled(new: u64) -> (MemFs, PathBuf) {
+        let (fs, dir, mut w) = recycling();
         fill(&mut w, 500, new);
         (fs, dir)
     }
@@ -494,13 +500,7 @@ mod tests {
     /// record and never an error.
     #[test]
     fn every_crash_image_of_a_recycled_wal_reads_as_a_prefix() {
-        let (fs, dir) = setup();
-        fill(
-            &mut WalWriter::create(&fs, &dir, FileNumber(5), true).unwrap(),
-            100,
-            20,
-        );
-        let mut w = WalWriter::recycle(&fs, &dir, FileNumber(5), FileNumber(9), None).unwrap();
+        let (fs, dir, mut w) = recycling();
         for i in 0..3 {
             let mut b = batch(format!("n{i}").as_bytes(), &[b'w'; 40]);
             w.append(&[b.encode_with_seq(500 + i)]).unwrap();
