@@ -352,3 +352,63 @@ fn recycling(fs: MemFs) -> Options {
         ..options(Arc::new(fs))
     }
 }
+
+/// In a recycled WAL's stale tail, a value can hold the bytes of a valid
+/// record carrying the WAL's own number; the reader then reports damage
+/// where the WAL's records end. The next WAL's header gives the length of
+/// this one, which says nothing was lost: replay must go on to it rather
+/// than drop the writes it holds.
+#[test]
+fn a_look_alike_record_in_a_stale_tail_does_not_stop_replay() {
+    use crate::base::FileNumber;
+    use crate::wal::{Previous, WalWriter};
+    let mem = MemFs::new();
+    Db::open(DIR, recycling(mem.clone()))
+        .unwrap()
+        .close()
+        .unwrap();
+    let dir = Path::new(DIR);
+    let wal = mem
+        .list(dir)
+        .unwrap()
+        .iter()
+        .find_map(|n| match filename::parse(n) {
+            Some((filename::FileKind::Wal, number)) => Some(number),
+            _ => None,
+        })
+        .unwrap();
+    let write = |number: FileNumber, previous: Option<Previous>, seq: u64, b: &mut WriteBatch| {
+        let mut w = WalWriter::create_after(&mem, dir, number, previous, true).unwrap();
+        w.append(&[b.encode_with_seq(seq)]).unwrap();
+        w.sync().unwrap();
+    };
+    write(wal, None, 1, &mut put(b"a", b"1"));
+    let path = filename::wal(dir, wal);
+    let mut bytes = crate::vfs::read_all(&mem, &path).unwrap();
+    let len = bytes.len() as u64;
+    // What a previous use left: a byte that starts no record, then a
+    // value's bytes that form a record of this WAL's number.
+    bytes.push(0xff);
+    crate::record::encode_recyclable(&mut bytes, wal.0, b"a value that looks like a record");
+    let mut f = mem.create(&path, Default::default()).unwrap();
+    f.append(&bytes).unwrap();
+    f.sync().unwrap();
+    drop(f);
+    let next = FileNumber(wal.0 + 1);
+    let previous = Previous { number: wal, len };
+    write(next, Some(previous), 2, &mut put(b"b", b"2"));
+    for paranoid_checks in [false, true] {
+        let opts = Options {
+            paranoid_checks,
+            ..recycling(mem.process_crash_clone())
+        };
+        let db = Db::open(DIR, opts).unwrap();
+        let r = ReadOptions::new();
+        assert_eq!(db.get(&r, b"a").unwrap().as_deref(), Some(&b"1"[..]));
+        assert_eq!(
+            db.get(&r, b"b").unwrap().as_deref(),
+            Some(&b"2"[..]),
+            "paranoid {paranoid_checks}: the next WAL's writes were dropped"
+        );
+    }
+}

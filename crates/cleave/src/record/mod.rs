@@ -20,7 +20,7 @@ pub(crate) const RECYCLABLE_HEADER_LEN: usize = 21;
 
 /// Record types; written to disk, never renumber.
 const TYPE_FULL: u8 = 1;
-const TYPE_RECYCLABLE: u8 = 2;
+pub(crate) const TYPE_RECYCLABLE: u8 = 2;
 
 /// Largest payload a record may carry. Bounds what a corrupt length field
 /// can make a reader allocate.
@@ -129,13 +129,8 @@ struct Recyclable<'a> {
 
 /// The recyclable record at the start of `rest`, if its checksums hold.
 fn recyclable_at(rest: &[u8]) -> Option<Recyclable<'_>> {
-    let header = rest.get(..RECYCLABLE_HEADER_LEN)?;
-    if header[8] != TYPE_RECYCLABLE
-        || !checksum::matches(checksum::crc32c(&header[4..]), decode_fixed32(header))
-    {
-        return None;
-    }
-    let len = decode_fixed32(&header[4..8]) as usize;
+    let len = recyclable_header_at(rest)?;
+    let header = &rest[..RECYCLABLE_HEADER_LEN];
     let payload = rest.get(RECYCLABLE_HEADER_LEN..RECYCLABLE_HEADER_LEN.checked_add(len)?)?;
     if !checksum::matches(checksum::crc32c(payload), decode_fixed32(&header[17..21])) {
         return None;
@@ -167,10 +162,12 @@ impl<'a> RecordReader<'a> {
         }
     }
 
-    /// Whether `data` starts with a recyclable record that checks out, and
-    /// if so the number of the file it was written for.
-    pub(crate) fn first_recyclable(data: &[u8]) -> Option<u64> {
-        recyclable_at(data).map(|r| r.number)
+    /// Whether `data` was written with recyclable records: its first
+    /// record's type byte says so, whether or not the record is whole (a
+    /// crash may have torn it, and in a recycled file the bytes after a
+    /// torn header are the previous use's, of the same type).
+    pub(crate) fn starts_recyclable(data: &[u8]) -> bool {
+        data.get(8) == Some(&TYPE_RECYCLABLE)
     }
 
     /// Where the next record starts: the end of the last one read.
@@ -273,21 +270,41 @@ impl<'a> RecordReader<'a> {
 
 /// Whether a valid recyclable record of file `number` starts anywhere in
 /// `rest` past its first byte. Candidates are found by the number's bytes,
-/// so a long stale tail costs a byte search, not a checksum per offset.
+/// so a long stale tail costs a byte search, not a checksum per offset;
+/// and the payload bytes checksummed are bounded by `rest`'s length, so
+/// that headers crafted to each claim a long payload cannot make the
+/// search quadratic (past the bound it answers no: a clean end).
 fn own_record_after(rest: &[u8], number: u64) -> bool {
     let needle = number.to_le_bytes();
+    let mut budget = rest.len();
     let mut from = 1;
     while let Some(found) = rest
         .get(from + 9..)
         .and_then(|tail| tail.windows(needle.len()).position(|w| w == needle))
     {
         let start = from + found;
-        if recyclable_at(&rest[start..]).is_some_and(|r| r.number == number) {
-            return true;
+        let candidate = &rest[start..];
+        if let Some(len) = recyclable_header_at(candidate) {
+            if len > budget {
+                return false;
+            }
+            budget -= len;
+            if recyclable_at(candidate).is_some_and(|r| r.number == number) {
+                return true;
+            }
         }
         from = start + 1;
     }
     false
+}
+
+/// The payload length a recyclable record header at the start of `rest`
+/// claims, if the header's own checksum holds.
+fn recyclable_header_at(rest: &[u8]) -> Option<usize> {
+    let header = rest.get(..RECYCLABLE_HEADER_LEN)?;
+    (header[8] == TYPE_RECYCLABLE
+        && checksum::matches(checksum::crc32c(&header[4..]), decode_fixed32(header)))
+    .then(|| decode_fixed32(&header[4..8]) as usize)
 }
 
 #[cfg(test)]

@@ -17,17 +17,15 @@ use crate::vfs::{self, FileOptions, Fs};
 const MAGIC: &[u8; 8] = b"cleavWAL";
 /// Version of the WAL format this build writes, and the newest it reads:
 /// 2 lets batches hold value handles (WAL-time separation), 3 merge
-/// operands, 4 recyclable records and the previous WAL's length; a build
-/// that reads only an older version must refuse a newer WAL rather than
-/// replay it as damage.
+/// operands, 4 recyclable records; a build that reads only an older
+/// version must refuse a newer WAL rather than replay it as damage. A WAL
+/// of full records is written as version 3, which builds before recycling
+/// read (they ignore the header's last field, the previous WAL's length).
 pub(crate) const FORMAT_VERSION: u32 = 4;
+const FULL_RECORDS_VERSION: u32 = 3;
 
 /// Bytes of the header record's payload as this build writes it.
 const HEADER_PAYLOAD_LEN: usize = 36;
-/// Where the first batch record of a recyclable WAL written by this build
-/// starts: in a recycled file whose new header a crash tore, the previous
-/// use's first batch record is still whole there.
-const RECYCLABLE_FIRST_BATCH: usize = record::RECYCLABLE_HEADER_LEN + HEADER_PAYLOAD_LEN;
 
 /// What a WAL's header says about the chain of WALs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -44,9 +42,14 @@ pub(crate) struct Previous {
 /// with its length (0: none known), so that replay can tell a missing WAL
 /// or a lost tail from the end of the chain. Readers before a field ignore
 /// it.
-fn header(number: FileNumber, previous: Option<Previous>) -> Vec<u8> {
+fn header(number: FileNumber, previous: Option<Previous>, recyclable: bool) -> Vec<u8> {
     let mut h = MAGIC.to_vec();
-    put_fixed32(&mut h, FORMAT_VERSION);
+    let version = if recyclable {
+        FORMAT_VERSION
+    } else {
+        FULL_RECORDS_VERSION
+    };
+    put_fixed32(&mut h, version);
     put_fixed64(&mut h, number.0);
     let p = previous.unwrap_or_default();
     put_fixed64(&mut h, p.number.0);
@@ -119,7 +122,7 @@ impl WalWriter {
             recyclable,
             scratch: Vec::new(),
         };
-        w.append(&[&header(number, previous)])?;
+        w.append(&[&header(number, previous, recyclable)])?;
         Ok(w)
     }
 
@@ -237,19 +240,13 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path, number: FileNumber) -> Result<WalCon
 }
 
 /// A reader in the framing the file was written in. A file whose first
-/// record is recyclable is read as one, whatever number that record
-/// carries: a stale first record is a recycled file whose new header never
-/// made it, and reads as empty. So is one whose first record is damaged
-/// but whose previous use's first batch record is whole: a crash tore the
-/// new header.
+/// record is of the recyclable type is read as one, whatever number that
+/// record carries and whether or not it is whole: a stale first record is
+/// a recycled file whose new header never made it, a damaged one a header
+/// a crash tore, and either reads as empty (the next WAL's header, naming
+/// this one's length, tells replay whether anything was lost).
 fn reader_for(data: &[u8], number: FileNumber) -> RecordReader<'_> {
-    let recyclable = RecordReader::first_recyclable(data).is_some()
-        || (!matches!(RecordReader::new(data).next_record(), Next::Record { .. })
-            && data
-                .get(RECYCLABLE_FIRST_BATCH..)
-                .and_then(RecordReader::first_recyclable)
-                .is_some());
-    if recyclable {
+    if RecordReader::starts_recyclable(data) {
         RecordReader::recyclable(data, number.0)
     } else {
         RecordReader::new(data)
@@ -423,6 +420,26 @@ mod tests {
         assert_eq!((c.previous, c.damage), (None, None));
     }
 
+    /// A WAL of full records says version 3, which builds before recycling
+    /// read (they ignore the header's last field); a recyclable one says 4.
+    #[test]
+    fn full_record_wals_keep_the_version_older_builds_read() {
+        let (fs, dir) = setup();
+        for (n, recyclable, version) in [(5, false, 3), (6, true, 4)] {
+            WalWriter::create(&fs, &dir, FileNumber(n), recyclable)
+                .unwrap()
+                .sync()
+                .unwrap();
+            let data = vfs::read_all(&fs, &filename::wal(&dir, FileNumber(n))).unwrap();
+            let Next::Record { payload, .. } = reader_for(&data, FileNumber(n)).next_record()
+            else {
+                panic!("no header in WAL {n}");
+            };
+            assert_eq!(payload[8..12], u32::to_le_bytes(version), "WAL {n}");
+            assert!(read(&fs, &dir, FileNumber(n)).unwrap().damage.is_none());
+        }
+    }
+
     #[test]
     fn header_for_another_number_is_corruption() {
         let (fs, dir) = setup();
@@ -495,28 +512,81 @@ mod tests {
         }
     }
 
-    /// Every crash image of writes into a recycled file, the header's
+    /// Every crash image of writes into a recyclable WAL (new, recycled, or
+    /// recycled from a WAL that held only its header), the header's
     /// included, reads as a prefix of what was written, never a stale
-    /// record and never an error.
+    /// record and never an error or damage (which `paranoid_checks` would
+    /// turn into a failed open after an ordinary crash).
     #[test]
-    fn every_crash_image_of_a_recycled_wal_reads_as_a_prefix() {
-        let (fs, dir, mut w) = recycling();
-        for i in 0..3 {
-            let mut b = batch(format!("n{i}").as_bytes(), &[b'w'; 40]);
-            w.append(&[b.encode_with_seq(500 + i)]).unwrap();
+    fn every_crash_image_of_a_recyclable_wal_reads_as_a_prefix() {
+        let new = || {
+            let (fs, dir) = setup();
+            let w = WalWriter::create(&fs, &dir, FileNumber(9), true).unwrap();
+            (fs, dir, w)
+        };
+        let header_only = || {
+            let (fs, dir) = setup();
+            WalWriter::create(&fs, &dir, FileNumber(5), true)
+                .unwrap()
+                .sync()
+                .unwrap();
+            let w = WalWriter::recycle(&fs, &dir, FileNumber(5), FileNumber(9), None).unwrap();
+            (fs, dir, w)
+        };
+        for (what, (fs, dir, mut w)) in [
+            ("new", new()),
+            ("recycled", recycling()),
+            ("recycled header-only", header_only()),
+        ] {
+            for i in 0..3 {
+                let mut b = batch(format!("n{i}").as_bytes(), &[b'w'; 40]);
+                w.append(&[b.encode_with_seq(500 + i)]).unwrap();
+            }
+            fs.sync_dir(&dir).unwrap();
+            let len = vfs::read_all(&fs, &filename::wal(&dir, FileNumber(9)))
+                .unwrap()
+                .len();
+            for keep in 0..=len {
+                let crashed = fs.crash_clone_keeping(|_| keep);
+                let c = read(&crashed, &dir, FileNumber(9)).unwrap();
+                let got = seqs(&c);
+                assert!(got.len() <= 3, "{what}, keep {keep}: {got:?}");
+                assert_eq!(got, (500..500 + got.len() as u64).collect::<Vec<_>>());
+                assert_eq!(c.damage, None, "{what}, keep {keep}");
+            }
         }
-        fs.sync_dir(&dir).unwrap();
-        let unsynced = vfs::read_all(&fs, &filename::wal(&dir, FileNumber(9)))
-            .unwrap()
-            .len();
-        for keep in 0..=unsynced {
-            let crashed = fs.crash_clone_keeping(|_| keep);
-            let c = read(&crashed, &dir, FileNumber(9)).unwrap();
-            let got = seqs(&c);
-            assert!(got.len() <= 3, "keep {keep}: {got:?}");
-            assert_eq!(got, (500..500 + got.len() as u64).collect::<Vec<_>>());
-            assert_eq!(c.damage, None, "keep {keep}");
+    }
+
+    /// After the end, headers crafted as valid headers of the file's number
+    /// that each claim a payload reaching the end of the data: the search
+    /// for a later record of the file checksums no more payload bytes than
+    /// the data holds (otherwise quadratic), and the read ends cleanly.
+    #[test]
+    fn a_crafted_tail_of_headers_ends_the_read_cleanly() {
+        use crate::base::checksum;
+        let (fs, dir) = recycled(2);
+        let path = filename::wal(&dir, FileNumber(9));
+        let mut data = vfs::read_all(&fs, &path).unwrap();
+        let end = read(&fs, &dir, FileNumber(9)).unwrap().end as usize;
+        data.truncate(end);
+        data.push(0xff); // not a record: reading stops here
+        let headers = 2000;
+        let total = data.len() + headers * record::RECYCLABLE_HEADER_LEN;
+        for _ in 0..headers {
+            let claim = (total - data.len() - record::RECYCLABLE_HEADER_LEN) as u32;
+            let mut fields = claim.to_le_bytes().to_vec();
+            fields.push(record::TYPE_RECYCLABLE);
+            fields.extend_from_slice(&9u64.to_le_bytes());
+            fields.extend_from_slice(&[0; 4]); // a payload checksum that fails
+            put_fixed32(&mut data, checksum::mask(checksum::crc32c(&fields)));
+            data.extend_from_slice(&fields);
         }
+        assert_eq!(data.len(), total);
+        let mut f = fs.create(&path, FileOptions::default()).unwrap();
+        f.append(&data).unwrap();
+        drop(f);
+        let c = read(&fs, &dir, FileNumber(9)).unwrap();
+        assert_eq!((seqs(&c), c.damage), (vec![500, 501], None));
     }
 
     /// A damaged record followed by a later record of the same file is
@@ -527,7 +597,8 @@ mod tests {
         let path = filename::wal(&dir, FileNumber(9));
         let c = read(&fs, &dir, FileNumber(9)).unwrap();
         assert_eq!(c.batches.len(), 5);
-        let second = (RECYCLABLE_FIRST_BATCH as u64 + c.end) / 2;
+        let first_batch = (record::RECYCLABLE_HEADER_LEN + HEADER_PAYLOAD_LEN) as u64;
+        let second = (first_batch + c.end) / 2;
         fs.corrupt_byte(&path, second as usize);
         let c = read(&fs, &dir, FileNumber(9)).unwrap();
         let damage = c.damage.unwrap();
