@@ -367,8 +367,13 @@ impl DbInner {
             ));
         }
         let mut previous: Option<(FileNumber, u64)> = None;
+        // The next WAL, when deciding on this one's damage read it already.
+        let mut read_ahead: Option<wal::WalContents> = None;
         'wals: for (i, &number) in wals.iter().enumerate() {
-            let contents = wal::read(self.fs.as_ref(), &self.dir, number)?;
+            let contents = match read_ahead.take() {
+                Some(c) => c,
+                None => wal::read(self.fs.as_ref(), &self.dir, number)?,
+            };
             self.check_wal_chain(previous.map(|p| p.0), number, contents.previous)?;
             // The previous WAL ended early without a damaged record to show
             // for it: a crash lost its unsynced tail, and the bytes after
@@ -408,7 +413,10 @@ impl DbInner {
                 // there, so nothing of it was lost.
                 if let Some(&next) = wals.get(i + 1) {
                     let after = wal::read(self.fs.as_ref(), &self.dir, next)?;
-                    if after.previous == Some(number) && after.previous_len == Some(damage.offset) {
+                    let whole =
+                        after.previous == Some(number) && after.previous_len == Some(damage.offset);
+                    read_ahead = Some(after);
+                    if whole {
                         continue;
                     }
                 }
