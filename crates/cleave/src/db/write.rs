@@ -338,6 +338,27 @@ impl DbInner {
         Ok(())
     }
 
+    /// See `Db::sync_wal`. Under the WAL lock, which every write group
+    /// holds while it appends, so each write acknowledged before the call
+    /// is in a WAL this syncs.
+    pub(super) fn sync_durable(&self) -> Result<()> {
+        Self::check_bg_error(&self.state.lock())?;
+        let mut wal = self.wal.lock();
+        let synced = if self.logs.enabled() {
+            self.logs.sync()
+        } else {
+            Ok(())
+        }
+        .and_then(|()| {
+            add(&self.counters.wal_syncs, 1);
+            wal.sync(self.fs.as_ref(), &self.dir)
+        });
+        if let Err(e) = &synced {
+            self.set_bg_error(e);
+        }
+        synced
+    }
+
     /// Makes sure the memtable has room, switching it (and the WAL) when it
     /// is full or `force` is set, and slowing or stopping the writer while
     /// background work is behind or the space budget asks it to: a group

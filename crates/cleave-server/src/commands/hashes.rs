@@ -1,0 +1,210 @@
+//! Hash commands: a metadata key with the hash's version and field count,
+//! and one subkey per field (keyspace.rs).
+
+use std::collections::HashSet;
+
+use cleave::{ReadOptions, Snapshot, WriteBatch};
+
+use super::Ctx;
+use crate::error::CmdError;
+use crate::keyspace::{self, collection_prefix, join, meta_key, Meta, Type, SUB};
+use crate::resp::Reply;
+use crate::store::Store;
+
+type Result = std::result::Result<Reply, CmdError>;
+
+/// Refuses a field whose subkey would exceed cleave's key limit.
+pub fn check_field(key: &[u8], field: &[u8]) -> std::result::Result<(), CmdError> {
+    if key.len() + field.len() > keyspace::MAX_KEY_AND_FIELD_BYTES {
+        return Err(CmdError::err(format!(
+            "key and field of {} bytes: cleave-server keeps them to {} bytes together",
+            key.len() + field.len(),
+            keyspace::MAX_KEY_AND_FIELD_BYTES
+        )));
+    }
+    Ok(())
+}
+
+fn read_at(snapshot: &Snapshot) -> ReadOptions<'_> {
+    ReadOptions {
+        snapshot: Some(snapshot),
+        ..ReadOptions::new()
+    }
+}
+
+/// Sets field/value pairs; the number of fields that are new.
+fn set_fields(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    args: &[Vec<u8>],
+) -> std::result::Result<i64, CmdError> {
+    if !args.len().is_multiple_of(2) {
+        return Err(CmdError::err(format!(
+            "wrong number of arguments for '{name}' command"
+        )));
+    }
+    let key = &args[1];
+    for pair in args[2..].chunks_exact(2) {
+        check_field(key, &pair[0])?;
+    }
+    let store = &ctx.shared.store;
+    let db = ctx.client.db;
+    let _lock = store.lock(db, &[key]);
+    let r = ReadOptions::new();
+    let existing = store.collection(&r, db, key, Type::Hash)?;
+    let (version, mut size) = match existing {
+        Some(vs) => vs,
+        None => (store.new_version()?, 0),
+    };
+    let prefix = collection_prefix(SUB, db, key, version);
+    let mut b = WriteBatch::new();
+    let mut seen = HashSet::new();
+    let mut added = 0;
+    for pair in args[2..].chunks_exact(2) {
+        let sub = join(&prefix, &pair[0]);
+        if seen.insert(pair[0].as_slice()) && (existing.is_none() || store.get(&r, &sub)?.is_none())
+        {
+            added += 1;
+        }
+        b.put(&sub, &pair[1]);
+    }
+    size += added;
+    let meta = Meta::Collection {
+        kind: Type::Hash,
+        version,
+        size,
+    };
+    b.put(&meta_key(db, key), &meta.encode());
+    store.write(b)?;
+    Ok(added as i64)
+}
+
+pub fn hset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    set_fields(ctx, "hset", args).map(Reply::Int)
+}
+
+pub fn hmset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    set_fields(ctx, "hmset", args).map(|_| Reply::ok())
+}
+
+/// The values of `fields` in the hash at `key`, as of `snapshot`; `None`
+/// if there is no such hash.
+fn fields(
+    store: &Store,
+    snapshot: &Snapshot,
+    db: u8,
+    key: &[u8],
+    fields: &[Vec<u8>],
+) -> std::result::Result<Option<Vec<Option<Vec<u8>>>>, CmdError> {
+    let r = read_at(snapshot);
+    let Some((version, _)) = store.collection(&r, db, key, Type::Hash)? else {
+        return Ok(None);
+    };
+    let prefix = collection_prefix(SUB, db, key, version);
+    let values = fields
+        .iter()
+        .map(|f| store.get(&r, &join(&prefix, f)))
+        .collect::<std::result::Result<_, _>>()?;
+    Ok(Some(values))
+}
+
+pub fn hget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let store = &ctx.shared.store;
+    let snapshot = store.snapshot();
+    let v = fields(store, &snapshot, ctx.client.db, &args[1], &args[2..3])?
+        .and_then(|mut v| v.pop().flatten());
+    ctx.shared.stats.lookup(v.is_some());
+    Ok(v.map_or(Reply::Nil, Reply::Bulk))
+}
+
+pub fn hmget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let store = &ctx.shared.store;
+    let snapshot = store.snapshot();
+    let values = fields(store, &snapshot, ctx.client.db, &args[1], &args[2..])?
+        .unwrap_or_else(|| vec![None; args.len() - 2]);
+    Ok(Reply::Array(
+        values
+            .into_iter()
+            .map(|v| v.map_or(Reply::Nil, Reply::Bulk))
+            .collect(),
+    ))
+}
+
+pub fn hexists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let store = &ctx.shared.store;
+    let snapshot = store.snapshot();
+    let found = fields(store, &snapshot, ctx.client.db, &args[1], &args[2..3])?
+        .is_some_and(|v| v[0].is_some());
+    Ok(Reply::Int(i64::from(found)))
+}
+
+pub fn hlen(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let size = ctx
+        .shared
+        .store
+        .collection(&ReadOptions::new(), ctx.client.db, &args[1], Type::Hash)?
+        .map_or(0, |(_, size)| size);
+    Ok(Reply::Int(size as i64))
+}
+
+pub fn hgetall(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let store = &ctx.shared.store;
+    let db = ctx.client.db;
+    let key = &args[1];
+    let snapshot = store.snapshot();
+    let Some((version, size)) = store.collection(&read_at(&snapshot), db, key, Type::Hash)? else {
+        return Ok(Reply::Map(Vec::new()));
+    };
+    let prefix = collection_prefix(SUB, db, key, version);
+    let mut it = store.iter(
+        Some(&snapshot),
+        prefix.clone(),
+        keyspace::prefix_end(&prefix),
+    );
+    it.seek_to_first()?;
+    let mut out = Vec::with_capacity(size.min(1 << 16) as usize);
+    while it.valid() {
+        let field = it.key()[prefix.len()..].to_vec();
+        out.push((Reply::Bulk(field), Reply::Bulk(it.value()?.to_vec())));
+        it.next()?;
+    }
+    it.status()?;
+    Ok(Reply::Map(out))
+}
+
+pub fn hdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let store = &ctx.shared.store;
+    let db = ctx.client.db;
+    let key = &args[1];
+    let _lock = store.lock(db, &[key]);
+    let r = ReadOptions::new();
+    let Some((version, size)) = store.collection(&r, db, key, Type::Hash)? else {
+        return Ok(Reply::Int(0));
+    };
+    let prefix = collection_prefix(SUB, db, key, version);
+    let mut b = WriteBatch::new();
+    let mut seen = HashSet::new();
+    let mut removed = 0u64;
+    for field in &args[2..] {
+        let sub = join(&prefix, field);
+        if seen.insert(field.as_slice()) && store.get(&r, &sub)?.is_some() {
+            b.delete(&sub);
+            removed += 1;
+        }
+    }
+    if removed == 0 {
+        return Ok(Reply::Int(0));
+    }
+    if removed >= size {
+        b.delete(&meta_key(db, key));
+    } else {
+        let meta = Meta::Collection {
+            kind: Type::Hash,
+            version,
+            size: size - removed,
+        };
+        b.put(&meta_key(db, key), &meta.encode());
+    }
+    store.write(b)?;
+    Ok(Reply::Int(removed as i64))
+}

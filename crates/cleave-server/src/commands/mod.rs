@@ -1,0 +1,272 @@
+//! The command table and dispatch: arity, key positions and flags as
+//! Redis's `COMMAND` reports them, and the handler of each command.
+
+mod hashes;
+mod keys;
+mod server;
+mod strings;
+mod zsets;
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+
+use crate::error::CmdError;
+use crate::resp::Reply;
+use crate::state::{Client, Shared};
+
+/// What a handler sees: the server and the calling connection.
+pub struct Ctx<'a> {
+    pub shared: &'a Shared,
+    pub client: &'a mut Client,
+}
+
+type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> Result<Reply, CmdError>;
+
+/// One command, as `COMMAND INFO` describes it.
+pub struct Command {
+    pub name: &'static str,
+    /// Arguments with the name; negative: at least that many.
+    pub arity: i32,
+    pub flags: &'static [&'static str],
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    handler: Handler,
+    /// Needs the database alone (FLUSHDB): no other command runs meanwhile.
+    exclusive: bool,
+}
+
+const W: &[&str] = &["write", "denyoom"];
+const WF: &[&str] = &["write", "denyoom", "fast"];
+const WD: &[&str] = &["write"];
+const R: &[&str] = &["readonly"];
+const RF: &[&str] = &["readonly", "fast"];
+const S: &[&str] = &["fast", "stale", "loading"];
+const A: &[&str] = &["admin", "noscript", "loading", "stale"];
+
+macro_rules! cmd {
+    ($name:expr, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $handler:path) => {
+        Command {
+            name: $name,
+            arity: $arity,
+            flags: $flags,
+            first_key: $first,
+            last_key: $last,
+            step: $step,
+            handler: $handler,
+            exclusive: false,
+        }
+    };
+}
+
+/// Every command, in the order `COMMAND` lists them.
+static COMMANDS: &[Command] = &[
+    // Strings.
+    cmd!("get", 2, RF, 1, 1, 1, strings::get),
+    cmd!("set", -3, W, 1, 1, 1, strings::set),
+    cmd!("getdel", 2, WF, 1, 1, 1, strings::getdel),
+    cmd!("mget", -2, RF, 1, -1, 1, strings::mget),
+    cmd!("mset", -3, W, 1, -1, 2, strings::mset),
+    cmd!("msetnx", -3, W, 1, -1, 2, strings::msetnx),
+    cmd!("strlen", 2, RF, 1, 1, 1, strings::strlen),
+    cmd!("getrange", 4, R, 1, 1, 1, strings::getrange),
+    cmd!("setrange", 4, W, 1, 1, 1, strings::setrange),
+    cmd!("append", 3, W, 1, 1, 1, strings::append),
+    cmd!("incr", 2, WF, 1, 1, 1, strings::incr),
+    cmd!("incrby", 3, WF, 1, 1, 1, strings::incrby),
+    cmd!("decr", 2, WF, 1, 1, 1, strings::decr),
+    cmd!("decrby", 3, WF, 1, 1, 1, strings::decrby),
+    // Hashes.
+    cmd!("hset", -4, WF, 1, 1, 1, hashes::hset),
+    cmd!("hmset", -4, WF, 1, 1, 1, hashes::hmset),
+    cmd!("hget", 3, RF, 1, 1, 1, hashes::hget),
+    cmd!("hmget", -3, RF, 1, 1, 1, hashes::hmget),
+    cmd!("hgetall", 2, R, 1, 1, 1, hashes::hgetall),
+    cmd!("hdel", -3, WF, 1, 1, 1, hashes::hdel),
+    cmd!("hexists", 3, RF, 1, 1, 1, hashes::hexists),
+    cmd!("hlen", 2, RF, 1, 1, 1, hashes::hlen),
+    // Sorted sets.
+    cmd!("zadd", -4, WF, 1, 1, 1, zsets::zadd),
+    cmd!("zrem", -3, WF, 1, 1, 1, zsets::zrem),
+    cmd!("zscore", 3, RF, 1, 1, 1, zsets::zscore),
+    cmd!("zcard", 2, RF, 1, 1, 1, zsets::zcard),
+    cmd!("zrangebyscore", -4, R, 1, 1, 1, zsets::zrangebyscore),
+    cmd!("zrangebylex", -4, R, 1, 1, 1, zsets::zrangebylex),
+    // Keys.
+    cmd!("del", -2, WD, 1, -1, 1, keys::del),
+    cmd!("exists", -2, RF, 1, -1, 1, keys::exists),
+    cmd!("type", 2, RF, 1, 1, 1, keys::type_),
+    cmd!("scan", -2, R, 0, 0, 0, keys::scan),
+    cmd!("dbsize", 1, RF, 0, 0, 0, keys::dbsize),
+    Command {
+        exclusive: true,
+        ..cmd!("flushdb", -1, WD, 0, 0, 0, keys::flushdb)
+    },
+    // Connection and server.
+    cmd!("ping", -1, S, 0, 0, 0, server::ping),
+    cmd!("echo", 2, S, 0, 0, 0, server::echo),
+    cmd!("select", 2, S, 0, 0, 0, server::select),
+    cmd!("quit", -1, S, 0, 0, 0, server::quit),
+    cmd!("hello", -1, S, 0, 0, 0, server::hello),
+    cmd!("info", -1, &["loading", "stale"], 0, 0, 0, server::info),
+    cmd!("config", -2, A, 0, 0, 0, server::config),
+    cmd!(
+        "command",
+        -1,
+        &["loading", "stale"],
+        0,
+        0,
+        0,
+        server::command
+    ),
+    cmd!(
+        "client",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        0,
+        0,
+        0,
+        server::client
+    ),
+    cmd!("shutdown", -1, A, 0, 0, 0, server::shutdown),
+];
+
+fn table() -> &'static HashMap<&'static str, &'static Command> {
+    static TABLE: OnceLock<HashMap<&'static str, &'static Command>> = OnceLock::new();
+    TABLE.get_or_init(|| COMMANDS.iter().map(|c| (c.name, c)).collect())
+}
+
+pub fn lookup(name: &[u8]) -> Option<&'static Command> {
+    let lower = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
+    table().get(lower.as_str()).copied()
+}
+
+pub fn all() -> &'static [Command] {
+    COMMANDS
+}
+
+/// Runs one request (`args[0]` is the command name, never empty).
+pub fn execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
+    debug_assert!(!args.is_empty());
+    let Some(cmd) = lookup(&args[0]) else {
+        let mut msg = format!(
+            "ERR unknown command '{}', with args beginning with: ",
+            args[0].escape_ascii()
+        );
+        for a in args.iter().skip(1) {
+            msg.push_str(&format!("'{}' ", a.escape_ascii()));
+        }
+        return Reply::Error(msg);
+    };
+    let n = args.len() as i32;
+    if (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity) {
+        return Reply::Error(format!(
+            "ERR wrong number of arguments for '{}' command",
+            cmd.name
+        ));
+    }
+    ctx.shared.stats.commands.fetch_add(1, Ordering::Relaxed);
+    let store = &ctx.shared.store;
+    let result = if cmd.exclusive {
+        let _alone = store.exclusive();
+        (cmd.handler)(ctx, args)
+    } else {
+        let _shared = store.shared();
+        (cmd.handler)(ctx, args)
+    };
+    match result {
+        Ok(r) => r,
+        Err(e) => {
+            if let CmdError::Engine(err) = &e {
+                log::warn!("{}: {err}", cmd.name);
+            }
+            e.reply()
+        }
+    }
+}
+
+/// An integer argument as Redis's `string2ll` reads it: no spaces, no
+/// `+`, no leading zeros.
+pub fn parse_i64(arg: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(arg).ok()?;
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty() || digits.starts_with('+') || (digits.len() > 1 && digits.starts_with('0'))
+    {
+        return None;
+    }
+    if s == "-0" {
+        return None;
+    }
+    s.parse().ok()
+}
+
+pub fn int_arg(arg: &[u8]) -> Result<i64, CmdError> {
+    parse_i64(arg).ok_or(CmdError::NotInteger)
+}
+
+/// A float argument as Redis's `strtod` check reads it: `inf`, `+inf`,
+/// `-inf` included, NaN and trailing garbage refused.
+pub fn parse_f64(arg: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(arg).ok()?;
+    if s.is_empty() || s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
+        return None;
+    }
+    let v = match s.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        _ => s.parse::<f64>().ok()?,
+    };
+    (!v.is_nan()).then_some(v)
+}
+
+/// True if `arg` equals `word`, ignoring ASCII case (option names).
+pub fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_are_read_as_redis_reads_them() {
+        assert_eq!(parse_i64(b"42"), Some(42));
+        assert_eq!(parse_i64(b"-42"), Some(-42));
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b"9223372036854775808"[..],
+            b"+1",
+            b"01",
+            b" 1",
+            b"1 ",
+            b"",
+            b"-",
+            b"-0",
+            b"1.0",
+            b"0x1",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{}", bad.escape_ascii());
+        }
+    }
+
+    #[test]
+    fn floats_take_infinities_and_refuse_nan() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"+inf"), Some(f64::INFINITY));
+        assert_eq!(parse_f64(b"1e3"), Some(1000.0));
+        for bad in [&b"nan"[..], b"NaN", b"1.5x", b"", b" 1"] {
+            assert_eq!(parse_f64(bad), None);
+        }
+    }
+
+    #[test]
+    fn the_table_has_one_entry_per_name() {
+        assert_eq!(table().len(), COMMANDS.len());
+        assert!(lookup(b"GeT").is_some());
+        assert!(lookup(b"nope").is_none());
+    }
+}

@@ -1,0 +1,142 @@
+//! Command-line flags: where to listen, where the data lives, the write
+//! mode, the limits Redis has, and the engine options that matter most.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use cleave::{Compression, Options};
+
+use crate::state::{Fixed, Limits};
+use crate::store::FsyncMode;
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "cleave-server",
+    version,
+    about = "cleave behind the Redis protocol: redis-cli, redis-benchmark and any Redis client work against it",
+    after_help = "Example:\n  cleave-server --dir /var/lib/cleave --port 6380 --appendfsync everysec\n  redis-cli -p 6380 set greeting hello"
+)]
+pub struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: String,
+    /// TCP port to listen on (0: any free port, printed at start).
+    #[arg(long, default_value_t = 6380)]
+    pub port: u16,
+    /// Data directory, created if missing.
+    #[arg(long, default_value = "./cleave-data")]
+    pub dir: PathBuf,
+    /// always: each write is synced before its reply; everysec: writes are
+    /// synced once a second (a crash loses at most about a second); no:
+    /// never synced by the server (the OS writes them back).
+    #[arg(long, value_enum, default_value = "everysec")]
+    pub appendfsync: FsyncMode,
+    /// Most clients connected at once.
+    #[arg(long, default_value_t = 10_000)]
+    pub maxclients: usize,
+    /// Longest bulk string in a request, in bytes (Redis's default, 512 MiB).
+    #[arg(long, default_value_t = 512 << 20)]
+    pub proto_max_bulk_len: u64,
+    /// Most bytes of unprocessed requests one client may buffer (1 GiB).
+    #[arg(long, default_value_t = 1 << 30)]
+    pub client_query_buffer_limit: usize,
+    /// Threads serving connections (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+
+    /// Memtable size, in bytes.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub write_buffer_size: usize,
+    /// Block cache size, in bytes.
+    #[arg(long, default_value_t = 32 << 20)]
+    pub block_cache_size: usize,
+    /// Smallest value kept out of the LSM-tree in value files, in bytes
+    /// (a Redis string's value plus 9 bytes of header).
+    #[arg(long, default_value_t = 512)]
+    pub min_value_size: usize,
+    /// Keep every value in the LSM-tree.
+    #[arg(long)]
+    pub no_value_separation: bool,
+    /// Disk space to stay under, in bytes (0: none): GC and compaction are
+    /// scheduled to keep the database within it.
+    #[arg(long, default_value_t = 0)]
+    pub space_budget: u64,
+    /// Garbage ratio at which GC rewrites a value file.
+    #[arg(long, default_value_t = 0.2)]
+    pub gc_garbage_ratio: f64,
+    /// Background threads for flushes, compactions and GC.
+    #[arg(long, default_value_t = 2)]
+    pub max_background_jobs: usize,
+    /// sstable block compression: none, lz4 or zstd.
+    #[arg(long, default_value = "none", value_parser = ["none", "lz4", "zstd"])]
+    pub compression: String,
+    /// O_DIRECT for reads.
+    #[arg(long)]
+    pub use_direct_reads: bool,
+    /// O_DIRECT for flushes, compactions and GC.
+    #[arg(long)]
+    pub use_direct_io_for_flush_and_compaction: bool,
+}
+
+impl Args {
+    pub fn engine_options(&self) -> Options {
+        Options {
+            write_buffer_size: self.write_buffer_size,
+            block_cache_capacity: self.block_cache_size,
+            min_value_size: self.min_value_size,
+            enable_value_separation: !self.no_value_separation,
+            space_budget_bytes: self.space_budget,
+            gc_garbage_ratio: self.gc_garbage_ratio,
+            max_background_jobs: self.max_background_jobs,
+            compression: match self.compression.as_str() {
+                "lz4" => Compression::Lz4,
+                "zstd" => Compression::Zstd,
+                _ => Compression::None,
+            },
+            use_direct_reads: self.use_direct_reads,
+            use_direct_io_for_flush_and_compaction: self.use_direct_io_for_flush_and_compaction,
+            ..Options::default()
+        }
+    }
+
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_clients: self.maxclients,
+            proto_max_bulk_len: self.proto_max_bulk_len,
+            query_buffer_limit: self.client_query_buffer_limit,
+        }
+    }
+
+    /// What CONFIG GET reports; `port` is the one bound.
+    pub fn fixed(&self, port: u16) -> Fixed {
+        Fixed {
+            bind: self.bind.clone(),
+            port,
+            dir: self.dir.display().to_string(),
+            engine: vec![
+                (
+                    "cleave-write-buffer-size",
+                    self.write_buffer_size.to_string(),
+                ),
+                ("cleave-block-cache-size", self.block_cache_size.to_string()),
+                ("cleave-min-value-size", self.min_value_size.to_string()),
+                (
+                    "cleave-value-separation",
+                    (!self.no_value_separation).to_string(),
+                ),
+                ("cleave-space-budget", self.space_budget.to_string()),
+                ("cleave-gc-garbage-ratio", self.gc_garbage_ratio.to_string()),
+                (
+                    "cleave-max-background-jobs",
+                    self.max_background_jobs.to_string(),
+                ),
+                ("cleave-compression", self.compression.clone()),
+                ("cleave-use-direct-reads", self.use_direct_reads.to_string()),
+                (
+                    "cleave-use-direct-io-for-flush-and-compaction",
+                    self.use_direct_io_for_flush_and_compaction.to_string(),
+                ),
+            ],
+        }
+    }
+}

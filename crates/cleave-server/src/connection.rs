@@ -1,0 +1,141 @@
+//! One client connection: reads requests, runs each pipelined batch on a
+//! blocking thread (engine calls block on disk and on WAL syncs), writes
+//! the replies in order.
+
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::commands::{self, Ctx};
+use crate::resp::{parse_request, Reply};
+use crate::state::{Client, Counters, Shared};
+
+/// Most requests of one pipeline run in one blocking task: bounds the
+/// replies held in memory before they are written.
+const MAX_BATCH_REQUESTS: usize = 1024;
+
+/// Bytes read from the socket at a time, at least.
+const READ_CHUNK_BYTES: usize = 16 << 10;
+
+pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: String) {
+    let Some(client) = shared.connect(addr) else {
+        let _ = stream
+            .write_all(b"-ERR max number of clients reached\r\n")
+            .await;
+        return;
+    };
+    let id = client.id;
+    let _ = stream.set_nodelay(true);
+    if let Err(e) = run(&shared, &mut stream, client).await {
+        log::debug!("client {id}: {e}");
+    }
+    shared.disconnect(id);
+}
+
+async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> std::io::Result<()> {
+    let mut client = Some(client);
+    let mut shutdown = shared.shutdown_signal();
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
+    let mut start = 0;
+    loop {
+        let (max_bulk, buffer_limit) = {
+            let l = shared.limits.read();
+            (l.proto_max_bulk_len, l.query_buffer_limit)
+        };
+        let mut requests = Vec::new();
+        let mut protocol_error = None;
+        while requests.len() < MAX_BATCH_REQUESTS {
+            match parse_request(&buf[start..], max_bulk) {
+                Ok(Some((args, used))) => {
+                    start += used;
+                    if !args.is_empty() {
+                        requests.push(args);
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    protocol_error = Some(e);
+                    break;
+                }
+            }
+        }
+        let more_parsed = requests.len() == MAX_BATCH_REQUESTS;
+        if !requests.is_empty() || protocol_error.is_some() {
+            let Some(c) = client.take() else {
+                return Ok(());
+            };
+            let worker = Arc::clone(shared);
+            let done = tokio::task::spawn_blocking(move || execute(&worker, c, requests)).await;
+            let Ok((c, mut out)) = done else {
+                // A command panicked: drop this client, keep the server.
+                return Ok(());
+            };
+            let mut close = c.close;
+            if let Some(e) = protocol_error {
+                Counters::add(&shared.stats.protocol_errors, 1);
+                Reply::error(format!("ERR Protocol error: {}", e.0)).write_to(c.proto, &mut out);
+                close = true;
+            }
+            client = Some(c);
+            if !out.is_empty() {
+                Counters::add(&shared.stats.output_bytes, out.len() as u64);
+                stream.write_all(&out).await?;
+            }
+            if close {
+                return Ok(());
+            }
+        }
+        if start == buf.len() {
+            buf.clear();
+            start = 0;
+        } else if start > buf.len() / 2 {
+            buf.drain(..start);
+            start = 0;
+        }
+        if more_parsed {
+            continue;
+        }
+        if buf.len() - start > buffer_limit {
+            log::warn!("closing client that reached max query buffer length");
+            return Ok(());
+        }
+        if shared.is_shutting_down() {
+            return Ok(());
+        }
+        buf.reserve(READ_CHUNK_BYTES);
+        tokio::select! {
+            n = stream.read_buf(&mut buf) => {
+                let n = n?;
+                if n == 0 {
+                    return Ok(());
+                }
+                Counters::add(&shared.stats.input_bytes, n as u64);
+            }
+            _ = shutdown.wait_for(|down| *down) => return Ok(()),
+        }
+    }
+}
+
+/// Runs `requests` in order, stopping after one that closes the
+/// connection; returns the client and the encoded replies.
+fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>) -> (Client, Vec<u8>) {
+    let mut out = Vec::new();
+    for args in requests {
+        let reply = commands::execute(
+            &mut Ctx {
+                shared,
+                client: &mut client,
+            },
+            &args,
+        );
+        if client.silent {
+            break;
+        }
+        reply.write_to(client.proto, &mut out);
+        if client.close {
+            break;
+        }
+    }
+    (client, out)
+}

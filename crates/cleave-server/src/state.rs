@@ -1,0 +1,214 @@
+//! What the connections share: the store, the settings CONFIG SET may
+//! change, counters for INFO, the connected clients, SCAN's cursors.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Instant, SystemTime};
+
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::watch;
+
+use crate::store::Store;
+
+/// Settings CONFIG SET changes while the server runs.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Most clients connected at once (`maxclients`).
+    pub max_clients: usize,
+    /// Longest bulk string a request may hold (`proto-max-bulk-len`).
+    pub proto_max_bulk_len: u64,
+    /// Most bytes of requests buffered for one client before it is
+    /// disconnected (`client-query-buffer-limit`).
+    pub query_buffer_limit: usize,
+}
+
+/// Settings fixed at start, as CONFIG GET reports them.
+#[derive(Debug, Clone)]
+pub struct Fixed {
+    pub bind: String,
+    pub port: u16,
+    pub dir: String,
+    /// Engine options, name and value, as CONFIG GET lists them.
+    pub engine: Vec<(&'static str, String)>,
+}
+
+#[derive(Default)]
+pub struct Counters {
+    pub connections: AtomicU64,
+    pub rejected: AtomicU64,
+    pub commands: AtomicU64,
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub input_bytes: AtomicU64,
+    pub output_bytes: AtomicU64,
+    pub protocol_errors: AtomicU64,
+}
+
+impl Counters {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts a keyspace lookup, as Redis's `keyspace_hits`/`misses`.
+    pub fn lookup(&self, found: bool) {
+        Self::add(if found { &self.hits } else { &self.misses }, 1);
+    }
+}
+
+/// A connection as CLIENT LIST shows it.
+#[derive(Debug, Clone)]
+pub struct ClientInfo {
+    pub addr: String,
+    pub name: Vec<u8>,
+    pub connected: Instant,
+    pub db: u8,
+}
+
+pub struct Shared {
+    pub store: Store,
+    pub limits: RwLock<Limits>,
+    pub fixed: Fixed,
+    pub stats: Counters,
+    pub clients: Mutex<BTreeMap<u64, ClientInfo>>,
+    next_client_id: AtomicU64,
+    pub cursors: Mutex<Cursors>,
+    pub started: Instant,
+    pub started_at: SystemTime,
+    /// Set by SHUTDOWN or a signal; the listener and connections stop.
+    shutting_down: AtomicBool,
+    shutdown: watch::Sender<bool>,
+}
+
+impl Shared {
+    pub fn new(store: Store, limits: Limits, fixed: Fixed) -> Shared {
+        Shared {
+            store,
+            limits: RwLock::new(limits),
+            fixed,
+            stats: Counters::default(),
+            clients: Mutex::new(BTreeMap::new()),
+            next_client_id: AtomicU64::new(1),
+            cursors: Mutex::new(Cursors::new()),
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+            shutting_down: AtomicBool::new(false),
+            shutdown: watch::Sender::new(false),
+        }
+    }
+
+    /// Registers a connection from `addr`; `None` if `maxclients` are
+    /// connected already.
+    pub fn connect(&self, addr: String) -> Option<Client> {
+        let max = self.limits.read().max_clients;
+        let mut clients = self.clients.lock();
+        if clients.len() >= max {
+            Counters::add(&self.stats.rejected, 1);
+            return None;
+        }
+        let id = self.next_client_id.fetch_add(1, Ordering::Relaxed);
+        clients.insert(
+            id,
+            ClientInfo {
+                addr: addr.clone(),
+                name: Vec::new(),
+                connected: Instant::now(),
+                db: 0,
+            },
+        );
+        Counters::add(&self.stats.connections, 1);
+        Some(Client {
+            id,
+            addr,
+            name: Vec::new(),
+            proto: 2,
+            db: 0,
+            close: false,
+            silent: false,
+        })
+    }
+
+    pub fn disconnect(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    pub fn request_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        self.shutdown.send_replace(true);
+    }
+
+    /// Changes to `true` when the server is to stop.
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+}
+
+/// One connection's state.
+#[derive(Debug)]
+pub struct Client {
+    pub id: u64,
+    pub addr: String,
+    pub name: Vec<u8>,
+    /// RESP version, 2 or 3 (HELLO).
+    pub proto: u8,
+    pub db: u8,
+    /// Close once the replies so far are sent (QUIT, a protocol error).
+    pub close: bool,
+    /// Close without sending the last command's reply (SHUTDOWN).
+    pub silent: bool,
+}
+
+/// Cursors SCAN handed out, each standing for the last key it returned:
+/// cleave's keys are byte strings, and clients expect an integer cursor.
+/// The newest `CURSORS` are kept; an older one is refused.
+pub struct Cursors {
+    slots: Vec<(u64, Vec<u8>)>,
+    next: u64,
+}
+
+/// Cursors remembered at once (kvrocks keeps as many).
+const CURSORS: usize = 16 << 10;
+
+impl Cursors {
+    fn new() -> Cursors {
+        Cursors {
+            slots: vec![(0, Vec::new()); CURSORS],
+            next: 1,
+        }
+    }
+
+    /// A new cursor for a scan to resume after `key`.
+    pub fn save(&mut self, key: Vec<u8>) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        self.slots[(id % CURSORS as u64) as usize] = (id, key);
+        id
+    }
+
+    /// The key cursor `id` resumes after, if it is still remembered.
+    pub fn get(&self, id: u64) -> Option<Vec<u8>> {
+        let (saved, key) = &self.slots[(id % CURSORS as u64) as usize];
+        (*saved == id && id != 0).then(|| key.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_cursors_are_forgotten_not_confused() {
+        let mut c = Cursors::new();
+        let first = c.save(b"a".to_vec());
+        assert_eq!(c.get(first).as_deref(), Some(&b"a"[..]));
+        for _ in 0..CURSORS {
+            c.save(b"b".to_vec());
+        }
+        assert_eq!(c.get(first), None);
+        assert_eq!(c.get(0), None);
+        assert_eq!(c.get(u64::MAX), None);
+    }
+}

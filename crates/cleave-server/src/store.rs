@@ -1,0 +1,400 @@
+//! The database behind the commands: the key-space encoding's reads and
+//! writes, the locks that make each command atomic, collection versions,
+//! and the write mode `appendfsync` chose.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use cleave::{Append, Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::error::CmdError;
+use crate::keyspace::{self, Meta, Type};
+
+/// Key locks, striped: two keys share a lock one time in this many.
+const KEY_LOCK_STRIPES: usize = 1024;
+
+/// Versions handed out per persisted floor: the floor is written (synced)
+/// once per this many new hashes or sorted sets.
+const VERSION_BLOCK: u64 = 1 << 20;
+
+/// What each write waits for, as Redis's `appendfsync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FsyncMode {
+    /// Each write is synced before it is acknowledged.
+    Always,
+    /// Writes are synced once a second, in the background.
+    Everysec,
+    /// Writes reach the WAL (the OS's cache) and are never synced by the
+    /// server; the OS writes them back when it likes.
+    No,
+}
+
+impl FsyncMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            FsyncMode::Always => "always",
+            FsyncMode::Everysec => "everysec",
+            FsyncMode::No => "no",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<FsyncMode> {
+        match s.to_ascii_lowercase().as_str() {
+            "always" => Some(FsyncMode::Always),
+            "everysec" => Some(FsyncMode::Everysec),
+            "no" => Some(FsyncMode::No),
+            _ => None,
+        }
+    }
+}
+
+/// Next collection version and the floor persisted for it.
+struct Versions {
+    next: u64,
+    floor: u64,
+}
+
+pub struct Store {
+    db: Db,
+    locks: Vec<Mutex<()>>,
+    /// Every command holds it shared; FLUSHDB and shutdown hold it alone.
+    commands: RwLock<()>,
+    versions: Mutex<Versions>,
+    fsync: Mutex<FsyncMode>,
+    /// A write since the last background sync (`everysec`).
+    unsynced: AtomicBool,
+}
+
+/// Locks of the keys a command changes, in stripe order.
+pub struct KeyGuard<'a> {
+    _guards: Vec<MutexGuard<'a, ()>>,
+}
+
+impl Store {
+    /// Opens (or creates) the data directory `dir` with the engine options
+    /// `opts`, which gain the server's merge operator.
+    pub fn open(dir: &Path, mut opts: Options, fsync: FsyncMode) -> Result<Store, String> {
+        opts.create_if_missing = true;
+        // APPEND's operand is the appended bytes: concatenated to the
+        // metadata value, whose header comes first (keyspace.rs).
+        opts.merge_operator = Some(Arc::new(Append::new(b"")));
+        let db = Db::open(dir, opts).map_err(|e| format!("opening {}: {e}", dir.display()))?;
+        let fail = |what: &str, e: cleave::Error| format!("{what} in {}: {e}", dir.display());
+        let r = ReadOptions::new();
+        let sync = WriteOptions {
+            sync: true,
+            disable_wal: false,
+        };
+        match db
+            .get(&r, &keyspace::format_key())
+            .map_err(|e| fail("reading the format", e))?
+        {
+            Some(v) => {
+                let version = parse_u64(&v).ok_or_else(|| {
+                    format!(
+                        "{}: unreadable key-space format {:?}",
+                        dir.display(),
+                        v.escape_ascii().to_string()
+                    )
+                })?;
+                if version > keyspace::FORMAT_VERSION {
+                    return Err(format!(
+                        "{}: key-space format {version} is newer than this build's {}",
+                        dir.display(),
+                        keyspace::FORMAT_VERSION
+                    ));
+                }
+            }
+            None => {
+                let mut it = db.iter(&r);
+                it.seek_to_first().map_err(|e| fail("reading", e))?;
+                if it.valid() {
+                    return Err(format!(
+                        "{} holds a cleave database that cleave-server did not write",
+                        dir.display()
+                    ));
+                }
+                let format = keyspace::FORMAT_VERSION.to_string();
+                db.put(&sync, &keyspace::format_key(), format.as_bytes())
+                    .map_err(|e| fail("writing the format", e))?;
+            }
+        }
+        let floor = match db.get(&r, &keyspace::version_floor_key()) {
+            Ok(Some(v)) => v
+                .as_slice()
+                .try_into()
+                .map(u64::from_be_bytes)
+                .map_err(|_| format!("{}: unreadable version floor", dir.display()))?,
+            Ok(None) => 0,
+            Err(e) => return Err(fail("reading the version floor", e)),
+        };
+        let next = floor.max(now_micros());
+        let floor = next + VERSION_BLOCK;
+        db.put(&sync, &keyspace::version_floor_key(), &floor.to_be_bytes())
+            .map_err(|e| fail("writing the version floor", e))?;
+        Ok(Store {
+            db,
+            locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            commands: RwLock::new(()),
+            versions: Mutex::new(Versions { next, floor }),
+            fsync: Mutex::new(fsync),
+            unsynced: AtomicBool::new(false),
+        })
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// Closes the database: its background work stops and what is in its
+    /// memtables is made durable.
+    pub fn close(self) -> Result<(), cleave::Error> {
+        self.db.close()
+    }
+
+    pub fn fsync_mode(&self) -> FsyncMode {
+        *self.fsync.lock()
+    }
+
+    pub fn set_fsync_mode(&self, mode: FsyncMode) -> Result<(), cleave::Error> {
+        let mut current = self.fsync.lock();
+        if mode == FsyncMode::Always && *current != FsyncMode::Always {
+            // From now on each write is durable when acknowledged: so must
+            // every write before.
+            self.db.sync_wal()?;
+        }
+        *current = mode;
+        Ok(())
+    }
+
+    /// Syncs the WAL if a write came since the last sync (`everysec`).
+    pub fn sync_if_written(&self) -> Result<(), cleave::Error> {
+        if self.unsynced.swap(false, Ordering::AcqRel) {
+            self.db.sync_wal()?;
+        }
+        Ok(())
+    }
+
+    /// Held by every command but those that need the database alone.
+    pub fn shared(&self) -> RwLockReadGuard<'_, ()> {
+        self.commands.read()
+    }
+
+    /// Waits for running commands to finish and keeps others out.
+    pub fn exclusive(&self) -> RwLockWriteGuard<'_, ()> {
+        self.commands.write()
+    }
+
+    /// Locks the keys `(db, key)` for a read-modify-write: stripes in
+    /// order, each once, so two commands never wait on each other.
+    pub fn lock<'a>(&'a self, db: u8, keys: &[&[u8]]) -> KeyGuard<'a> {
+        let mut stripes: Vec<usize> = keys.iter().map(|k| stripe(db, k)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        KeyGuard {
+            _guards: stripes.into_iter().map(|s| self.locks[s].lock()).collect(),
+        }
+    }
+
+    pub fn write(&self, batch: WriteBatch) -> Result<(), CmdError> {
+        let sync = self.fsync_mode() == FsyncMode::Always;
+        let opts = WriteOptions {
+            sync,
+            disable_wal: false,
+        };
+        self.db.write(&opts, batch)?;
+        if !sync {
+            self.unsynced.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// A version for a new hash or sorted set, larger than every version
+    /// handed out before, in this process or an earlier one.
+    pub fn new_version(&self) -> Result<u64, CmdError> {
+        let mut v = self.versions.lock();
+        let version = v.next.max(now_micros());
+        if version >= v.floor {
+            let floor = version + VERSION_BLOCK;
+            let sync = WriteOptions {
+                sync: true,
+                disable_wal: false,
+            };
+            self.db
+                .put(&sync, &keyspace::version_floor_key(), &floor.to_be_bytes())?;
+            v.floor = floor;
+        }
+        v.next = version + 1;
+        Ok(version)
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        self.db.snapshot()
+    }
+
+    /// The metadata of `key`, read as `r` says.
+    pub fn meta(&self, r: &ReadOptions<'_>, db: u8, key: &[u8]) -> Result<Option<Meta>, CmdError> {
+        match self.db.get(r, &keyspace::meta_key(db, key))? {
+            None => Ok(None),
+            Some(v) => Meta::decode(&v)
+                .map(Some)
+                .map_err(|why| CmdError::corrupt(key, &why)),
+        }
+    }
+
+    /// The string at `key`: `WRONGTYPE` if it holds another type.
+    pub fn string(
+        &self,
+        r: &ReadOptions<'_>,
+        db: u8,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, CmdError> {
+        match self.meta(r, db, key)? {
+            None => Ok(None),
+            Some(Meta::String(v)) => Ok(Some(v)),
+            Some(_) => Err(CmdError::WrongType),
+        }
+    }
+
+    /// The version and size of the `kind` collection at `key`.
+    pub fn collection(
+        &self,
+        r: &ReadOptions<'_>,
+        db: u8,
+        key: &[u8],
+        kind: Type,
+    ) -> Result<Option<(u64, u64)>, CmdError> {
+        match self.meta(r, db, key)? {
+            None => Ok(None),
+            Some(Meta::Collection {
+                kind: k,
+                version,
+                size,
+            }) if k == kind => Ok(Some((version, size))),
+            Some(_) => Err(CmdError::WrongType),
+        }
+    }
+
+    pub fn get(&self, r: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
+        Ok(self.db.get(r, key)?)
+    }
+
+    /// An iterator over `[begin, end)` as of `snapshot`.
+    pub fn iter(
+        &self,
+        snapshot: Option<&Snapshot>,
+        begin: Vec<u8>,
+        end: Option<Vec<u8>>,
+    ) -> DbIterator {
+        let r = ReadOptions {
+            snapshot,
+            lower_bound: Some(begin),
+            upper_bound: end,
+        };
+        self.db.iter(&r)
+    }
+}
+
+fn stripe(db: u8, key: &[u8]) -> usize {
+    // FNV-1a: keys are the clients' to choose, but a collision costs only
+    // some lock sharing.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in std::iter::once(&db).chain(key) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % KEY_LOCK_STRIPES as u64) as usize
+}
+
+fn now_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+fn parse_u64(b: &[u8]) -> Option<u64> {
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> Options {
+        Options {
+            fs: Arc::new(cleave::vfs::MemFs::new()),
+            ..Options::default()
+        }
+    }
+
+    #[test]
+    fn versions_grow_across_reopens_even_if_the_clock_goes_back() {
+        let fs = Arc::new(cleave::vfs::MemFs::new());
+        let opts = || Options {
+            fs: fs.clone(),
+            ..Options::default()
+        };
+        let store = Store::open(Path::new("/d"), opts(), FsyncMode::Always).unwrap();
+        let a = store.new_version().unwrap();
+        // A floor far in the future, as a clock that later went back
+        // would have left.
+        let future = now_micros() + (1 << 40);
+        store
+            .db
+            .put(
+                &WriteOptions::default(),
+                &keyspace::version_floor_key(),
+                &future.to_be_bytes(),
+            )
+            .unwrap();
+        store.close().unwrap();
+        let store = Store::open(Path::new("/d"), opts(), FsyncMode::Always).unwrap();
+        let b = store.new_version().unwrap();
+        assert!(b > a && b >= future, "{a} {b} {future}");
+        assert!(store.new_version().unwrap() > b);
+    }
+
+    #[test]
+    fn a_database_the_server_did_not_write_is_refused() {
+        let opts = options();
+        let db = Db::open(
+            "/d",
+            Options {
+                create_if_missing: true,
+                ..opts.clone()
+            },
+        )
+        .unwrap();
+        db.put(&WriteOptions::default(), b"user-key", b"v").unwrap();
+        db.close().unwrap();
+        let err = Store::open(Path::new("/d"), opts, FsyncMode::No)
+            .err()
+            .unwrap();
+        assert!(err.contains("did not write"), "{err}");
+    }
+
+    #[test]
+    fn a_later_format_is_refused() {
+        let opts = options();
+        let store = Store::open(Path::new("/d"), opts.clone(), FsyncMode::No).unwrap();
+        store
+            .db
+            .put(&WriteOptions::default(), &keyspace::format_key(), b"99")
+            .unwrap();
+        store.close().unwrap();
+        let err = Store::open(Path::new("/d"), opts, FsyncMode::No)
+            .err()
+            .unwrap();
+        assert!(err.contains("newer"), "{err}");
+    }
+
+    #[test]
+    fn stripes_are_taken_once_each() {
+        let store = Store::open(Path::new("/d"), options(), FsyncMode::No).unwrap();
+        // The same key twice, as MSET k a k b sends it: one lock, no deadlock.
+        let _g = store.lock(0, &[b"k", b"k", b"j"]);
+    }
+}
