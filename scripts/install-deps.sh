@@ -3,11 +3,14 @@
 # RocksDB 7.8.3 from Debian (the library the `rocksdb` feature of
 # cleave-bench links, and its db_bench), libclang for the crate's bindgen,
 # a C compiler for zstd-sys, matplotlib for scripts/suite.py's plots, and
-# numpy for scripts/cleaning_model.py.
+# numpy for scripts/cleaning_model.py, redis-tools (redis-cli,
+# redis-benchmark) and redis-server for cleave-server's tests and
+# comparisons, and python3-venv for redis-py's virtualenv.
 # Idempotent: installs only what is missing. Needs root (or sudo) for apt.
 set -euo pipefail
 
-packages=(build-essential librocksdb-dev libclang-dev rocksdb-tools python3 python3-matplotlib python3-numpy)
+packages=(build-essential librocksdb-dev libclang-dev rocksdb-tools python3 python3-matplotlib python3-numpy
+  python3-venv redis-tools redis-server)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
