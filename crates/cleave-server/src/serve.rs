@@ -1,0 +1,124 @@
+//! The process: the listener, signals, the once-a-second sync, and the
+//! close at the end.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+use crate::config::Args;
+use crate::connection;
+use crate::state::Shared;
+use crate::store::{FsyncMode, Store};
+
+/// How often `appendfsync everysec` syncs.
+const SYNC_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long shutdown waits for running commands before it closes.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Opens the data directory, serves until SHUTDOWN, SIGTERM or SIGINT,
+/// then syncs and closes the database.
+pub fn run(args: Args) -> Result<(), String> {
+    let store = Store::open(&args.dir, args.engine_options(), args.appendfsync)?;
+    let threads = match args.threads {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("cleave-server")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))?;
+    let listener = rt
+        .block_on(TcpListener::bind((args.bind.as_str(), args.port)))
+        .map_err(|e| format!("listening on {}:{}: {e}", args.bind, args.port))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| format!("listening on {}:{}: {e}", args.bind, args.port))?
+        .port();
+    let shared = Arc::new(Shared::new(store, args.limits(), args.fixed(port)));
+    let syncer = {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("cleave-server-sync".into())
+            .spawn(move || sync_every_second(&shared))
+            .map_err(|e| format!("starting the sync thread: {e}"))?
+    };
+    // Scripts wait for this line (and read the port from it).
+    println!(
+        "cleave-server ready on {}:{port}, data in {}",
+        args.bind,
+        args.dir.display()
+    );
+    rt.block_on(accept(Arc::clone(&shared), listener));
+    rt.shutdown_timeout(SHUTDOWN_GRACE);
+    let _ = syncer.join();
+    close(shared)
+}
+
+async fn accept(shared: Arc<Shared>, listener: TcpListener) {
+    let mut shutdown = shared.shutdown_signal();
+    let signals = {
+        let shared = Arc::clone(&shared);
+        async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
+                return;
+            };
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            shared.request_shutdown();
+        }
+    };
+    tokio::spawn(signals);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, addr)) => {
+                    tokio::spawn(connection::serve(Arc::clone(&shared), stream, addr.to_string()));
+                }
+                // Out of file descriptors, say: refuse this one, go on.
+                Err(e) => {
+                    log::warn!("accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            _ = shutdown.wait_for(|down| *down) => return,
+        }
+    }
+}
+
+fn sync_every_second(shared: &Shared) {
+    while !shared.is_shutting_down() {
+        std::thread::sleep(SYNC_INTERVAL);
+        if shared.store.fsync_mode() == FsyncMode::Everysec {
+            if let Err(e) = shared.store.sync_if_written() {
+                // The database is poisoned now: writes fail from here on.
+                log::error!("background sync: {e}");
+            }
+        }
+    }
+}
+
+/// Closes the database once no connection holds it; if one still does
+/// after the grace period, syncs what it holds instead.
+fn close(shared: Arc<Shared>) -> Result<(), String> {
+    match Arc::try_unwrap(shared) {
+        Ok(shared) => shared.store.close().map_err(|e| format!("closing: {e}")),
+        Err(shared) => {
+            let _alone = shared.store.exclusive();
+            shared
+                .store
+                .db()
+                .sync_wal()
+                .map_err(|e| format!("syncing: {e}"))
+        }
+    }
+}
