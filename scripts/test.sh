@@ -4,7 +4,7 @@
 # BlobDB adapters of cleave-bench are built and tested against Debian's
 # RocksDB), the crash test, the self-tests of the suite script's tables and
 # plots and of the cleaning model, then every fuzz target for FUZZ_SECONDS
-# (15 here) each (scripts/fuzz.sh, which installs the nightly toolchain and
+# (12 here) each (scripts/fuzz.sh, which installs the nightly toolchain and
 # cargo-fuzz when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ scripts/redis-clients.sh
 # the WAL modes in turn (docs/reliability.md). CLEAVE_STRESS_SECONDS sets
 # how long; hours find what minutes do not.
 cargo run --release --all-features -p cleave-stress -- crash \
-  --seconds "${CLEAVE_STRESS_SECONDS:-180}"
+  --seconds "${CLEAVE_STRESS_SECONDS:-150}"
 # The same for the log store: appends, trims and truncations of many logs
 # from several threads, killed and checked (CLEAVE_LOGSTORE_STRESS_SECONDS).
 cargo run --release --all-features -p cleave-stress -- logs-crash \
@@ -29,5 +29,5 @@ python=/usr/bin/python3
 [ -x "$python" ] || python=python3
 "$python" scripts/suite.py --self-test
 "$python" scripts/cleaning_model.py --self-test
-# 15 s per target keeps the whole command within CI's 30 minutes on 2 cores.
-FUZZ_SECONDS="${FUZZ_SECONDS:-15}" scripts/fuzz.sh
+# 12 s per target keeps the whole command within CI's 30 minutes on 2 cores.
+FUZZ_SECONDS="${FUZZ_SECONDS:-12}" scripts/fuzz.sh

@@ -9,6 +9,7 @@
 #   YCSB_RECORDS=1000000 YCSB_OPERATIONS=500000 YCSB_THREADS=16 scripts/ycsb.sh
 #   YCSB_SERVERS=cleave YCSB_WORKLOADS="a c" scripts/ycsb.sh
 #   YCSB_CLEAVE_FLAGS="--appendfsync always" scripts/ycsb.sh
+#   YCSB_REDIS_FLAGS="--maxmemory 100mb" YCSB_WORKLOADS=c scripts/ycsb.sh
 #
 # Records are 1 KiB (10 fields of 100 bytes), requests zipfian (D: latest).
 # Each server loads once, then runs A, B, C, F, D, E in that order, YCSB's
@@ -66,8 +67,9 @@ for server in $servers; do
         --appendfsync everysec ${YCSB_CLEAVE_FLAGS:-} > "$work/server.log" 2>&1 &
       ;;
     redis)
+      # shellcheck disable=SC2086
       redis-server --port "$port" --bind 127.0.0.1 --dir "$data" --save "" \
-        --appendonly yes --appendfsync everysec --daemonize no > "$work/server.log" 2>&1 &
+        --appendonly yes --appendfsync everysec --daemonize no ${YCSB_REDIS_FLAGS:-} > "$work/server.log" 2>&1 &
       ;;
     *) echo "ycsb: unknown server $server" >&2; exit 1 ;;
   esac
@@ -96,7 +98,7 @@ import re, sys
 out, servers, phases = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 
 def parse(path):
-    ops, lat = None, {}
+    ops, lat, failed = None, {}, 0
     for line in open(path):
         parts = [p.strip() for p in line.split(",")]
         if len(parts) != 3:
@@ -104,10 +106,12 @@ def parse(path):
         section, name, value = parts
         if section == "[OVERALL]" and name == "Throughput(ops/sec)":
             ops = float(value)
+        if section.endswith("-FAILED]") and name == "Operations":
+            failed += int(value)
         m = re.match(r"(\d+)thPercentileLatency\(us\)", name)
         if m and section.strip("[]") in ("READ", "UPDATE", "INSERT", "SCAN", "READ-MODIFY-WRITE"):
             lat.setdefault(section.strip("[]"), {})[m.group(1)] = float(value)
-    return ops, lat
+    return ops, lat, failed
 
 def kib(path, field):
     for line in open(path):
@@ -120,9 +124,11 @@ rows = ["| phase | " + " | ".join(f"{s} ops/s | {s} P50/P99 µs" for s in server
 for phase in phases:
     cells, rates = [], []
     for s in servers:
-        ops, lat = parse(f"{out}/{s}-{phase}.txt")
+        ops, lat, failed = parse(f"{out}/{s}-{phase}.txt")
         rates.append(ops)
         lats = "; ".join(f"{k.lower()} {v.get('50', 0):.0f}/{v.get('99', 0):.0f}" for k, v in sorted(lat.items()))
+        if failed:
+            lats += f"; **{failed:,} failed**"
         cells += [f"{ops:,.0f}", lats]
     ratio = f"{rates[0] / rates[1]:.2f}" if len(rates) == 2 and rates[1] else ""
     rows.append(f"| {phase} | " + " | ".join(cells) + f" | {ratio} |")

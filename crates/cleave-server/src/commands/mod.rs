@@ -137,9 +137,17 @@ fn table() -> &'static HashMap<&'static str, &'static Command> {
     TABLE.get_or_init(|| COMMANDS.iter().map(|c| (c.name, c)).collect())
 }
 
+/// Longest command name, in bytes.
+const MAX_NAME_LEN: usize = 16;
+
 pub fn lookup(name: &[u8]) -> Option<&'static Command> {
-    let lower = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
-    table().get(lower.as_str()).copied()
+    // Lower-cased on the stack: every request looks its command up.
+    let mut lower = [0u8; MAX_NAME_LEN];
+    let lower = lower.get_mut(..name.len())?;
+    for (l, c) in lower.iter_mut().zip(name) {
+        *l = c.to_ascii_lowercase();
+    }
+    table().get(std::str::from_utf8(lower).ok()?).copied()
 }
 
 pub fn all() -> &'static [Command] {
@@ -266,6 +274,8 @@ mod tests {
     #[test]
     fn the_table_has_one_entry_per_name() {
         assert_eq!(table().len(), COMMANDS.len());
+        assert!(COMMANDS.iter().all(|c| c.name.len() <= MAX_NAME_LEN));
+        assert!(lookup(&[b'a'; 100]).is_none());
         assert!(lookup(b"GeT").is_some());
         assert!(lookup(b"nope").is_none());
     }
