@@ -40,8 +40,10 @@ pub struct Args {
     /// Most bytes of unprocessed requests one client may buffer (1 GiB).
     #[arg(long, default_value_t = 1 << 30)]
     pub client_query_buffer_limit: usize,
-    /// Threads serving connections (0: one per core).
-    #[arg(long, default_value_t = 0)]
+    /// Threads serving connections. They run most commands themselves and
+    /// wait when a read must go to the disk, as kvrocks's workers do, so
+    /// there are more of them than cores.
+    #[arg(long, default_value_t = 8)]
     pub threads: usize,
 
     /// Memtable size, in bytes.

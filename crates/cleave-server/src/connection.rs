@@ -1,6 +1,6 @@
-//! One client connection: reads requests, runs each pipelined batch on a
-//! blocking thread (engine calls block on disk and on WAL syncs), writes
-//! the replies in order.
+//! One client connection: reads requests, runs each pipelined batch (on
+//! the serving thread, or on a blocking thread when it may take long:
+//! `commands::needs_blocking_thread`), writes the replies in order.
 
 use std::sync::Arc;
 
@@ -10,6 +10,7 @@ use tokio::net::TcpStream;
 use crate::commands::{self, Ctx};
 use crate::resp::{parse_request, Reply};
 use crate::state::{Client, Counters, Shared};
+use crate::store::FsyncMode;
 
 /// Most requests of one pipeline run in one blocking task: bounds the
 /// replies held in memory before they are written.
@@ -65,11 +66,17 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
             let Some(c) = client.take() else {
                 return Ok(());
             };
-            let worker = Arc::clone(shared);
-            let done = tokio::task::spawn_blocking(move || execute(&worker, c, requests)).await;
-            let Ok((c, mut out)) = done else {
-                // A command panicked: drop this client, keep the server.
-                return Ok(());
+            let synced = shared.store.fsync_mode() == FsyncMode::Always;
+            let (c, mut out) = if commands::needs_blocking_thread(&requests, synced) {
+                let worker = Arc::clone(shared);
+                let done = tokio::task::spawn_blocking(move || execute(&worker, c, requests)).await;
+                let Ok(done) = done else {
+                    // A command panicked: drop this client, keep the server.
+                    return Ok(());
+                };
+                done
+            } else {
+                execute(shared, c, requests)
             };
             let mut close = c.close;
             if let Some(e) = protocol_error {

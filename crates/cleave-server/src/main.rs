@@ -1,5 +1,8 @@
 use clap::Parser;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Warnings and errors to stderr, as Redis logs them, with the time.
 struct StderrLog;
 

@@ -21,10 +21,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// then syncs and closes the database.
 pub fn run(args: Args) -> Result<(), String> {
     let store = Store::open(&args.dir, args.engine_options(), args.appendfsync)?;
-    let threads = match args.threads {
-        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
-        n => n,
-    };
+    let threads = args.threads.max(1);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name("cleave-server")

@@ -35,6 +35,9 @@ pub struct Command {
     handler: Handler,
     /// Needs the database alone (FLUSHDB): no other command runs meanwhile.
     exclusive: bool,
+    /// May run long (walks a range, or the whole database): run on a
+    /// blocking thread, not on a thread serving connections.
+    pub slow: bool,
 }
 
 const W: &[&str] = &["write", "denyoom"];
@@ -56,6 +59,7 @@ macro_rules! cmd {
             step: $step,
             handler: $handler,
             exclusive: false,
+            slow: false,
         }
     };
 }
@@ -97,10 +101,14 @@ static COMMANDS: &[Command] = &[
     cmd!("del", -2, WD, 1, -1, 1, keys::del),
     cmd!("exists", -2, RF, 1, -1, 1, keys::exists),
     cmd!("type", 2, RF, 1, 1, 1, keys::type_),
-    cmd!("scan", -2, R, 0, 0, 0, keys::scan),
+    Command {
+        slow: true,
+        ..cmd!("scan", -2, R, 0, 0, 0, keys::scan)
+    },
     cmd!("dbsize", 1, RF, 0, 0, 0, keys::dbsize),
     Command {
         exclusive: true,
+        slow: true,
         ..cmd!("flushdb", -1, WD, 0, 0, 0, keys::flushdb)
     },
     // Connection and server.
@@ -109,7 +117,10 @@ static COMMANDS: &[Command] = &[
     cmd!("select", 2, S, 0, 0, 0, server::select),
     cmd!("quit", -1, S, 0, 0, 0, server::quit),
     cmd!("hello", -1, S, 0, 0, 0, server::hello),
-    cmd!("info", -1, &["loading", "stale"], 0, 0, 0, server::info),
+    Command {
+        slow: true,
+        ..cmd!("info", -1, &["loading", "stale"], 0, 0, 0, server::info)
+    },
     cmd!("config", -2, A, 0, 0, 0, server::config),
     cmd!(
         "command",
@@ -152,6 +163,28 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
 
 pub fn all() -> &'static [Command] {
     COMMANDS
+}
+
+impl Command {
+    pub fn is_write(&self) -> bool {
+        self.flags.contains(&"write")
+    }
+}
+
+/// Whether `requests` should run on a blocking thread rather than on the
+/// thread serving the connection: a command that may run long, or, when
+/// every write waits for an fsync, a write (so that many writers can share
+/// one fsync, and the serving threads are not held for it). Everything
+/// else is a few microseconds of memtable and cache work, which a hand-off
+/// to another thread would cost twice over.
+pub fn needs_blocking_thread(requests: &[Vec<Vec<u8>>], synced_writes: bool) -> bool {
+    requests.iter().any(|args| {
+        let name = args.first().map_or(&[][..], Vec::as_slice);
+        match lookup(name) {
+            Some(c) => c.slow || (synced_writes && c.is_write()) || c.name == "config",
+            None => false,
+        }
+    })
 }
 
 /// Runs one request (`args[0]` is the command name, never empty).
