@@ -25,41 +25,19 @@ mkdir -p "$out"
 scripts/install-deps.sh
 cargo build --release -q -p cleave-server
 
+# shellcheck source=scripts/lib/servers.sh
+. scripts/lib/servers.sh
 work=$(mktemp -d)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+trap 'stop_server_on_exit; rm -rf "$work"' EXIT
 
 : > "$out/results.csv"
 for size in $sizes; do
   for server in $servers; do
-    data="$work/$server-$size"
-    mkdir -p "$data"
     port=$(free_port)
-    case $server in
-      cleave)
-        # shellcheck disable=SC2086
-        target/release/cleave-server --dir "$data" --port "$port" \
-          --appendfsync everysec ${BENCH_CLEAVE_FLAGS:-} > "$work/server.log" 2>&1 &
-        ;;
-      redis)
-        redis-server --port "$port" --bind 127.0.0.1 --dir "$data" --save "" \
-          --appendonly yes --appendfsync everysec --daemonize no > "$work/server.log" 2>&1 &
-        ;;
-      *) echo "redis-bench: unknown server $server" >&2; exit 1 ;;
-    esac
-    pid=$!
-    for _ in $(seq 100); do
-      redis-cli -p "$port" ping > /dev/null 2>&1 && break
-      sleep 0.1
-    done
+    flags=()
+    # shellcheck disable=SC2206
+    [ "$server" = cleave ] && flags=(${BENCH_CLEAVE_FLAGS:-})
+    start_server "$server" "$work/$server-$size" "$port" "$work/server.log" "${flags[@]}"
     echo "redis-bench: $server, $size-byte values"
     for test in set get; do
       redis-benchmark -p "$port" -t "$test" -n "$requests" -r "$keyspace" -d "$size" \
@@ -67,11 +45,9 @@ for size in $sizes; do
         sed "s/^/$server,$size,/" >> "$out/results.csv"
     done
     sleep 2
-    peak=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
-    redis-cli -p "$port" shutdown > /dev/null 2>&1 || true
-    wait "$pid" || true
-    pid=
-    disk=$(du -sb "$data" | cut -f1)
+    peak=$(server_peak_kib)
+    stop_server "$port"
+    disk=$(du -sb "$work/$server-$size" | cut -f1)
     echo "$server,$size,memory,$peak,$disk" >> "$out/results.csv"
   done
 done

@@ -9,22 +9,12 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 cargo build --release -q -p cleave-server
+# shellcheck source=scripts/lib/servers.sh
+. scripts/lib/servers.sh
 work=$(mktemp -d)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-target/release/cleave-server --dir "$work/data" --port 0 --appendfsync everysec > "$work/log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do
-  grep -q "ready on" "$work/log" && break
-  sleep 0.1
-done
-port=$(sed -n 's/.*ready on [^:]*:\([0-9]*\),.*/\1/p' "$work/log")
-[ -n "$port" ] || { cat "$work/log"; echo "redis-clients: the server did not start" >&2; exit 1; }
+trap 'stop_server_on_exit; rm -rf "$work"' EXIT
+port=$(free_port)
+start_server cleave "$work/data" "$port" "$work/log"
 echo "redis-clients: cleave-server on port $port"
 
 # 1. redis-cli: every reply as expected (the file was checked against
@@ -61,6 +51,6 @@ CLEAVE_SERVER_PORT=$port "$venv/bin/python" -m pytest -q -p no:cacheprovider cra
 
 # SHUTDOWN closes the database and ends the process cleanly.
 redis-cli -p "$port" shutdown > /dev/null 2>&1 || true
-wait "$pid"
-pid=
+wait "$server_pid"
+server_pid=
 echo "redis-clients: all passed"

@@ -32,17 +32,10 @@ ycsb=crates/cleave-server/ycsb
 (cd "$ycsb" && mvn -q -B package dependency:copy-dependencies -DoutputDirectory=target/lib)
 classpath="$ycsb/target/cleave-ycsb-0.1.0.jar:$ycsb/target/lib/*"
 
+# shellcheck source=scripts/lib/servers.sh
+. scripts/lib/servers.sh
 work=$(mktemp -d)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+trap 'stop_server_on_exit; rm -rf "$work"' EXIT
 
 run_ycsb() {
   local port=$1 phase=$2 file=$3
@@ -58,39 +51,25 @@ run_ycsb() {
 
 for server in $servers; do
   data="$work/$server"
-  mkdir -p "$data"
   port=$(free_port)
+  flags=()
+  # shellcheck disable=SC2206
   case $server in
-    cleave)
-      # shellcheck disable=SC2086
-      target/release/cleave-server --dir "$data" --port "$port" \
-        --appendfsync everysec ${YCSB_CLEAVE_FLAGS:-} > "$work/server.log" 2>&1 &
-      ;;
-    redis)
-      # shellcheck disable=SC2086
-      redis-server --port "$port" --bind 127.0.0.1 --dir "$data" --save "" \
-        --appendonly yes --appendfsync everysec --daemonize no ${YCSB_REDIS_FLAGS:-} > "$work/server.log" 2>&1 &
-      ;;
-    *) echo "ycsb: unknown server $server" >&2; exit 1 ;;
+    cleave) flags=(${YCSB_CLEAVE_FLAGS:-}) ;;
+    redis) flags=(${YCSB_REDIS_FLAGS:-}) ;;
   esac
-  pid=$!
-  for _ in $(seq 100); do
-    redis-cli -p "$port" ping > /dev/null 2>&1 && break
-    sleep 0.1
-  done
+  start_server "$server" "$data" "$port" "$work/server.log" "${flags[@]}"
   echo "ycsb: $server on port $port: load of $records records"
   run_ycsb "$port" -load "$ycsb/workloads/workloada" > "$out/$server-load.txt" 2> "$out/$server-load.log"
   sleep 2
-  grep -E "^(VmHWM|VmRSS)" "/proc/$pid/status" > "$out/$server-memory.txt"
+  grep -E "^(VmHWM|VmRSS)" "/proc/$server_pid/status" > "$out/$server-memory.txt"
   du -sb "$data" | cut -f1 > "$out/$server-disk.txt"
   for w in $workloads; do
     echo "ycsb: $server: workload $w"
     run_ycsb "$port" -t "$ycsb/workloads/workload$w" > "$out/$server-$w.txt" 2> "$out/$server-$w.log"
   done
-  grep -E "^(VmHWM|VmRSS)" "/proc/$pid/status" > "$out/$server-memory-end.txt"
-  redis-cli -p "$port" shutdown > /dev/null 2>&1 || true
-  wait "$pid" || true
-  pid=
+  grep -E "^(VmHWM|VmRSS)" "/proc/$server_pid/status" > "$out/$server-memory-end.txt"
+  stop_server "$port"
 done
 
 python3 - "$out" "$servers" "load $workloads" <<'PY'

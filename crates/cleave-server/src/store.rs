@@ -298,6 +298,23 @@ impl Store {
     }
 }
 
+/// Adds to `b` the metadata of the `kind` collection at `key` holding
+/// `size` fields or members; an emptied one is deleted, as Redis deletes
+/// an empty hash or sorted set.
+pub fn put_collection(b: &mut WriteBatch, db: u8, key: &[u8], kind: Type, version: u64, size: u64) {
+    let meta_key = keyspace::meta_key(db, key);
+    if size == 0 {
+        b.delete(&meta_key);
+    } else {
+        let meta = Meta::Collection {
+            kind,
+            version,
+            size,
+        };
+        b.put(&meta_key, &meta.encode());
+    }
+}
+
 fn stripe(db: u8, key: &[u8]) -> usize {
     // FNV-1a: keys are the clients' to choose, but a collision costs only
     // some lock sharing.

@@ -7,9 +7,9 @@ use cleave::{ReadOptions, Snapshot, WriteBatch};
 
 use super::Ctx;
 use crate::error::CmdError;
-use crate::keyspace::{self, collection_prefix, join, meta_key, Meta, Type, SUB};
+use crate::keyspace::{self, collection_prefix, join, Type, SUB};
 use crate::resp::Reply;
-use crate::store::Store;
+use crate::store::{put_collection, Store};
 
 type Result = std::result::Result<Reply, CmdError>;
 
@@ -52,7 +52,7 @@ fn set_fields(
     let _lock = store.lock(db, &[key]);
     let r = ReadOptions::new();
     let existing = store.collection(&r, db, key, Type::Hash)?;
-    let (version, mut size) = match existing {
+    let (version, size) = match existing {
         Some(vs) => vs,
         None => (store.new_version()?, 0),
     };
@@ -68,13 +68,7 @@ fn set_fields(
         }
         b.put(&sub, &pair[1]);
     }
-    size += added;
-    let meta = Meta::Collection {
-        kind: Type::Hash,
-        version,
-        size,
-    };
-    b.put(&meta_key(db, key), &meta.encode());
+    put_collection(&mut b, db, key, Type::Hash, version, size + added);
     store.write(b)?;
     Ok(added as i64)
 }
@@ -195,16 +189,14 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     if removed == 0 {
         return Ok(Reply::Int(0));
     }
-    if removed >= size {
-        b.delete(&meta_key(db, key));
-    } else {
-        let meta = Meta::Collection {
-            kind: Type::Hash,
-            version,
-            size: size - removed,
-        };
-        b.put(&meta_key(db, key), &meta.encode());
-    }
+    put_collection(
+        &mut b,
+        db,
+        key,
+        Type::Hash,
+        version,
+        size.saturating_sub(removed),
+    );
     store.write(b)?;
     Ok(Reply::Int(removed as i64))
 }

@@ -2,7 +2,7 @@
 //! a subkey per member holding its score, and a score-index key per
 //! member ordered by score then member (keyspace.rs).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use cleave::{ReadOptions, Snapshot, WriteBatch};
 
@@ -10,10 +10,10 @@ use super::{int_arg, is, parse_f64, Ctx};
 use crate::commands::hashes::check_field;
 use crate::error::CmdError;
 use crate::keyspace::{
-    self, collection_prefix, decode_score, encode_score, join, meta_key, Meta, Type, SCORE, SUB,
+    self, collection_prefix, decode_score, encode_score, join, Type, SCORE, SUB,
 };
 use crate::resp::Reply;
-use crate::store::Store;
+use crate::store::{put_collection, Store};
 
 type Result = std::result::Result<Reply, CmdError>;
 
@@ -173,12 +173,7 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         incr_result = Some(new);
     }
     if added > 0 || updated > 0 {
-        let meta = Meta::Collection {
-            kind: Type::ZSet,
-            version,
-            size: size + added,
-        };
-        b.put(&meta_key(db, key), &meta.encode());
+        put_collection(&mut b, db, key, Type::ZSet, version, size + added);
         store.write(b)?;
     }
     Ok(if f.incr {
@@ -201,31 +196,22 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     };
     let px = Prefixes::new(db, key, version);
     let mut b = WriteBatch::new();
-    let mut removed: HashMap<&[u8], ()> = HashMap::new();
+    let mut removed = HashSet::new();
     for member in &args[2..] {
-        if removed.contains_key(member.as_slice()) {
+        if removed.contains(member.as_slice()) {
             continue;
         }
         if let Some(v) = store.get(&r, &px.member(member))? {
             b.delete(&px.member(member));
             b.delete(&px.score(score_of(&v, key)?, member));
-            removed.insert(member, ());
+            removed.insert(member.as_slice());
         }
     }
     let n = removed.len() as u64;
     if n == 0 {
         return Ok(Reply::Int(0));
     }
-    if n >= size {
-        b.delete(&meta_key(db, key));
-    } else {
-        let meta = Meta::Collection {
-            kind: Type::ZSet,
-            version,
-            size: size - n,
-        };
-        b.put(&meta_key(db, key), &meta.encode());
-    }
+    put_collection(&mut b, db, key, Type::ZSet, version, size.saturating_sub(n));
     store.write(b)?;
     Ok(Reply::Int(n as i64))
 }

@@ -87,8 +87,7 @@ public final class JedisHashClient extends DB {
       Pipeline p = jedis.pipelined();
       p.hset(key, StringByteIterator.getStringMap(values));
       p.zadd(INDEX, 0, key);
-      p.sync();
-      return Status.OK;
+      return allOk(p.syncAndReturnAll());
     } catch (RuntimeException e) {
       return Status.ERROR;
     }
@@ -110,11 +109,20 @@ public final class JedisHashClient extends DB {
       Pipeline p = jedis.pipelined();
       p.del(key);
       p.zrem(INDEX, key);
-      p.sync();
-      return Status.OK;
+      return allOk(p.syncAndReturnAll());
     } catch (RuntimeException e) {
       return Status.ERROR;
     }
+  }
+
+  /** A pipeline's replies carry errors (OOM, say) as exceptions, unthrown. */
+  private static Status allOk(List<Object> replies) {
+    for (Object r : replies) {
+      if (r instanceof Exception) {
+        return Status.ERROR;
+      }
+    }
+    return Status.OK;
   }
 
   @Override
