@@ -27,11 +27,21 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: String) {
         return;
     };
     let id = client.id;
+    // Unregistered however the task ends, a command's panic included.
+    let _registered = Registered(&shared, id);
     let _ = stream.set_nodelay(true);
     if let Err(e) = run(&shared, &mut stream, client).await {
         log::debug!("client {id}: {e}");
     }
-    shared.disconnect(id);
+}
+
+/// A connected client's entry in `Shared::clients`, removed on drop.
+struct Registered<'a>(&'a Shared, u64);
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.0.disconnect(self.1);
+    }
 }
 
 async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> std::io::Result<()> {

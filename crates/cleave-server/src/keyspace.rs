@@ -102,8 +102,9 @@ impl Meta {
         }
     }
 
-    /// Decodes a metadata value, or says what is wrong with it.
-    pub fn decode(value: &[u8]) -> Result<Meta, String> {
+    /// Decodes a metadata value, or says what is wrong with it. Takes the
+    /// value whole: a string's bytes stay in its buffer.
+    pub fn decode(mut value: Vec<u8>) -> Result<Meta, String> {
         if value.len() < META_HEADER_LEN {
             return Err(format!("metadata of {} bytes", value.len()));
         }
@@ -113,7 +114,10 @@ impl Meta {
         // exists; it is in the format so that adding it changes none.
         let payload = &value[META_HEADER_LEN..];
         match kind {
-            Type::String => Ok(Meta::String(payload.to_vec())),
+            Type::String => {
+                value.drain(..META_HEADER_LEN);
+                Ok(Meta::String(value))
+            }
             Type::Hash | Type::ZSet => {
                 if payload.len() != COLLECTION_LEN {
                     return Err(format!("{} metadata of {} bytes", kind.name(), value.len()));
@@ -282,22 +286,22 @@ mod tests {
                 size: 1,
             },
         ] {
-            assert_eq!(Meta::decode(&m.encode()).unwrap(), m);
+            assert_eq!(Meta::decode(m.encode()).unwrap(), m);
         }
-        assert!(Meta::decode(b"").is_err());
-        assert!(Meta::decode(&[9; 20]).is_err());
-        assert!(Meta::decode(&[2; 12]).is_err());
+        assert!(Meta::decode(vec![]).is_err());
+        assert!(Meta::decode(vec![9; 20]).is_err());
+        assert!(Meta::decode(vec![2; 12]).is_err());
         let empty = Meta::Collection {
             kind: Type::Hash,
             version: 1,
             size: 0,
         };
-        assert!(Meta::decode(&empty.encode()).is_err());
+        assert!(Meta::decode(empty.encode()).is_err());
         // A string grows by concatenation: what APPEND's merge does.
         let mut appended = string_meta(b"ab");
         appended.extend_from_slice(b"cd");
         assert_eq!(
-            Meta::decode(&appended).unwrap(),
+            Meta::decode(appended).unwrap(),
             Meta::String(b"abcd".to_vec())
         );
     }

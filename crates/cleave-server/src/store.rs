@@ -3,7 +3,7 @@
 //! and the write mode `appendfsync` chose.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -16,12 +16,20 @@ use crate::keyspace::{self, Meta, Type};
 /// Key locks, striped: two keys share a lock one time in this many.
 const KEY_LOCK_STRIPES: usize = 1024;
 
+/// Writes the server itself makes durable at once (the format, the
+/// versions' floor).
+const SYNC: WriteOptions = WriteOptions {
+    sync: true,
+    disable_wal: false,
+};
+
 /// Versions handed out per persisted floor: the floor is written (synced)
 /// once per this many new hashes or sorted sets.
 const VERSION_BLOCK: u64 = 1 << 20;
 
 /// What each write waits for, as Redis's `appendfsync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[repr(u8)]
 pub enum FsyncMode {
     /// Each write is synced before it is acknowledged.
     Always,
@@ -41,13 +49,16 @@ impl FsyncMode {
         }
     }
 
+    /// The mode named `s`, in any case (CONFIG SET), as the flag reads it.
     pub fn parse(s: &str) -> Option<FsyncMode> {
-        match s.to_ascii_lowercase().as_str() {
-            "always" => Some(FsyncMode::Always),
-            "everysec" => Some(FsyncMode::Everysec),
-            "no" => Some(FsyncMode::No),
-            _ => None,
-        }
+        clap::ValueEnum::from_str(s, true).ok()
+    }
+
+    fn from_u8(b: u8) -> FsyncMode {
+        [FsyncMode::Always, FsyncMode::Everysec, FsyncMode::No]
+            .into_iter()
+            .find(|m| *m as u8 == b)
+            .unwrap_or(FsyncMode::Always)
     }
 }
 
@@ -63,7 +74,8 @@ pub struct Store {
     /// Every command holds it shared; FLUSHDB and shutdown hold it alone.
     commands: RwLock<()>,
     versions: Mutex<Versions>,
-    fsync: Mutex<FsyncMode>,
+    /// The `FsyncMode`, read by every write.
+    fsync: AtomicU8,
     /// A write since the last background sync (`everysec`).
     unsynced: AtomicBool,
 }
@@ -84,10 +96,6 @@ impl Store {
         let db = Db::open(dir, opts).map_err(|e| format!("opening {}: {e}", dir.display()))?;
         let fail = |what: &str, e: cleave::Error| format!("{what} in {}: {e}", dir.display());
         let r = ReadOptions::new();
-        let sync = WriteOptions {
-            sync: true,
-            disable_wal: false,
-        };
         match db
             .get(&r, &keyspace::format_key())
             .map_err(|e| fail("reading the format", e))?
@@ -118,7 +126,7 @@ impl Store {
                     ));
                 }
                 let format = keyspace::FORMAT_VERSION.to_string();
-                db.put(&sync, &keyspace::format_key(), format.as_bytes())
+                db.put(&SYNC, &keyspace::format_key(), format.as_bytes())
                     .map_err(|e| fail("writing the format", e))?;
             }
         }
@@ -133,14 +141,14 @@ impl Store {
         };
         let next = floor.max(now_micros());
         let floor = next + VERSION_BLOCK;
-        db.put(&sync, &keyspace::version_floor_key(), &floor.to_be_bytes())
+        db.put(&SYNC, &keyspace::version_floor_key(), &floor.to_be_bytes())
             .map_err(|e| fail("writing the version floor", e))?;
         Ok(Store {
             db,
             locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             commands: RwLock::new(()),
             versions: Mutex::new(Versions { next, floor }),
-            fsync: Mutex::new(fsync),
+            fsync: AtomicU8::new(fsync as u8),
             unsynced: AtomicBool::new(false),
         })
     }
@@ -156,17 +164,16 @@ impl Store {
     }
 
     pub fn fsync_mode(&self) -> FsyncMode {
-        *self.fsync.lock()
+        FsyncMode::from_u8(self.fsync.load(Ordering::Acquire))
     }
 
     pub fn set_fsync_mode(&self, mode: FsyncMode) -> Result<(), cleave::Error> {
-        let mut current = self.fsync.lock();
-        if mode == FsyncMode::Always && *current != FsyncMode::Always {
+        if mode == FsyncMode::Always && self.fsync_mode() != FsyncMode::Always {
             // From now on each write is durable when acknowledged: so must
             // every write before.
             self.db.sync_wal()?;
         }
-        *current = mode;
+        self.fsync.store(mode as u8, Ordering::Release);
         Ok(())
     }
 
@@ -219,12 +226,8 @@ impl Store {
         let version = v.next.max(now_micros());
         if version >= v.floor {
             let floor = version + VERSION_BLOCK;
-            let sync = WriteOptions {
-                sync: true,
-                disable_wal: false,
-            };
             self.db
-                .put(&sync, &keyspace::version_floor_key(), &floor.to_be_bytes())?;
+                .put(&SYNC, &keyspace::version_floor_key(), &floor.to_be_bytes())?;
             v.floor = floor;
         }
         v.next = version + 1;
@@ -235,11 +238,20 @@ impl Store {
         self.db.snapshot()
     }
 
+    /// Reads as of `snapshot`: a command reading several keys, or a key
+    /// and its subkeys, sees one state.
+    pub fn read_at(snapshot: &Snapshot) -> ReadOptions<'_> {
+        ReadOptions {
+            snapshot: Some(snapshot),
+            ..ReadOptions::new()
+        }
+    }
+
     /// The metadata of `key`, read as `r` says.
     pub fn meta(&self, r: &ReadOptions<'_>, db: u8, key: &[u8]) -> Result<Option<Meta>, CmdError> {
         match self.db.get(r, &keyspace::meta_key(db, key))? {
             None => Ok(None),
-            Some(v) => Meta::decode(&v)
+            Some(v) => Meta::decode(v)
                 .map(Some)
                 .map_err(|why| CmdError::corrupt(key, &why)),
         }

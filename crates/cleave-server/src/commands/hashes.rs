@@ -25,13 +25,6 @@ pub fn check_field(key: &[u8], field: &[u8]) -> std::result::Result<(), CmdError
     Ok(())
 }
 
-fn read_at(snapshot: &Snapshot) -> ReadOptions<'_> {
-    ReadOptions {
-        snapshot: Some(snapshot),
-        ..ReadOptions::new()
-    }
-}
-
 /// Sets field/value pairs; the number of fields that are new.
 fn set_fields(
     ctx: &mut Ctx<'_>,
@@ -90,7 +83,7 @@ fn fields(
     key: &[u8],
     fields: &[Vec<u8>],
 ) -> std::result::Result<Option<Vec<Option<Vec<u8>>>>, CmdError> {
-    let r = read_at(snapshot);
+    let r = Store::read_at(snapshot);
     let Some((version, _)) = store.collection(&r, db, key, Type::Hash)? else {
         return Ok(None);
     };
@@ -146,7 +139,9 @@ pub fn hgetall(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let db = ctx.client.db;
     let key = &args[1];
     let snapshot = store.snapshot();
-    let Some((version, size)) = store.collection(&read_at(&snapshot), db, key, Type::Hash)? else {
+    let Some((version, size)) =
+        store.collection(&Store::read_at(&snapshot), db, key, Type::Hash)?
+    else {
         return Ok(Reply::Map(Vec::new()));
     };
     let prefix = collection_prefix(SUB, db, key, version);

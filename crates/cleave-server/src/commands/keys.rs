@@ -9,6 +9,7 @@ use crate::error::CmdError;
 use crate::glob;
 use crate::keyspace::{self, meta_key, Meta, META, SCORE, SUB};
 use crate::resp::Reply;
+use crate::store::Store;
 
 type Result = std::result::Result<Reply, CmdError>;
 
@@ -44,10 +45,7 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
 pub fn exists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let snapshot = store.snapshot();
-    let r = ReadOptions {
-        snapshot: Some(&snapshot),
-        ..ReadOptions::new()
-    };
+    let r = Store::read_at(&snapshot);
     let mut n = 0;
     // Counted once per argument: EXISTS k k is 2, as in Redis.
     for key in &args[1..] {
@@ -121,8 +119,8 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
                 // The value is read only when a type is asked for: a
                 // string's may be a large separated value.
                 Some(k) => {
-                    let m =
-                        Meta::decode(it.value()?).map_err(|why| CmdError::corrupt(&key, &why))?;
+                    let m = Meta::decode(it.value()?.to_vec())
+                        .map_err(|why| CmdError::corrupt(&key, &why))?;
                     m.kind().name().as_bytes() == k.as_slice()
                 }
             };

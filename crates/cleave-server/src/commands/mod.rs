@@ -121,7 +121,11 @@ static COMMANDS: &[Command] = &[
         slow: true,
         ..cmd!("info", -1, &["loading", "stale"], 0, 0, 0, server::info)
     },
-    cmd!("config", -2, A, 0, 0, 0, server::config),
+    // CONFIG SET appendfsync always syncs the WAL.
+    Command {
+        slow: true,
+        ..cmd!("config", -2, A, 0, 0, 0, server::config)
+    },
     cmd!(
         "command",
         -1,
@@ -181,7 +185,7 @@ pub fn needs_blocking_thread(requests: &[Vec<Vec<u8>>], synced_writes: bool) -> 
     requests.iter().any(|args| {
         let name = args.first().map_or(&[][..], Vec::as_slice);
         match lookup(name) {
-            Some(c) => c.slow || (synced_writes && c.is_write()) || c.name == "config",
+            Some(c) => c.slow || (synced_writes && c.is_write()),
             None => false,
         }
     })

@@ -271,13 +271,15 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
             };
             changes.push(change);
         }
+        let limits = &ctx.shared.limits;
         for change in changes {
-            let mut limits = ctx.shared.limits.write();
             match change {
+                // Not under the limits' lock, which every connection
+                // reads: a switch to `always` syncs the WAL first.
                 Change::Fsync(mode) => ctx.shared.store.set_fsync_mode(mode)?,
-                Change::MaxClients(n) => limits.max_clients = n,
-                Change::MaxBulk(n) => limits.proto_max_bulk_len = n,
-                Change::QueryBuffer(n) => limits.query_buffer_limit = n,
+                Change::MaxClients(n) => limits.write().max_clients = n,
+                Change::MaxBulk(n) => limits.write().proto_max_bulk_len = n,
+                Change::QueryBuffer(n) => limits.write().query_buffer_limit = n,
             }
         }
         return Ok(Reply::ok());

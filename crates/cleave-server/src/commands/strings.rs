@@ -9,6 +9,7 @@ use super::{int_arg, is, parse_i64, Ctx};
 use crate::error::CmdError;
 use crate::keyspace::{self, meta_key, string_meta, Meta};
 use crate::resp::Reply;
+use crate::store::Store;
 
 type Result = std::result::Result<Reply, CmdError>;
 
@@ -102,10 +103,7 @@ pub fn getdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
 pub fn mget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let snapshot = store.snapshot();
-    let r = ReadOptions {
-        snapshot: Some(&snapshot),
-        ..ReadOptions::new()
-    };
+    let r = Store::read_at(&snapshot);
     let mut out = Vec::with_capacity(args.len() - 1);
     for key in &args[1..] {
         // MGET answers nil for a key of another type, never WRONGTYPE.

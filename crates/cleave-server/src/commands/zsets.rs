@@ -17,13 +17,6 @@ use crate::store::{put_collection, Store};
 
 type Result = std::result::Result<Reply, CmdError>;
 
-fn read_at(snapshot: &Snapshot) -> ReadOptions<'_> {
-    ReadOptions {
-        snapshot: Some(snapshot),
-        ..ReadOptions::new()
-    }
-}
-
 /// A member's stored score.
 fn score_of(value: &[u8], key: &[u8]) -> std::result::Result<f64, CmdError> {
     let bytes: [u8; 8] = value
@@ -128,13 +121,13 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let px = Prefixes::new(db, key, version);
     // Scores as this command has left them, so a member given twice sees
     // its first change.
-    let mut current: HashMap<&[u8], Option<f64>> = HashMap::new();
+    let mut current: HashMap<&[u8], f64> = HashMap::new();
     let mut b = WriteBatch::new();
     let (mut added, mut updated) = (0u64, 0u64);
     let mut incr_result = None;
     for (score, member) in pairs {
         let cur = match current.get(member) {
-            Some(s) => *s,
+            Some(s) => Some(*s),
             None if existing.is_none() => None,
             None => store
                 .get(&r, &px.member(member))?
@@ -169,7 +162,7 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         };
         b.put(&px.member(member), &new.to_be_bytes());
         b.put(&px.score(new, member), b"");
-        current.insert(member, Some(new));
+        current.insert(member, new);
         incr_result = Some(new);
     }
     if added > 0 || updated > 0 {
@@ -219,7 +212,7 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
 pub fn zscore(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let snapshot = store.snapshot();
-    let r = read_at(&snapshot);
+    let r = Store::read_at(&snapshot);
     let (db, key) = (ctx.client.db, &args[1]);
     let Some((version, _)) = store.collection(&r, db, key, Type::ZSet)? else {
         return Ok(Reply::Nil);
@@ -345,7 +338,8 @@ pub fn zrangebyscore(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let (db, key) = (ctx.client.db, &args[1]);
     let snapshot = store.snapshot();
-    let Some((version, _)) = store.collection(&read_at(&snapshot), db, key, Type::ZSet)? else {
+    let Some((version, _)) = store.collection(&Store::read_at(&snapshot), db, key, Type::ZSet)?
+    else {
         return Ok(Reply::Array(Vec::new()));
     };
     let px = Prefixes::new(db, key, version);
@@ -401,7 +395,8 @@ pub fn zrangebylex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let (db, key) = (ctx.client.db, &args[1]);
     let snapshot = store.snapshot();
-    let Some((version, _)) = store.collection(&read_at(&snapshot), db, key, Type::ZSet)? else {
+    let Some((version, _)) = store.collection(&Store::read_at(&snapshot), db, key, Type::ZSet)?
+    else {
         return Ok(Reply::Array(Vec::new()));
     };
     if min == LexBound::Max || max == LexBound::Min {

@@ -1,8 +1,8 @@
 //! Estimates that read no file: the number of keys in a range.
 
-use crate::base::key::{self, MAX_SEQ};
 use std::sync::Arc;
 
+use crate::base::key::{self, MAX_SEQ};
 use crate::base::{InternalIterator, InternalKey, ValueKind};
 use crate::memtable::MemTable;
 

@@ -314,16 +314,17 @@ impl Db {
     /// "sync every second"). Blocks while a write group appends; a failed
     /// sync poisons the database, as a failed synced write does.
     pub fn sync_wal(&self) -> Result<()> {
-        self.inner.sync_durable()
+        self.inner.sync_wal()
     }
 
     /// An estimate of the live keys in `[begin, end)`, as RocksDB's
     /// `rocksdb.estimate-num-keys` for a range: each sstable inside the
     /// range counts its entries less twice its deletions (a deletion
     /// hides one older entry), one that straddles a bound counts half of
-    /// that, and each memtable counts its entries in the range the same
-    /// way. Overwritten keys not yet compacted count more than once.
-    /// Reads no file; walks the memtables' part of the range.
+    /// that. Each memtable counts its keys in the range once each, less one
+    /// for a key it holds only a deletion of. Keys overwritten in
+    /// different files or memtables count more than once. Reads no file;
+    /// walks the memtables' part of the range.
     pub fn estimate_num_keys(&self, begin: &[u8], end: &[u8]) -> u64 {
         self.inner.estimate_num_keys(begin, end)
     }
@@ -442,10 +443,11 @@ impl Db {
         let poisoned = Self::poison_status(&self.inner);
         let sync = if poisoned.is_ok() {
             // Sealed, the value logs open whole next time, without a scan;
-            // durable (with their directory entries) before the WAL.
-            let logs = &self.inner.logs;
-            logs.seal_all()
-                .and_then(|()| logs.sync())
+            // `sync_wal` makes them durable (with their directory entries)
+            // before the WAL.
+            self.inner
+                .logs
+                .seal_all()
                 .and_then(|()| self.inner.sync_wal())
         } else {
             Ok(())
@@ -706,10 +708,6 @@ impl DbInner {
         for w in extra {
             let _ = self.fs.remove(&filename::wal(&self.dir, w));
         }
-    }
-
-    fn sync_wal(&self) -> Result<()> {
-        self.wal.lock().sync(self.fs.as_ref(), &self.dir)
     }
 
     fn last_seq(&self) -> SeqNo {

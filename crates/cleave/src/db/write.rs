@@ -338,18 +338,14 @@ impl DbInner {
         Ok(())
     }
 
-    /// See `Db::sync_wal`. Under the WAL lock, which every write group
-    /// holds while it appends, so each write acknowledged before the call
-    /// is in a WAL this syncs.
-    pub(super) fn sync_durable(&self) -> Result<()> {
+    /// See `Db::sync_wal`; also the last step of a clean close. Under the
+    /// WAL lock, which every write group holds while it appends, so each
+    /// write acknowledged before the call is in a WAL this syncs.
+    pub(super) fn sync_wal(&self) -> Result<()> {
         Self::check_bg_error(&self.state.lock())?;
         let mut wal = self.wal.lock();
-        let synced = if self.logs.enabled() {
-            self.logs.sync()
-        } else {
-            Ok(())
-        }
-        .and_then(|()| {
+        // The values the WAL records point to are durable first.
+        let synced = self.logs.sync().and_then(|()| {
             add(&self.counters.wal_syncs, 1);
             wal.sync(self.fs.as_ref(), &self.dir)
         });
