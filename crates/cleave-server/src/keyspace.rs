@@ -184,6 +184,20 @@ pub fn collection_prefix(tag: u8, db: u8, key: &[u8], version: u64) -> Vec<u8> {
     out
 }
 
+/// The length of the collection prefix (as `collection_prefix` builds
+/// it) a subkey or score-index key starts with; `None` for other keys.
+/// Decided by the prefix's own bytes, as the engine's prefix filters
+/// require: any key starting with it has the same.
+pub fn collection_prefix_len(key: &[u8]) -> Option<usize> {
+    let (&tag, rest) = key.split_first()?;
+    if tag != SUB && tag != SCORE {
+        return None;
+    }
+    let len = u32::from_be_bytes(rest.get(1..5)?.try_into().ok()?) as usize;
+    let n = (2 + 4 + 8usize).checked_add(len)?;
+    (key.len() >= n).then_some(n)
+}
+
 /// `prefix` followed by `suffix`.
 pub fn join(prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(prefix.len() + suffix.len());
@@ -319,5 +333,22 @@ mod tests {
         assert_eq!(range(META, 255), (vec![META, 255], vec![META + 1]));
         assert_eq!(user_key_of_meta(0, &meta_key(0, b"k")), Some(&b"k"[..]));
         assert_eq!(user_key_of_meta(1, &meta_key(0, b"k")), None);
+    }
+
+    #[test]
+    fn a_collection_prefix_is_found_in_each_of_its_keys() {
+        for tag in [SUB, SCORE] {
+            let p = collection_prefix(tag, 3, b"key", 42);
+            assert_eq!(collection_prefix_len(&p), Some(p.len()));
+            assert_eq!(collection_prefix_len(&join(&p, b"field")), Some(p.len()));
+            assert_eq!(collection_prefix_len(&p[..p.len() - 1]), None);
+        }
+        assert_eq!(collection_prefix_len(&meta_key(0, b"key")), None);
+        assert_eq!(collection_prefix_len(&version_floor_key()), None);
+        assert_eq!(
+            collection_prefix_len(&[SUB, 0, 0xff, 0xff, 0xff, 0xff]),
+            None
+        );
+        assert_eq!(collection_prefix_len(&[]), None);
     }
 }

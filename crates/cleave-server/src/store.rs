@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use cleave::{Append, Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use cleave::{
+    Append, Db, DbIterator, Options, PrefixExtractor, ReadOptions, Snapshot, WriteBatch,
+    WriteOptions,
+};
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::CmdError;
@@ -80,6 +83,22 @@ pub struct Store {
     unsynced: AtomicBool,
 }
 
+/// A subkey's or score entry's prefix is its collection's (`tag db len
+/// key version`): reading a hash's fields or a sorted set's range then
+/// reads only the tables holding that collection.
+#[derive(Debug)]
+struct CollectionPrefix;
+
+impl PrefixExtractor for CollectionPrefix {
+    fn name(&self) -> &str {
+        "cleave-server.collection.1"
+    }
+
+    fn prefix_len(&self, key: &[u8]) -> Option<usize> {
+        keyspace::collection_prefix_len(key)
+    }
+}
+
 /// Locks of the keys a command changes, in stripe order.
 pub struct KeyGuard<'a> {
     _guards: Vec<MutexGuard<'a, ()>>,
@@ -87,12 +106,13 @@ pub struct KeyGuard<'a> {
 
 impl Store {
     /// Opens (or creates) the data directory `dir` with the engine options
-    /// `opts`, which gain the server's merge operator.
+    /// `opts`, which gain the server's merge operator and prefix extractor.
     pub fn open(dir: &Path, mut opts: Options, fsync: FsyncMode) -> Result<Store, String> {
         opts.create_if_missing = true;
         // APPEND's operand is the appended bytes: concatenated to the
         // metadata value, whose header comes first (keyspace.rs).
         opts.merge_operator = Some(Arc::new(Append::new(b"")));
+        opts.prefix_extractor = Some(Arc::new(CollectionPrefix));
         let db = Db::open(dir, opts).map_err(|e| format!("opening {}: {e}", dir.display()))?;
         let fail = |what: &str, e: cleave::Error| format!("{what} in {}: {e}", dir.display());
         let r = ReadOptions::new();

@@ -56,6 +56,10 @@ impl FromStr for Mode {
     }
 }
 
+/// Bytes of a key's prefix in the runs with a prefix extractor: `k` and
+/// six of its eight digits, a hundred keys each.
+pub const PREFIX_LEN: usize = 7;
+
 /// Engine options for a run; `variant` varies compression and caches
 /// between runs on one database, as an operator changing options would.
 pub fn options(variant: u64) -> Options {
@@ -88,6 +92,12 @@ pub fn options(variant: u64) -> Options {
         // disk by all three ways: inline, at flush, and through a value log.
         // Counters are merges of 8-byte increments.
         merge_operator: Some(std::sync::Arc::new(cleave::U64Add)),
+        // Prefix filters in half the runs: a reopen with or without them
+        // reads tables written either way.
+        prefix_extractor: rng.gen_bool(0.5).then(|| {
+            std::sync::Arc::new(cleave::FixedPrefix::new(PREFIX_LEN))
+                as std::sync::Arc<dyn cleave::PrefixExtractor>
+        }),
         big_value_threshold: if rng.gen_range(0..3) == 0 {
             0
         } else {

@@ -271,6 +271,7 @@ fn check(db_dir: &Path, mode: Mode, variant: u64, expected: &Expected) -> Result
         "a scan returned {seen} keys, gets found {}",
         found.iter().filter(|&&f| f != 0).count()
     );
+    check_prefix_scans(&db, expected, &found)?;
     let report = db.verify();
     ensure!(report.is_ok(), "cleave verify:\n{report}");
     db.close()?;
@@ -283,6 +284,55 @@ fn check(db_dir: &Path, mode: Mode, variant: u64, expected: &Expected) -> Result
         handles: report.value_handles,
         records: report.value_records,
     })
+}
+
+/// Scans confined to one key prefix (`config::PREFIX_LEN` bytes, a
+/// hundred keys), which read only the tables whose prefix filter may hold
+/// it, see what the gets saw.
+fn check_prefix_scans(db: &Db, expected: &Expected, found: &[u32]) -> Result<()> {
+    for group in (0..found.len()).step_by(100) {
+        let first = key(group as u32);
+        let prefix = &first[..config::PREFIX_LEN];
+        let mut end = prefix.to_vec();
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        let ro = ReadOptions {
+            lower_bound: Some(prefix.to_vec()),
+            upper_bound: Some(end),
+            ..ReadOptions::new()
+        };
+        let mut it = db.iter(&ro);
+        it.seek_to_first()?;
+        let mut seen = 0usize;
+        while it.valid() {
+            let k = parse_key(it.key())
+                .with_context(|| format!("a prefix scan returned {:?}", it.key()))?;
+            let id = value_id(expected.seed, k, it.value()?);
+            ensure!(
+                found
+                    .get(k as usize)
+                    .is_some_and(|&f| f != 0 && Some(f) == id),
+                "a prefix scan returned value {id:?} for key {k}, a get {:?}",
+                found.get(k as usize)
+            );
+            seen += 1;
+            it.next()?;
+        }
+        it.status()?;
+        let want = found
+            .iter()
+            .skip(group)
+            .take(100)
+            .filter(|&&f| f != 0)
+            .count();
+        ensure!(
+            seen == want,
+            "a scan of prefix {:?} returned {seen} keys, gets found {want}",
+            String::from_utf8_lossy(prefix)
+        );
+    }
+    Ok(())
 }
 
 /// After a check, what each key and counter holds is what the next writer

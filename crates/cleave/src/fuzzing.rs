@@ -30,6 +30,7 @@ use crate::gc::picker::GcPickerOptions;
 use crate::manifest::{FileMeta, HostedLogical, TableValueRefs, ValueFileMeta, Version};
 use crate::manifest::{VersionEdit, FORMAT_VERSION};
 use crate::merge::{Append, FieldUpdate, Max, MergeOperator, Put, U64Add};
+use crate::prefix::{FixedPrefix, PrefixExtractor};
 use crate::sstable::value_refs::ValueRefs;
 use crate::sstable::{
     new_block_cache, Block, BlockBuilder, BloomBuilder, BloomFilter, KeyOrder, Table, TableBuilder,
@@ -179,8 +180,19 @@ pub fn sstable(data: &[u8]) -> usize {
         let _ = table.get_versions(user_key, k, &mut |_, _| false);
         let every = InternalKey::for_seek(user_key, MAX_SEQ);
         let _ = table.get_versions(user_key, every.encoded(), &mut |_, _| true);
+        // Prefix filters, as a confined iterator consults them.
+        if let Some(prefix) = user_key.get(..FUZZ_PREFIX_LEN) {
+            let _ = table.may_contain_prefix(fuzz_prefix().name(), prefix);
+        }
     }
     decoded + walk(&mut table.scan_iter(SCAN_READAHEAD_BYTES)).0
+}
+
+/// The prefix extractor the seed tables' filters hold prefixes of.
+const FUZZ_PREFIX_LEN: usize = 4;
+
+fn fuzz_prefix() -> FixedPrefix {
+    FixedPrefix::new(FUZZ_PREFIX_LEN)
 }
 
 /// Every entry forward, then backward; the first keys, for lookups.
@@ -648,6 +660,13 @@ fn block_seeds() -> Vec<Vec<u8>> {
         ..TableProperties::default()
     };
     seeds.push(props.encode());
+    seeds.push(
+        TableProperties {
+            prefix_extractor: Some(fuzz_prefix().name().as_bytes().to_vec()),
+            ..props
+        }
+        .encode(),
+    );
     let mut filter = BloomBuilder::new(10);
     for i in 0..20 {
         filter.add_key(format!("key{i:04}").as_bytes());
@@ -667,6 +686,7 @@ fn sstable_seeds() -> Result<Vec<Vec<u8>>> {
             restart_interval: 4,
             bloom_bits_per_key: if i == 1 { 0 } else { 10 },
             compression,
+            prefix_extractor: (i == 0).then(|| Arc::new(fuzz_prefix()) as Arc<dyn PrefixExtractor>),
         };
         let mut b = TableBuilder::new(
             fs.create(&path, FileOptions::default())?,

@@ -19,6 +19,7 @@ mod manifest;
 mod memtable;
 mod merge;
 mod options;
+mod prefix;
 mod record;
 mod sstable;
 mod value_file;
@@ -38,6 +39,7 @@ pub use merge::{
     builtin as builtin_merge_operator, Append, FieldUpdate, Max, MergeOperator, Put, U64Add,
 };
 pub use options::{Compression, Options, ReadOptions, WriteOptions};
+pub use prefix::{FixedPrefix, PrefixExtractor};
 
 /// The README's example, compiled and run as a doctest so that it stays true.
 #[cfg(doctest)]

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::merge::{MergeOperator, MAX_NAME_LEN};
+use crate::prefix::{PrefixExtractor, MAX_NAME_LEN as MAX_PREFIX_NAME_LEN};
 use crate::vfs::{Fs, OsFs};
 use crate::Snapshot;
 
@@ -243,6 +244,13 @@ pub struct Options {
     /// merges. Its name is stored with the first merge written, and a
     /// database holding merges opens only with an operator of that name.
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Adds each key's prefix to its table's bloom filter, so that an
+    /// iterator whose bounds confine it to one prefix (the lower bound has
+    /// prefix P, the upper bound starts with P or is the first key past
+    /// P's keys) skips the tables without P. Costs about one more filter
+    /// entry per distinct prefix. Tables written with another extractor,
+    /// or none, are read as before.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
     /// Key-delta separation (KDSep): flushes move merge operands out of
     /// the LSM-tree into a delta store of buckets by key range, so that a
     /// read finds a key's deltas in one bucket. Once the store holds
@@ -316,6 +324,7 @@ impl Default for Options {
             max_open_files: 1000,
             max_manifest_file_size: 64 << 20,
             merge_operator: None,
+            prefix_extractor: None,
             enable_delta_separation: false,
             delta_bucket_capacity: 256 << 10,
             delta_split_ratio: 0.8,
@@ -461,6 +470,11 @@ impl Options {
         if let Some(op) = &self.merge_operator {
             if op.name().is_empty() || op.name().len() > MAX_NAME_LEN {
                 return bad("merge_operator's name must be 1 to 128 bytes");
+            }
+        }
+        if let Some(p) = &self.prefix_extractor {
+            if p.name().is_empty() || p.name().len() > MAX_PREFIX_NAME_LEN {
+                return bad("prefix_extractor's name must be 1 to 128 bytes");
             }
         }
         if !(MIN_DELTA_BUCKET_BYTES..=MAX_DELTA_BUCKET_BYTES).contains(&self.delta_bucket_capacity)

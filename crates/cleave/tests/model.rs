@@ -249,6 +249,21 @@ fn run(seed: u64, ops: usize) -> Seen {
                 let mut ro = ReadOptions::new();
                 ro.lower_bound = bound(&mut rng, space);
                 ro.upper_bound = bound(&mut rng, space);
+                if rng.gen_bool(0.4) {
+                    // Confined to one prefix, which a prefix extractor of
+                    // the same length or a shorter one lets tables be
+                    // left out for.
+                    let k = key(&mut rng, space);
+                    let n = rng.gen_range(2..k.len());
+                    let mut end = k[..n].to_vec();
+                    *end.last_mut().unwrap() += 1;
+                    ro.lower_bound = Some(if rng.gen_bool(0.5) {
+                        k[..n].to_vec()
+                    } else {
+                        k
+                    });
+                    ro.upper_bound = Some(end);
+                }
                 check_scan(&db, &ro, &model, &mut rng, &ctx);
             }
             82..=84 => {

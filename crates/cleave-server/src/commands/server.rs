@@ -506,6 +506,10 @@ fn info_section(
             l.push(("get_disk_reads", s.get_disk_reads.to_string()));
             l.push(("block_cache_hits", s.block_cache_hits.to_string()));
             l.push(("block_cache_misses", s.block_cache_misses.to_string()));
+            l.push(("prefix_filter_checked", s.prefix_filter_checked.to_string()));
+            l.push(("prefix_filter_useful", s.prefix_filter_useful.to_string()));
+            let files: Vec<String> = s.levels.iter().map(|l| l.files.to_string()).collect();
+            l.push(("files_per_level", files.join(",")));
             l.push(("stall_micros", s.stall_micros.to_string()));
             l.push(("immutable_memtables", s.immutable_memtables.to_string()));
             l.push(("space_bytes", db.space().to_string()));

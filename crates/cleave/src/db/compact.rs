@@ -164,12 +164,7 @@ impl Reseparate {
 
 impl DbInner {
     fn table_options(&self) -> TableOptions {
-        TableOptions {
-            block_size: self.opts.block_size,
-            restart_interval: self.opts.block_restart_interval,
-            bloom_bits_per_key: self.opts.bloom_bits_per_key,
-            compression: self.opts.compression,
-        }
+        TableOptions::from(&self.opts)
     }
 
     fn background_file_options(&self) -> FileOptions {

@@ -15,11 +15,13 @@ use crate::iter::db_iter::{DbIterator, InnerSource};
 use crate::iter::level::{LevelIterator, TableOpener};
 use crate::iter::merging::MergingIterator;
 use crate::iter::{InternalIterator, ValueSource};
+use crate::manifest::file_meta::FileMeta;
 use crate::manifest::version::Version;
 use crate::manifest::BucketMeta;
 use crate::memtable::{MemTable, MergedRun};
 use crate::merge::{self, Operands};
 use crate::options::ReadOptions;
+use crate::prefix;
 use crate::value_log::LogReads;
 use crate::vfs::thread_reads;
 
@@ -439,6 +441,8 @@ impl DbInner {
 
     pub(super) fn iter(&self, opts: &ReadOptions<'_>) -> DbIterator {
         let view = self.capture(opts.snapshot.map(|s| s.sequence_number()));
+        let (lower, upper) = (opts.lower_bound.as_deref(), opts.upper_bound.as_deref());
+        let runs = self.iter_runs(&view.version, lower, upper);
         let (mems, version, opener) =
             (view.mems.clone(), view.version.clone(), self.table_opener());
         let (deltas, seq) = (self.deltas.clone(), view.seq);
@@ -448,17 +452,8 @@ impl DbInner {
             for mem in &mems {
                 children.push(Box::new(mem.iter()));
             }
-            for file in version.files(0) {
-                children.push(Box::new(LevelIterator::new(
-                    vec![file.clone()],
-                    opener.clone(),
-                )));
-            }
-            for level in 1..crate::base::limits::NUM_LEVELS {
-                let files = version.files(level);
-                if !files.is_empty() {
-                    children.push(Box::new(LevelIterator::new(files.to_vec(), opener.clone())));
-                }
+            for run in &runs {
+                children.push(Box::new(LevelIterator::new(run.clone(), opener.clone())));
             }
             if version.has_buckets() {
                 children.push(Box::new(DeltaIterator::new(
@@ -481,6 +476,60 @@ impl DbInner {
             Box::new((view.mems, view.version, PurgeOnDrop(self.purger.clone()))),
         )
         .with_merge_operator(self.opts.merge_operator.clone())
+    }
+
+    /// The sorted runs an iterator over `[lower, upper)` reads, newest
+    /// first (each L0 file alone, then each level), holding only the files
+    /// whose key range meets the bounds and, when the bounds confine the
+    /// iterator to one prefix, whose filter may hold that prefix. A table
+    /// that fails to open is kept: the iterator reports the error.
+    fn iter_runs(
+        &self,
+        version: &Version,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) -> Vec<Vec<Arc<FileMeta>>> {
+        let prefix = match (&self.opts.prefix_extractor, lower, upper) {
+            (Some(p), Some(l), Some(u)) => {
+                prefix::bounded_prefix(p.as_ref(), l, u).map(|prefix| (p.name(), prefix))
+            }
+            _ => None,
+        };
+        let c = &self.counters;
+        let may_hold = |file: &Arc<FileMeta>| {
+            let Some((name, prefix)) = prefix else {
+                return true;
+            };
+            add(&c.prefix_filter_checked, 1);
+            let excluded = self
+                .table_cache
+                .get(file.number)
+                .and_then(|t| t.may_contain_prefix(name, prefix))
+                .is_ok_and(|may| !may);
+            if excluded {
+                add(&c.prefix_filter_useful, 1);
+            }
+            !excluded
+        };
+        let mut runs = Vec::new();
+        // The upper bound is exclusive; as an inclusive one it keeps at
+        // most a file that starts at it.
+        for file in version.overlapping_files(0, lower, upper) {
+            if may_hold(&file) {
+                runs.push(vec![file]);
+            }
+        }
+        for level in 1..crate::base::limits::NUM_LEVELS {
+            let files: Vec<_> = version
+                .overlapping_files(level, lower, upper)
+                .into_iter()
+                .filter(&may_hold)
+                .collect();
+            if !files.is_empty() {
+                runs.push(files);
+            }
+        }
+        runs
     }
 
     /// Opens a table's iterator through the table cache.

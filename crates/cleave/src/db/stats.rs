@@ -62,6 +62,8 @@ pub(crate) struct Counters {
     pub multi_gets: AtomicU64,
     pub multi_get_keys: AtomicU64,
     pub multi_get_disk_reads: AtomicU64,
+    pub prefix_filter_checked: AtomicU64,
+    pub prefix_filter_useful: AtomicU64,
 }
 
 /// Buckets of `Stats::gets_by_disk_reads`: 0, 1, 2, 3 or more reads.
@@ -151,6 +153,11 @@ pub struct Stats {
     pub multi_gets: u64,
     pub multi_get_keys: u64,
     pub multi_get_disk_reads: u64,
+    /// Tables whose prefix filter an iterator confined to one prefix
+    /// consulted, and those it then left out (RocksDB's
+    /// `bloom.filter.prefix.checked` and `.useful`).
+    pub prefix_filter_checked: u64,
+    pub prefix_filter_useful: u64,
     /// Sstable bytes compactions read, and the value records they read to
     /// re-separate them (correlated compaction).
     pub compaction_bytes_read: u64,
@@ -287,6 +294,8 @@ impl Stats {
             multi_gets: get(&c.multi_gets),
             multi_get_keys: get(&c.multi_get_keys),
             multi_get_disk_reads: get(&c.multi_get_disk_reads),
+            prefix_filter_checked: get(&c.prefix_filter_checked),
+            prefix_filter_useful: get(&c.prefix_filter_useful),
             ..Stats::default()
         }
     }
@@ -395,7 +404,7 @@ impl Stats {
         let b = &self.gets_by_disk_reads;
         let _ = writeln!(
             s,
-            "reads: {} from files ({:.1} MB); {} gets, {:.3} reads per get (0/1/2/3+ reads: {}/{}/{}/{}); {} multi_gets of {} keys, {:.3} reads per key",
+            "reads: {} from files ({:.1} MB); {} gets, {:.3} reads per get (0/1/2/3+ reads: {}/{}/{}/{}); {} multi_gets of {} keys, {:.3} reads per key; prefix filters {} checked, {} useful",
             self.disk_reads,
             mb(self.disk_read_bytes),
             self.gets,
@@ -407,6 +416,8 @@ impl Stats {
             self.multi_gets,
             self.multi_get_keys,
             ratio(self.multi_get_disk_reads, self.multi_get_keys),
+            self.prefix_filter_checked,
+            self.prefix_filter_useful,
         );
         let _ = writeln!(s, "{}", self.gc);
         if self.value_logs_created > 0 {

@@ -8,6 +8,7 @@ use crate::base::key::{self, TAG_LEN};
 use crate::base::{FileNumber, InternalKey, ValueKind};
 use crate::cache::{BlockCache, CacheKind, CachedBlock, Priority};
 use crate::error::{Error, Result};
+use crate::prefix;
 use crate::vfs::WritableFile;
 use crate::Compression;
 
@@ -35,6 +36,8 @@ pub(crate) struct TableBuilder {
     data_block: BlockBuilder,
     index_block: BlockBuilder,
     filter: Option<BloomBuilder>,
+    /// The last prefix added to the filter; `None` before the first.
+    last_prefix: Option<Vec<u8>>,
     /// Last key added; empty before the first.
     last_key: Vec<u8>,
     smallest: Vec<u8>,
@@ -71,6 +74,7 @@ impl TableBuilder {
             data_block: BlockBuilder::new(opts.restart_interval.max(1)),
             index_block: BlockBuilder::new(1),
             filter,
+            last_prefix: None,
             offset: 0,
             last_key: Vec::new(),
             smallest: Vec::new(),
@@ -79,6 +83,11 @@ impl TableBuilder {
                 smallest_seq: u64::MAX,
                 format_version: u64::from(FORMAT_VERSION),
                 compression: u64::from(compression_byte(opts.compression)),
+                prefix_extractor: opts
+                    .prefix_extractor
+                    .as_ref()
+                    .filter(|_| opts.bloom_bits_per_key > 0)
+                    .map(|p| p.name().as_bytes().to_vec()),
                 ..TableProperties::default()
             },
             value_refs: ValueRefs::default(),
@@ -176,6 +185,20 @@ impl TableBuilder {
             // Versions of one user key are adjacent; hash the key once.
             if first || key::user_key(&self.last_key) != user_key {
                 filter.add_key(user_key);
+                // Keys of one prefix are adjacent too.
+                let prefix = self
+                    .opts
+                    .prefix_extractor
+                    .as_deref()
+                    .and_then(|p| prefix::prefix_of(p, user_key));
+                if let Some(prefix) = prefix {
+                    if self.last_prefix.as_deref() != Some(prefix) {
+                        filter.add_key(prefix);
+                        let last = self.last_prefix.get_or_insert_with(Vec::new);
+                        last.clear();
+                        last.extend_from_slice(prefix);
+                    }
+                }
             }
         }
         if first {

@@ -11,7 +11,9 @@ mod table_cache;
 pub(crate) mod value_refs;
 
 use crate::base::{InternalKey, SeqNo};
-use crate::Compression;
+use std::sync::Arc;
+
+use crate::{Compression, PrefixExtractor};
 
 pub(crate) use block::Block;
 pub(crate) use bloom::BloomFilter;
@@ -42,6 +44,8 @@ pub(crate) struct TableOptions {
     /// 0 writes no filter.
     pub bloom_bits_per_key: u32,
     pub compression: Compression,
+    /// Adds key prefixes to the filter too.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
 }
 
 impl Default for TableOptions {
@@ -51,6 +55,7 @@ impl Default for TableOptions {
             restart_interval: 16,
             bloom_bits_per_key: 10,
             compression: Compression::None,
+            prefix_extractor: None,
         }
     }
 }
@@ -62,6 +67,7 @@ impl From<&crate::Options> for TableOptions {
             restart_interval: o.block_restart_interval,
             bloom_bits_per_key: o.bloom_bits_per_key,
             compression: o.compression,
+            prefix_extractor: o.prefix_extractor.clone(),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Table properties: counts and sizes written once per table, stored as a
 //! block of `name → varint64` entries (bytewise-sorted names, restart
-//! interval 1). Readers ignore names they do not know, so later versions can
-//! add properties without a format-version bump.
+//! interval 1), and the prefix extractor's name as raw bytes. Readers
+//! ignore names they do not know, so later versions can add properties
+//! without a format-version bump.
 
 use std::sync::Arc;
 
@@ -30,7 +31,13 @@ pub(crate) struct TableProperties {
     /// The compression byte the table was written with (a block may still
     /// be stored uncompressed).
     pub compression: u64,
+    /// The name of the prefix extractor whose prefixes the filter holds
+    /// beside the keys; `None` (no such property) if it holds keys only.
+    pub prefix_extractor: Option<Vec<u8>>,
 }
+
+/// The one property whose value is bytes, not a varint; optional.
+const PREFIX_EXTRACTOR: &str = "cleave.prefix_extractor";
 
 impl TableProperties {
     /// Name and field, in bytewise order of the names.
@@ -73,10 +80,18 @@ impl TableProperties {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut b = BlockBuilder::new(1);
         let mut v = Vec::new();
+        let mut prefix = self.prefix_extractor.as_deref();
         for (name, value) in self.fields() {
+            if let Some(p) = prefix.filter(|_| name > PREFIX_EXTRACTOR) {
+                b.add(PREFIX_EXTRACTOR.as_bytes(), p);
+                prefix = None;
+            }
             v.clear();
             put_varint64(&mut v, value);
             b.add(name.as_bytes(), &v);
+        }
+        if let Some(p) = prefix {
+            b.add(PREFIX_EXTRACTOR.as_bytes(), p);
         }
         b.finish()
     }
@@ -89,7 +104,12 @@ impl TableProperties {
         let mut it = block.iter(KeyOrder::Bytewise);
         it.seek_to_first()?;
         while it.valid() {
-            if let Some(field) = p.field_mut(it.key()) {
+            if it.key() == PREFIX_EXTRACTOR.as_bytes() {
+                if p.prefix_extractor.is_some() {
+                    return Err(DecodeError("properties block repeats the prefix extractor"));
+                }
+                p.prefix_extractor = Some(it.value().to_vec());
+            } else if let Some(field) = p.field_mut(it.key()) {
                 let mut d = Decoder::new(it.value());
                 *field = d.varint64()?;
                 if !d.is_empty() {
@@ -136,9 +156,21 @@ mod tests {
             largest_seq: 10,
             format_version: 11,
             compression: 12,
+            prefix_extractor: None,
         };
         let block = Arc::new(Block::new(p.encode()).unwrap());
         assert_eq!(TableProperties::decode(&block).unwrap(), p);
+        // The prefix extractor's name sorts among the numbers: the block
+        // stays seekable.
+        let p = TableProperties {
+            prefix_extractor: Some(b"cleave.fixed_prefix.4".to_vec()),
+            ..p
+        };
+        let block = Arc::new(Block::new(p.encode()).unwrap());
+        assert_eq!(TableProperties::decode(&block).unwrap(), p);
+        let mut it = block.iter(KeyOrder::Bytewise);
+        it.seek(PREFIX_EXTRACTOR.as_bytes()).unwrap();
+        assert_eq!(it.value(), b"cleave.fixed_prefix.4");
 
         let mut b = BlockBuilder::new(1);
         b.add(b"cleave.compression", &[0]);

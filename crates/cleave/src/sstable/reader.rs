@@ -192,6 +192,19 @@ impl Table {
         Ok(())
     }
 
+    /// Whether the table may hold a key starting with `prefix`, which
+    /// `extractor` gives: false only if the table's filter holds that
+    /// extractor's prefixes and excludes this one.
+    pub(crate) fn may_contain_prefix(&self, extractor: &str, prefix: &[u8]) -> Result<bool> {
+        if self.properties.prefix_extractor.as_deref() != Some(extractor.as_bytes()) {
+            return Ok(true);
+        }
+        Ok(match self.filter()? {
+            Some(filter) => filter.may_contain(prefix),
+            None => true,
+        })
+    }
+
     pub(crate) fn iter(self: &Arc<Self>) -> TableIter {
         TableIter {
             table: self.clone(),

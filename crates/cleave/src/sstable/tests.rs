@@ -207,6 +207,7 @@ fn round_trip_across_block_sizes_compressions_and_restart_intervals() {
                     restart_interval,
                     bloom_bits_per_key: if opts_has_filter(config) { 10 } else { 0 },
                     compression,
+                    prefix_extractor: None,
                 };
                 let s = build(&fs, &path, opts, &entries);
                 assert_eq!(s.file_size, fs.file_len(&path).unwrap() as u64);
@@ -362,6 +363,7 @@ fn small_table(fs: &MemFs, path: &Path, compression: Compression) -> Entries {
         restart_interval: 4,
         bloom_bits_per_key: 10,
         compression,
+        prefix_extractor: None,
     };
     build(fs, path, opts, &entries);
     entries

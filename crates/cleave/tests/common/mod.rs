@@ -86,6 +86,12 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
             rng.gen_range(1..6)
         },
         range_merge_idle: Duration::from_millis(if rng.gen_bool(0.5) { 0 } else { 20 }),
+        // Prefix filters half the time, of a length that groups the
+        // tests' keys (`k` and digits) by tens to ten thousands.
+        prefix_extractor: rng.gen_bool(0.5).then(|| {
+            Arc::new(cleave::FixedPrefix::new(rng.gen_range(2..6)))
+                as Arc<dyn cleave::PrefixExtractor>
+        }),
         // WAL-time separation half the time, its threshold inside the
         // tests' value sizes so that values fall on both sides of it, with
         // one log or several, and a recent-value cache or none.
