@@ -4,78 +4,22 @@
 //! insert in parallel; readers never block). Entries are never removed: a
 //! memtable is dropped whole once flushed.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-use crossbeam_skiplist::map::Entry;
-use crossbeam_skiplist::SkipMap;
 use parking_lot::Mutex;
 
 use crate::base::key::{self, InternalKey, SeqNo, ValueKind};
 use crate::base::InternalIterator;
 
-/// Memory a skiplist node costs beyond its key and value: the node header,
-/// its tower of next pointers (about two on average), and the boxed
-/// buffer's own allocation header. An estimate, used only to decide when to
-/// switch memtables.
-const ENTRY_OVERHEAD_BYTES: usize = 64;
+mod skiplist;
 
-/// One entry: the encoded internal key followed by the value, in a single
-/// allocation. Ordered by the internal key only.
-struct MemEntry {
-    buf: Box<[u8]>,
-    key_len: usize,
-}
+use skiplist::{Entry, SkipList};
 
-impl MemEntry {
-    fn new(ikey: &[u8], value: &[u8]) -> Self {
-        let mut buf = Vec::with_capacity(ikey.len() + value.len());
-        buf.extend_from_slice(ikey);
-        buf.extend_from_slice(value);
-        MemEntry {
-            buf: buf.into_boxed_slice(),
-            key_len: ikey.len(),
-        }
-    }
-
-    /// A search key. REQUIRES: `ikey` is an encoded internal key (at least
-    /// `TAG_LEN` bytes), because ordering reads its tag.
-    fn probe(ikey: &[u8]) -> Self {
-        debug_assert!(ikey.len() >= key::TAG_LEN);
-        Self::new(ikey, &[])
-    }
-
-    fn key(&self) -> &[u8] {
-        self.buf.get(..self.key_len).unwrap_or_default()
-    }
-
-    fn value(&self) -> &[u8] {
-        self.buf.get(self.key_len..).unwrap_or_default()
-    }
-}
-
-impl PartialEq for MemEntry {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for MemEntry {}
-
-impl PartialOrd for MemEntry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for MemEntry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        key::compare(self.key(), other.key())
-    }
-}
+/// Memory a merged run's map entry costs beyond its key and operand: an
+/// estimate, used only to decide when to switch memtables.
+const RUN_OVERHEAD_BYTES: usize = 64;
 
 /// One key's newest merge operands in a memtable as a read found them,
 /// partially merged into one operand: the next read of the key walks only
@@ -92,7 +36,7 @@ pub(crate) struct MergedRun {
 }
 
 pub(crate) struct MemTable {
-    map: SkipMap<MemEntry, ()>,
+    list: SkipList,
     memory_usage: AtomicUsize,
     runs: Mutex<HashMap<Vec<u8>, MergedRun>>,
     /// Whether any entry is a merge operand: a flush without one has
@@ -109,7 +53,7 @@ impl Default for MemTable {
 impl MemTable {
     pub(crate) fn new() -> Self {
         MemTable {
-            map: SkipMap::new(),
+            list: SkipList::new(),
             memory_usage: AtomicUsize::new(0),
             runs: Mutex::new(HashMap::new()),
             has_merges: AtomicBool::new(false),
@@ -122,9 +66,7 @@ impl MemTable {
     /// reused), so no two adds share an internal key.
     pub(crate) fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         let ikey = InternalKey::new(user_key, seq, kind);
-        let entry = MemEntry::new(ikey.encoded(), value);
-        let bytes = entry.buf.len() + ENTRY_OVERHEAD_BYTES;
-        self.map.insert(entry, ());
+        let bytes = self.list.insert(ikey.encoded(), value);
         self.memory_usage.fetch_add(bytes, AtomicOrdering::Relaxed);
         if kind == ValueKind::Merge {
             self.has_merges.store(true, AtomicOrdering::Relaxed);
@@ -162,7 +104,7 @@ impl MemTable {
         let grown = match runs.get(user_key) {
             Some(old) if old.newest >= run.newest => return,
             Some(old) => run.operand.len().saturating_sub(old.operand.len()),
-            None => user_key.len() + run.operand.len() + ENTRY_OVERHEAD_BYTES,
+            None => user_key.len() + run.operand.len() + RUN_OVERHEAD_BYTES,
         };
         runs.insert(user_key.to_vec(), run);
         self.memory_usage.fetch_add(grown, AtomicOrdering::Relaxed);
@@ -177,14 +119,14 @@ impl MemTable {
         seq: SeqNo,
         f: &mut dyn FnMut(ValueKind, &[u8], SeqNo) -> bool,
     ) {
-        let probe = MemEntry::probe(InternalKey::for_seek(user_key, seq).encoded());
-        let mut entry = self.map.lower_bound(Bound::Included(&probe));
+        let probe = InternalKey::for_seek(user_key, seq);
+        let mut entry = self.list.lower_bound(probe.encoded());
         while let Some(e) = entry {
             // Keys here were built by `add` from a `ValueKind`, so they parse.
-            let Some(parsed) = key::parse(e.key().key()) else {
+            let Some(parsed) = key::parse(e.key()) else {
                 return;
             };
-            if parsed.user_key != user_key || !f(parsed.kind, e.key().value(), parsed.seq) {
+            if parsed.user_key != user_key || !f(parsed.kind, e.value(), parsed.seq) {
                 return;
             }
             entry = e.next();
@@ -200,43 +142,40 @@ impl MemTable {
         }
     }
 
-    /// Bytes of keys and values plus an estimate of per-entry overhead.
+    /// Bytes of the skiplist's nodes (keys, values and links), and of the
+    /// merged runs with an estimate of their overhead.
     pub(crate) fn approximate_memory_usage(&self) -> usize {
         self.memory_usage.load(AtomicOrdering::Relaxed)
     }
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.map.len()
+        self.list.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.list.is_empty()
     }
 }
 
 /// Iterator over a memtable. Stepping follows the skiplist's links, so
 /// `next` is O(1); `prev` and seeks search from the head.
 pub(crate) struct MemTableIter {
-    // Declared before `mem` so that it is dropped first: the entry borrows
-    // the skiplist that `mem` owns.
-    current: Option<Entry<'static, MemEntry, ()>>,
+    // The entry points into the skiplist that `mem` owns.
+    current: Option<Entry<'static>>,
     mem: Arc<MemTable>,
 }
 
 impl MemTableIter {
     /// Stores an entry of `self.mem`'s skiplist, lifting its lifetime.
-    fn set(&mut self, entry: Option<Entry<'_, MemEntry, ()>>) {
-        // SAFETY: the entry borrows `self.mem.map`, which lives on the heap
-        // behind the `Arc` held in `self.mem` and never moves. `self.mem` is
-        // never reassigned, and `current` is declared before `mem`, so the
-        // entry is dropped before the `Arc` is released. The 'static
-        // lifetime never escapes: `key` and `value` reborrow through
-        // `&self`.
-        let entry = entry.map(|e| unsafe {
-            std::mem::transmute::<Entry<'_, MemEntry, ()>, Entry<'static, MemEntry, ()>>(e)
-        });
-        self.current = entry;
+    fn set(&mut self, entry: Option<Entry<'_>>) {
+        // SAFETY: the entry points into `self.mem.list`, which lives on the
+        // heap behind the `Arc` held in `self.mem` and frees its nodes only
+        // when dropped. `self.mem` is never reassigned, so the entry stays
+        // valid as long as `self`. The 'static lifetime never escapes: `key`
+        // and `value` reborrow through `&self`.
+        self.current =
+            entry.map(|e| unsafe { std::mem::transmute::<Entry<'_>, Entry<'static>>(e) });
     }
 }
 
@@ -247,50 +186,47 @@ impl InternalIterator for MemTableIter {
 
     fn seek_to_first(&mut self) -> crate::Result<()> {
         let mem = Arc::clone(&self.mem);
-        self.set(mem.map.front());
+        self.set(mem.list.first());
         Ok(())
     }
 
     fn seek_to_last(&mut self) -> crate::Result<()> {
         let mem = Arc::clone(&self.mem);
-        self.set(mem.map.back());
+        self.set(mem.list.last());
         Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> crate::Result<()> {
         let mem = Arc::clone(&self.mem);
-        let probe = MemEntry::probe(target);
-        self.set(mem.map.lower_bound(Bound::Included(&probe)));
+        self.set(mem.list.lower_bound(target));
         Ok(())
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> crate::Result<()> {
         let mem = Arc::clone(&self.mem);
-        let probe = MemEntry::probe(target);
-        self.set(mem.map.upper_bound(Bound::Included(&probe)));
+        self.set(mem.list.upper_bound(target));
         Ok(())
     }
 
     fn next(&mut self) -> crate::Result<()> {
-        if let Some(cur) = self.current.take() {
-            self.current = cur.next();
-        }
+        self.current = self.current.and_then(|e| e.next());
         Ok(())
     }
 
     fn prev(&mut self) -> crate::Result<()> {
-        if let Some(cur) = self.current.take() {
-            self.current = cur.prev();
+        if let Some(cur) = self.current {
+            let mem = Arc::clone(&self.mem);
+            self.set(mem.list.prev(&cur));
         }
         Ok(())
     }
 
     fn key(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |e| e.key().key())
+        self.current.as_ref().map_or(&[], |e| e.key())
     }
 
     fn value(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |e| e.key().value())
+        self.current.as_ref().map_or(&[], |e| e.value())
     }
 }
 
