@@ -29,6 +29,12 @@ use crate::{Error, Result};
 /// `DbIterator` runs on: its lookahead.
 pub(crate) type InnerSource = Arc<dyn Fn() -> Box<dyn InternalIterator> + Send + Sync>;
 
+/// Entries of one key a forward step passes over one by one before it
+/// seeks past the rest (RocksDB's `max_sequential_skip_in_iterations`): a
+/// key rewritten thousands of times since the last flush would otherwise
+/// cost every scan crossing it thousands of steps.
+const MAX_SEQUENTIAL_SKIPS: usize = 8;
+
 /// Entries the first prefetch of a scan covers; each next one doubles, up
 /// to `MAX_PREFETCH_ENTRIES`, so a short scan reads little ahead. When most
 /// of a batch's records went unused (the caller reads few values), the
@@ -526,6 +532,9 @@ impl DbIterator {
     fn find_next_user_entry(&mut self, mut skipping: bool) -> Result<()> {
         self.valid = false;
         self.merged = false;
+        // Entries passed over in a row, shadowed or too new: past
+        // MAX_SEQUENTIAL_SKIPS the iterator seeks over the rest of them.
+        let (mut shadowed_run, mut invisible_run) = (0usize, 0usize);
         while self.inner.valid() {
             let parsed = parse_entry(self.inner.key())?;
             if self
@@ -535,7 +544,8 @@ impl DbIterator {
             {
                 return Ok(());
             }
-            if parsed.seq <= self.seq {
+            let target = if parsed.seq <= self.seq {
+                invisible_run = 0;
                 let shadowed = skipping && parsed.user_key <= self.saved_key.as_slice();
                 match parsed.kind {
                     ValueKind::Deletion => {
@@ -554,8 +564,24 @@ impl DbIterator {
                     }
                     ValueKind::Value | ValueKind::ValueRef | ValueKind::Merge => {}
                 }
+                shadowed_run = if shadowed { shadowed_run + 1 } else { 0 };
+                // Moving forward, a shadowed entry's key is `saved_key`:
+                // every older entry of it is shadowed too.
+                (shadowed_run > MAX_SEQUENTIAL_SKIPS)
+                    .then(|| InternalKey::new(parsed.user_key, 0, ValueKind::Deletion))
+            } else {
+                invisible_run += 1;
+                (invisible_run > MAX_SEQUENTIAL_SKIPS)
+                    .then(|| InternalKey::for_seek(parsed.user_key, self.seq))
+            };
+            match target {
+                // Sorts after the current entry: the seek moves forward.
+                Some(target) => {
+                    (shadowed_run, invisible_run) = (0, 0);
+                    self.inner.seek(target.encoded())?;
+                }
+                None => self.inner.next()?,
             }
-            self.inner.next()?;
         }
         Ok(())
     }

@@ -297,6 +297,35 @@ fn a_bad_value_handle_fails_value_not_movement() {
 /// hidden by a newer value, a merge operand above the snapshot (with no
 /// operator to merge it).
 #[test]
+fn a_key_with_many_versions_is_passed_over_by_a_seek() {
+    // 1,000 versions of "a" between "0" and "b": a scan as of seq 2000 shows
+    // the newest and seeks past the rest; one as of seq 0 (before them all)
+    // seeks past the too-new ones. Either way in a few dozen movements.
+    let values: Vec<String> = (0..1000).map(|i| format!("a{i}")).collect();
+    let mut parts: Vec<Part<'_>> = vec![(b"0", 0, V, b"zero"), (b"b", 0, V, b"b")];
+    for (i, v) in values.iter().enumerate() {
+        parts.push((b"a", i as SeqNo + 1, V, v.as_bytes()));
+    }
+    for (seq, want) in [
+        (2000, vec![kv("0", "zero"), kv("a", "a999"), kv("b", "b")]),
+        (0, vec![kv("0", "zero"), kv("b", "b")]),
+    ] {
+        let inner = VecIter::from_parts(&parts).fail_after(40);
+        let mut it = DbIterator::new(
+            Box::new(inner),
+            seq,
+            None,
+            None,
+            ValueSource::for_tests(),
+            None,
+            Box::new(()),
+        );
+        assert_eq!(forward(&mut it), want, "as of {seq}");
+        it.status().unwrap();
+    }
+}
+
+#[test]
 fn shadowed_or_invisible_entries_are_not_resolved() {
     let parts: &[Part<'_>] = &[
         (b"a", 1, ValueKind::ValueRef, b"h"),
