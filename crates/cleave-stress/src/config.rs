@@ -94,6 +94,8 @@ pub fn options(variant: u64) -> Options {
         merge_operator: Some(std::sync::Arc::new(cleave::U64Add)),
         // Prefix filters in half the runs: a reopen with or without them
         // reads tables written either way.
+        // Memtable filters in half the runs.
+        memtable_bloom_size_ratio: if rng.gen_bool(0.5) { 0.05 } else { 0.0 },
         prefix_extractor: rng.gen_bool(0.5).then(|| {
             std::sync::Arc::new(cleave::FixedPrefix::new(PREFIX_LEN))
                 as std::sync::Arc<dyn cleave::PrefixExtractor>

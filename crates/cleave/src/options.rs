@@ -251,6 +251,14 @@ pub struct Options {
     /// entry per distinct prefix. Tables written with another extractor,
     /// or none, are read as before.
     pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// Share of `write_buffer_size` given to each memtable's bloom filter
+    /// of its user keys and (with a prefix extractor) their prefixes: a
+    /// get of a key a memtable lacks, or an iterator confined to a prefix
+    /// it lacks, then skips its skiplist (RocksDB's
+    /// `memtable_prefix_bloom_size_ratio` with
+    /// `memtable_whole_key_filtering`). 0 (the default) is none; at most
+    /// 0.25.
+    pub memtable_bloom_size_ratio: f64,
     /// Key-delta separation (KDSep): flushes move merge operands out of
     /// the LSM-tree into a delta store of buckets by key range, so that a
     /// read finds a key's deltas in one bucket. Once the store holds
@@ -325,6 +333,7 @@ impl Default for Options {
             max_manifest_file_size: 64 << 20,
             merge_operator: None,
             prefix_extractor: None,
+            memtable_bloom_size_ratio: 0.0,
             enable_delta_separation: false,
             delta_bucket_capacity: 256 << 10,
             delta_split_ratio: 0.8,
@@ -362,6 +371,12 @@ impl Options {
     /// flush thread, and at least one.
     pub(crate) fn pool_threads(&self) -> usize {
         self.max_background_jobs.saturating_sub(1).max(1)
+    }
+
+    /// A new memtable, with the filter these options ask for.
+    pub(crate) fn new_memtable(&self) -> crate::memtable::MemTable {
+        let bytes = (self.write_buffer_size as f64 * self.memtable_bloom_size_ratio) as usize;
+        crate::memtable::MemTable::with_filter(bytes, self.prefix_extractor.clone())
     }
 
     /// The smallest value a value log takes; 0 when logs are off.
@@ -476,6 +491,9 @@ impl Options {
             if p.name().is_empty() || p.name().len() > MAX_PREFIX_NAME_LEN {
                 return bad("prefix_extractor's name must be 1 to 128 bytes");
             }
+        }
+        if !(0.0..=0.25).contains(&self.memtable_bloom_size_ratio) {
+            return bad("memtable_bloom_size_ratio must be in [0, 0.25]");
         }
         if !(MIN_DELTA_BUCKET_BYTES..=MAX_DELTA_BUCKET_BYTES).contains(&self.delta_bucket_capacity)
         {

@@ -28,6 +28,7 @@ fn options(fs: Arc<dyn Fs>, extractor: Option<Arc<dyn PrefixExtractor>>) -> Opti
         range_merge_sorted_runs: 0,
         block_cache_capacity: 8 << 20,
         prefix_extractor: extractor,
+        memtable_bloom_size_ratio: 0.1,
         ..Options::default()
     }
 }

@@ -138,7 +138,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         reads,
         disk,
         state: Mutex::new(State {
-            mem: Arc::new(MemTable::new()),
+            mem: Arc::new(opts.new_memtable()),
             mem_wal: log_number,
             mem_has_unlogged: false,
             mem_log_refs: HashMap::new(),

@@ -282,6 +282,9 @@ impl DbInner {
     /// what lies below it; then keeps the operands it walked, merged with
     /// the run, as the key's new run.
     fn walk_memtable(&self, mem: &MemTable, user_key: &[u8], seq: SeqNo, walk: &mut Walk) {
+        if !mem.may_contain_key(user_key) {
+            return;
+        }
         let op = self.opts.merge_operator.as_ref();
         let run = op
             .and_then(|_| mem.merged_run(user_key))
@@ -442,9 +445,15 @@ impl DbInner {
     pub(super) fn iter(&self, opts: &ReadOptions<'_>) -> DbIterator {
         let view = self.capture(opts.snapshot.map(|s| s.sequence_number()));
         let (lower, upper) = (opts.lower_bound.as_deref(), opts.upper_bound.as_deref());
-        let runs = self.iter_runs(&view.version, lower, upper);
-        let (mems, version, opener) =
-            (view.mems.clone(), view.version.clone(), self.table_opener());
+        let prefix = self.bounded_prefix(lower, upper);
+        let runs = self.iter_runs(&view.version, lower, upper, prefix);
+        let mems: Vec<_> = view
+            .mems
+            .iter()
+            .filter(|m| prefix.is_none_or(|(name, p)| m.may_contain_prefix(name, p)))
+            .cloned()
+            .collect();
+        let (version, opener) = (view.version.clone(), self.table_opener());
         let (deltas, seq) = (self.deltas.clone(), view.seq);
         // The iterator and its lookahead are built alike, over one view.
         let source: InnerSource = Arc::new(move || {
@@ -478,6 +487,17 @@ impl DbInner {
         .with_merge_operator(self.opts.merge_operator.clone())
     }
 
+    /// The prefix extractor's name and the one prefix of every key in
+    /// `[lower, upper)`, if the bounds confine an iterator to one.
+    fn bounded_prefix<'a>(
+        &'a self,
+        lower: Option<&'a [u8]>,
+        upper: Option<&[u8]>,
+    ) -> Option<(&'a str, &'a [u8])> {
+        let p = self.opts.prefix_extractor.as_ref()?;
+        prefix::bounded_prefix(p.as_ref(), lower?, upper?).map(|prefix| (p.name(), prefix))
+    }
+
     /// The sorted runs an iterator over `[lower, upper)` reads, newest
     /// first (each L0 file alone, then each level), holding only the files
     /// whose key range meets the bounds and, when the bounds confine the
@@ -488,13 +508,8 @@ impl DbInner {
         version: &Version,
         lower: Option<&[u8]>,
         upper: Option<&[u8]>,
+        prefix: Option<(&str, &[u8])>,
     ) -> Vec<Vec<Arc<FileMeta>>> {
-        let prefix = match (&self.opts.prefix_extractor, lower, upper) {
-            (Some(p), Some(l), Some(u)) => {
-                prefix::bounded_prefix(p.as_ref(), l, u).map(|prefix| (p.name(), prefix))
-            }
-            _ => None,
-        };
         let c = &self.counters;
         let may_hold = |file: &Arc<FileMeta>| {
             let Some((name, prefix)) = prefix else {

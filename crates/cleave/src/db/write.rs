@@ -17,7 +17,6 @@ use crate::batch::WriteBatch;
 use crate::compaction::picker::{self, PushDownFor};
 use crate::error::{Error, Result};
 use crate::manifest::edit::VersionEdit;
-use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::wal::WalWriter;
 
@@ -570,7 +569,7 @@ impl DbInner {
             }
         };
         let mut st = self.state.lock();
-        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
+        let old = std::mem::replace(&mut st.mem, Arc::new(self.opts.new_memtable()));
         let old_wal = std::mem::replace(&mut st.mem_wal, number);
         let log_refs = std::mem::take(&mut st.mem_log_refs);
         st.mem_log_bytes = 0;

@@ -13,9 +13,13 @@ use parking_lot::Mutex;
 use crate::base::key::{self, InternalKey, SeqNo, ValueKind};
 use crate::base::InternalIterator;
 
+mod filter;
 mod skiplist;
 
+use filter::MemFilter;
 use skiplist::{Entry, SkipList};
+
+use crate::prefix::{self, PrefixExtractor};
 
 /// Memory a merged run's map entry costs beyond its key and operand: an
 /// estimate, used only to decide when to switch memtables.
@@ -42,6 +46,9 @@ pub(crate) struct MemTable {
     /// Whether any entry is a merge operand: a flush without one has
     /// nothing to route to the delta store.
     has_merges: AtomicBool,
+    /// The user keys, and with `prefix` their prefixes, added so far.
+    filter: Option<MemFilter>,
+    prefix: Option<Arc<dyn PrefixExtractor>>,
 }
 
 impl Default for MemTable {
@@ -57,6 +64,39 @@ impl MemTable {
             memory_usage: AtomicUsize::new(0),
             runs: Mutex::new(HashMap::new()),
             has_merges: AtomicBool::new(false),
+            filter: None,
+            prefix: None,
+        }
+    }
+
+    /// A memtable with a bloom filter of about `filter_bytes` over its user
+    /// keys and, with `prefix`, their prefixes; none if 0. The filter's
+    /// bytes count in the memtable's memory from the start.
+    pub(crate) fn with_filter(
+        filter_bytes: usize,
+        prefix: Option<Arc<dyn PrefixExtractor>>,
+    ) -> Self {
+        let mut mem = Self::new();
+        if filter_bytes > 0 {
+            let filter = MemFilter::new(filter_bytes);
+            mem.memory_usage = AtomicUsize::new(filter.bytes());
+            mem.filter = Some(filter);
+            mem.prefix = prefix;
+        }
+        mem
+    }
+
+    /// False only if no entry of `user_key` was ever added.
+    pub(crate) fn may_contain_key(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// False only if no key with the prefix `prefix` (of the extractor
+    /// named `extractor`) was ever added.
+    pub(crate) fn may_contain_prefix(&self, extractor: &str, prefix: &[u8]) -> bool {
+        match (&self.filter, &self.prefix) {
+            (Some(f), Some(p)) if p.name() == extractor => f.may_contain(prefix),
+            _ => true,
         }
     }
 
@@ -65,6 +105,17 @@ impl MemTable {
     /// REQUIRES: `seq` is unique to this write (sequence numbers are never
     /// reused), so no two adds share an internal key.
     pub(crate) fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        // Before the entry: a reader that can see it sees its bits.
+        if let Some(f) = &self.filter {
+            f.add(user_key);
+            if let Some(p) = self
+                .prefix
+                .as_deref()
+                .and_then(|p| prefix::prefix_of(p, user_key))
+            {
+                f.add(p);
+            }
+        }
         let ikey = InternalKey::new(user_key, seq, kind);
         let bytes = self.list.insert(ikey.encoded(), value);
         self.memory_usage.fetch_add(bytes, AtomicOrdering::Relaxed);

@@ -220,3 +220,32 @@ fn readers_see_a_sorted_subset_while_writers_add() {
     });
     assert_eq!(mem.len() as u64, WRITERS * PER_WRITER);
 }
+
+#[test]
+fn a_filtered_memtable_rules_out_keys_and_prefixes_it_never_held() {
+    let prefix: Arc<dyn PrefixExtractor> = Arc::new(crate::FixedPrefix::new(3));
+    let mem = MemTable::with_filter(4 << 10, Some(prefix));
+    assert!(mem.approximate_memory_usage() >= 4 << 10);
+    for i in 0..100u64 {
+        let k = format!("ab{}-{i}", i % 10);
+        mem.add(i + 1, ValueKind::Value, k.as_bytes(), b"v");
+    }
+    for i in 0..100 {
+        let k = format!("ab{}-{i}", i % 10);
+        assert!(mem.may_contain_key(k.as_bytes()));
+        assert!(mem.may_contain_prefix("cleave.fixed_prefix.3", &k.as_bytes()[..3]));
+    }
+    let absent = (0..100)
+        .filter(|i| mem.may_contain_key(format!("zz{i}").as_bytes()))
+        .count();
+    assert!(absent < 5, "{absent} false positives");
+    assert!(!(0..10)
+        .all(|i| mem.may_contain_prefix("cleave.fixed_prefix.3", format!("x{i}y").as_bytes())));
+    // Another extractor's prefixes were never added: no answer for them.
+    assert!(mem.may_contain_prefix("other", b"zzz"));
+    // Without a filter every answer is "maybe".
+    let plain = MemTable::new();
+    assert!(
+        plain.may_contain_key(b"zz") && plain.may_contain_prefix("cleave.fixed_prefix.3", b"zzz")
+    );
+}

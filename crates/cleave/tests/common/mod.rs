@@ -88,6 +88,7 @@ pub fn random_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         range_merge_idle: Duration::from_millis(if rng.gen_bool(0.5) { 0 } else { 20 }),
         // Prefix filters half the time, of a length that groups the
         // tests' keys (`k` and digits) by tens to ten thousands.
+        memtable_bloom_size_ratio: if rng.gen_bool(0.5) { 0.1 } else { 0.0 },
         prefix_extractor: rng.gen_bool(0.5).then(|| {
             Arc::new(cleave::FixedPrefix::new(rng.gen_range(2..6)))
                 as Arc<dyn cleave::PrefixExtractor>
