@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use cleave::{Db, ReadOptions};
+use cleave::{Db, DbIterator, ReadOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -251,16 +251,7 @@ fn check(db_dir: &Path, mode: Mode, variant: u64, expected: &Expected) -> Result
             it.next()?;
             continue;
         }
-        let k = parse_key(it.key())
-            .with_context(|| format!("a scan returned a key never written: {:?}", it.key()))?;
-        let id = value_id(expected.seed, k, it.value()?);
-        ensure!(
-            found
-                .get(k as usize)
-                .is_some_and(|&f| f != 0 && Some(f) == id),
-            "a scan returned value {id:?} for key {k}, a get {:?}",
-            found.get(k as usize)
-        );
+        check_scanned(&it, expected, &found, "a scan")?;
         seen += 1;
         it.next()?;
     }
@@ -286,6 +277,21 @@ fn check(db_dir: &Path, mode: Mode, variant: u64, expected: &Expected) -> Result
     })
 }
 
+/// The key a scan stands on was written, and holds what its get found.
+fn check_scanned(it: &DbIterator, expected: &Expected, found: &[u32], scan: &str) -> Result<()> {
+    let k = parse_key(it.key())
+        .with_context(|| format!("{scan} returned a key never written: {:?}", it.key()))?;
+    let id = value_id(expected.seed, k, it.value()?);
+    ensure!(
+        found
+            .get(k as usize)
+            .is_some_and(|&f| f != 0 && Some(f) == id),
+        "{scan} returned value {id:?} for key {k}, a get {:?}",
+        found.get(k as usize)
+    );
+    Ok(())
+}
+
 /// Scans confined to one key prefix (`config::PREFIX_LEN` bytes, a
 /// hundred keys), which read only the tables whose prefix filter may hold
 /// it, see what the gets saw.
@@ -306,16 +312,7 @@ fn check_prefix_scans(db: &Db, expected: &Expected, found: &[u32]) -> Result<()>
         it.seek_to_first()?;
         let mut seen = 0usize;
         while it.valid() {
-            let k = parse_key(it.key())
-                .with_context(|| format!("a prefix scan returned {:?}", it.key()))?;
-            let id = value_id(expected.seed, k, it.value()?);
-            ensure!(
-                found
-                    .get(k as usize)
-                    .is_some_and(|&f| f != 0 && Some(f) == id),
-                "a prefix scan returned value {id:?} for key {k}, a get {:?}",
-                found.get(k as usize)
-            );
+            check_scanned(&it, expected, found, "a prefix scan")?;
             seen += 1;
             it.next()?;
         }
