@@ -257,7 +257,7 @@ pub struct Options {
     /// it lacks, then skips its skiplist (RocksDB's
     /// `memtable_prefix_bloom_size_ratio` with
     /// `memtable_whole_key_filtering`). 0 (the default) is none; at most
-    /// 0.25.
+    /// 0.25. The filters' memory is on top of the write buffers'.
     pub memtable_bloom_size_ratio: f64,
     /// Key-delta separation (KDSep): flushes move merge operands out of
     /// the LSM-tree into a delta store of buckets by key range, so that a

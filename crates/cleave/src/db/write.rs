@@ -568,8 +568,11 @@ impl DbInner {
                 return Err(e);
             }
         };
+        // Made before the lock that every read takes: its filter may be
+        // megabytes to zero.
+        let fresh = Arc::new(self.opts.new_memtable());
         let mut st = self.state.lock();
-        let old = std::mem::replace(&mut st.mem, Arc::new(self.opts.new_memtable()));
+        let old = std::mem::replace(&mut st.mem, fresh);
         let old_wal = std::mem::replace(&mut st.mem_wal, number);
         let log_refs = std::mem::take(&mut st.mem_log_refs);
         st.mem_log_bytes = 0;

@@ -66,6 +66,9 @@ pub struct DbIterator {
     /// Reverse: the current user key. Forward: the user key whose older
     /// entries are being skipped.
     saved_key: Vec<u8>,
+    /// Forward: the user key of the entries too new for `seq` being
+    /// passed over.
+    skip_key: Vec<u8>,
     /// Reverse: the current value as stored (inline, or a handle), with
     /// the kind and seq of its entry. Either direction, when `merged`: the
     /// value the current key's merge operands made.
@@ -156,6 +159,7 @@ impl DbIterator {
             direction: Direction::Forward,
             valid: false,
             saved_key: Vec::new(),
+            skip_key: Vec::new(),
             saved_value: Vec::new(),
             saved_kind: ValueKind::Value,
             saved_seq: 0,
@@ -570,7 +574,13 @@ impl DbIterator {
                 (shadowed_run > MAX_SEQUENTIAL_SKIPS)
                     .then(|| InternalKey::new(parsed.user_key, 0, ValueKind::Deletion))
             } else {
-                invisible_run += 1;
+                // Counted per key: a seek helps only past one key's run.
+                if invisible_run > 0 && self.skip_key.as_slice() == parsed.user_key {
+                    invisible_run += 1;
+                } else {
+                    set(&mut self.skip_key, parsed.user_key);
+                    invisible_run = 1;
+                }
                 (invisible_run > MAX_SEQUENTIAL_SKIPS)
                     .then(|| InternalKey::for_seek(parsed.user_key, self.seq))
             };

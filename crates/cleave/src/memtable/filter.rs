@@ -37,7 +37,8 @@ impl MemFilter {
         }
     }
 
-    pub(crate) fn bytes(&self) -> usize {
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
         self.words.len() * 8
     }
 

@@ -70,17 +70,16 @@ impl MemTable {
     }
 
     /// A memtable with a bloom filter of about `filter_bytes` over its user
-    /// keys and, with `prefix`, their prefixes; none if 0. The filter's
-    /// bytes count in the memtable's memory from the start.
+    /// keys and, with `prefix`, their prefixes; none if 0. The filter is
+    /// not counted in `approximate_memory_usage`, which measures the
+    /// entries that a flush writes and a switch waits for.
     pub(crate) fn with_filter(
         filter_bytes: usize,
         prefix: Option<Arc<dyn PrefixExtractor>>,
     ) -> Self {
         let mut mem = Self::new();
         if filter_bytes > 0 {
-            let filter = MemFilter::new(filter_bytes);
-            mem.memory_usage = AtomicUsize::new(filter.bytes());
-            mem.filter = Some(filter);
+            mem.filter = Some(MemFilter::new(filter_bytes));
             mem.prefix = prefix;
         }
         mem

@@ -87,6 +87,14 @@ unsafe fn data<'a>(node: NonNull<Node>) -> (&'a [u8], &'a [u8]) {
 
 /// Allocates a node of `height` holding `key` and `value`, its links null.
 fn new_node(height: usize, key: &[u8], value: &[u8]) -> NonNull<Node> {
+    // The header's lengths must give back this layout when the node is
+    // freed; batches hold keys and values far below 4 GiB (base::limits).
+    assert!(
+        u32::try_from(key.len()).is_ok() && u32::try_from(value.len()).is_ok(),
+        "memtable entry of {} + {} bytes",
+        key.len(),
+        value.len()
+    );
     let layout = layout(height, key.len() + value.len());
     // SAFETY: the layout has a nonzero size (the header); every byte the
     // node's readers touch is written below before the node is shared.
@@ -283,6 +291,10 @@ impl SkipList {
             next[level] = n;
             start = p;
         }
+        debug_assert!(
+            Entry::new(next[0]).is_none_or(|n| n.key() != ikey),
+            "a memtable key inserted twice"
+        );
         for level in 0..height {
             loop {
                 // SAFETY: `node` has `height` levels and is not shared yet
