@@ -50,6 +50,8 @@ pub struct Summary {
     pub unflushed_lost: u64,
     pub handles_resolved: u64,
     pub records_checked: u64,
+    /// Checkpoints the writers took, opened and checked.
+    pub checkpoints: u64,
     pub elapsed: Duration,
 }
 
@@ -60,7 +62,7 @@ impl fmt::Display for Summary {
             f,
             "{} kill cycles (sync {s}, async {a}, nowal {n}) in {:.0} s; {} writes acknowledged; \
              {} keys verified; {} counter totals verified (up to {}); {} writes in flight at a kill, {} of them applied; \
-             {} keys lost unflushed writes without a WAL, as allowed; verify resolved {} value handles and checked {} value records; lost: 0",
+             {} keys lost unflushed writes without a WAL, as allowed; verify resolved {} value handles and checked {} value records; {} checkpoints checked; lost: 0",
             self.cycles,
             self.elapsed.as_secs_f64(),
             self.acked_writes,
@@ -71,7 +73,8 @@ impl fmt::Display for Summary {
             self.in_flight_applied,
             self.unflushed_lost,
             self.handles_resolved,
-            self.records_checked
+            self.records_checked,
+            self.checkpoints
         )
     }
 }
@@ -164,6 +167,8 @@ pub fn run(args: &DriverArgs) -> Result<Summary> {
         );
     }
     summary.elapsed = start.elapsed();
+    summary.checkpoints = std::fs::read_to_string(crate::worker::checkpoints_log(&state))
+        .map_or(0, |log| log.lines().count() as u64);
     Ok(summary)
 }
 

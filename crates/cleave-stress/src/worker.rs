@@ -1,7 +1,8 @@
 //! The process that is killed: several threads doing random puts, deletes,
 //! batches, gets, multi_gets, scans, snapshot reads and counter increments
 //! (merges) over a bounded key space, while another forces flushes,
-//! compactions and GC. Every write is
+//! compactions and GC and takes checkpoints, which it opens and checks
+//! against the key states before and after. Every write is
 //! the expected-state file before it is issued (pending) and after it is
 //! acknowledged, under a per-key lock, so the file always says which
 //! values a key may hold. Reads are checked as they go: a get under the
@@ -36,6 +37,8 @@ pub struct WorkerArgs {
 
 struct Shared {
     db: Db,
+    /// The engine options' variant, which checkpoints open with too.
+    variant: u64,
     seed: u64,
     wo: WriteOptions,
     slots: Vec<Mutex<Slot>>,
@@ -53,6 +56,7 @@ pub fn run(args: &WorkerArgs) -> Result<()> {
         .with_context(|| format!("opening {}", args.db.display()))?;
     let shared = Shared {
         db,
+        variant: args.variant,
         seed: expected.seed,
         wo: args.mode.write_options(),
         file: StateFile::open(&args.state, expected.keys())?,
@@ -383,6 +387,7 @@ fn background(sh: &Shared, mut rng: StdRng, mode: Mode, state: &std::path::Path)
                     .compact_range(Some(&key(a)), Some(&key(b)))
                     .context("compact_range")?;
             }
+            7 if rng.gen_bool(0.3) => checkpoint(sh, state)?,
             _ => {
                 sh.db
                     .gc_with_ratio(rng.gen_range(0.05..0.6))
@@ -390,4 +395,68 @@ fn background(sh: &Shared, mut rng: StdRng, mode: Mode, state: &std::path::Path)
             }
         }
     }
+}
+
+/// Where checkpoints go: beside the state file, removed after each check
+/// (and before the first, for one a kill interrupted).
+fn checkpoint_dir(state: &std::path::Path) -> PathBuf {
+    state.with_extension("checkpoint")
+}
+
+/// Takes a checkpoint while the workers write, opens it, and checks every
+/// key in it: a key no write touched during the call holds its
+/// acknowledged value, and any key holds a value once written to it.
+fn checkpoint(sh: &Shared, state: &std::path::Path) -> Result<()> {
+    let dir = checkpoint_dir(state);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    let states = || -> Vec<Slot> { sh.slots.iter().map(|s| *s.lock()).collect() };
+    let before = states();
+    sh.db.checkpoint(&dir).context("checkpoint")?;
+    let after = states();
+    let copy = Db::open(&dir, config::options(sh.variant))
+        .with_context(|| format!("opening the checkpoint {}", dir.display()))?;
+    let mut held = vec![None; sh.slots.len()];
+    let mut it = copy.iter(&ReadOptions::new());
+    it.seek_to_first()?;
+    while it.valid() {
+        if let Some(k) = parse_key(it.key()) {
+            let slot = held
+                .get_mut(k as usize)
+                .with_context(|| format!("checkpoint holds key {k}, beyond the key space"))?;
+            *slot = Some(id_of(sh, k, Some(it.value()?))?);
+        }
+        it.next()?;
+    }
+    it.status()?;
+    for (k, ((b, a), id)) in before.iter().zip(&after).zip(held).enumerate() {
+        let id = id.unwrap_or(0);
+        ensure!(
+            id <= a.max_id,
+            "checkpoint: key {k} holds value {id}, above {}",
+            a.max_id
+        );
+        if b == a && a.pending == 0 {
+            ensure!(
+                id == a.acked,
+                "checkpoint: key {k}, untouched during the call, holds value {id}, the acknowledged is {}",
+                a.acked
+            );
+        }
+    }
+    copy.close()?;
+    std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    let log = checkpoints_log(state);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"checked\n"))
+        .with_context(|| format!("appending to {}", log.display()))
+}
+
+/// One line per checkpoint checked, for the driver's report.
+pub fn checkpoints_log(state: &std::path::Path) -> PathBuf {
+    state.with_extension("checkpoints")
 }

@@ -29,8 +29,8 @@ mod wal;
 
 pub use batch::WriteBatch;
 pub use db::{
-    CacheKindStats, Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats, VerifyReport,
-    GET_READS_BUCKETS,
+    CacheKindStats, CheckpointInfo, Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats,
+    VerifyReport, GET_READS_BUCKETS,
 };
 pub use error::{Error, Result};
 pub use gc::GcStats;

@@ -598,6 +598,9 @@ impl Fs for GateFs {
     fn remove(&self, path: &Path) -> cleave::Result<()> {
         self.inner.remove(path)
     }
+    fn hard_link(&self, from: &Path, to: &Path) -> cleave::Result<()> {
+        self.inner.hard_link(from, to)
+    }
     fn list(&self, dir: &Path) -> cleave::Result<Vec<String>> {
         self.inner.list(dir)
     }

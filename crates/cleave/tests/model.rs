@@ -325,6 +325,20 @@ fn run(seed: u64, ops: usize) -> Seen {
                 let report = db.verify();
                 assert!(report.is_ok(), "{ctx}: after reopen: {report}");
             }
+            97 => {
+                // A checkpoint holds the model whole, even after a power
+                // loss right after it returns, and checks out; the source
+                // goes on.
+                let target = format!("/checkpoint-{op}");
+                let info = db.checkpoint(&target).unwrap();
+                assert_eq!(info.files_copied, 0, "{ctx}: MemFs links every file");
+                let crashed = fs.crash_clone();
+                let cp = Db::open(&target, random_options(&crashed, &mut rng)).unwrap();
+                assert_eq!(contents(&cp), model, "{ctx}: checkpoint contents");
+                let report = cp.verify();
+                assert!(report.is_ok(), "{ctx}: checkpoint: {report}");
+                cp.close().unwrap();
+            }
             _ => {
                 // Power loss right after a flush: the flush made every
                 // earlier write durable, so the model must survive it whole.

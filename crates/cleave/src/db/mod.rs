@@ -3,6 +3,7 @@
 
 mod background;
 mod budget;
+mod checkpoint;
 mod compact;
 mod estimate;
 mod flush;
@@ -47,6 +48,7 @@ use crate::value_log::ValueLogs;
 use crate::vfs::{CountingFs, FileLock, Fs, UsageFs};
 use crate::wal::WalWriter;
 
+pub use checkpoint::CheckpointInfo;
 pub use snapshot::Snapshot;
 pub use space::{LevelSpace, SpaceReport};
 pub use stats::{CacheKindStats, LevelStats, Stats, GET_READS_BUCKETS};
@@ -332,6 +334,20 @@ impl Db {
     /// Writes the memtable to an sstable and waits until it is durable.
     pub fn flush(&self) -> Result<()> {
         self.inner.flush()
+    }
+
+    /// Makes a consistent copy of the database in `dir`, which must not
+    /// exist or be empty, and which then opens as a database of its own:
+    /// every write acknowledged before the call, and no write that came
+    /// after a write it lacks. Flushes the memtables first (so the copy
+    /// needs no WAL), then hard-links the sstables, value files and delta
+    /// files into `dir`, copying each where the file system refuses a
+    /// link (another device), and writes `dir`'s own manifest and CURRENT,
+    /// synced. Writes go on meanwhile; files the database drops during the
+    /// copy stay on disk until it ends. On failure the files it made are
+    /// removed and `dir` holds no database.
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
+        self.inner.checkpoint(dir.as_ref())
     }
 
     /// Compacts every level overlapping `[begin, end]` (user keys, inclusive;

@@ -226,33 +226,20 @@ impl VersionSet {
     /// Writes and syncs a new manifest holding one snapshot edit, then points
     /// CURRENT at it. On failure the new manifest is removed (best effort).
     fn write_manifest(&self, number: FileNumber, version: &Version) -> Result<RecordWriter> {
-        let path = filename::manifest(&self.dir, number);
-        let mut renamed = false;
-        let result = (|| {
-            let mut w = RecordWriter::new(self.fs.create(&path, FileOptions::default())?);
-            let mut payload = Vec::new();
-            self.snapshot_edit(version).encode(&mut payload);
-            w.add(&payload)?;
-            w.sync()?;
-            let mut current = Vec::new();
-            record::encode(&mut current, &encode_current_payload(number));
-            // Once the rename may have happened, CURRENT may name the new
-            // manifest: it must stay (it is complete and synced); whichever
-            // one CURRENT does not name is an orphan on the next open.
-            renamed = true;
-            vfs::write_atomically(
-                &*self.fs,
-                &self.dir,
-                &filename::temp(&self.dir, number),
-                &filename::current(&self.dir),
-                &current,
-            )?;
-            Ok(w)
-        })();
-        if result.is_err() && !renamed {
-            let _ = self.fs.remove(&path);
-        }
-        result
+        write_manifest(&*self.fs, &self.dir, number, &self.snapshot_edit(version))
+    }
+
+    /// The current Version and a snapshot edit describing it, for a copy of
+    /// the database in another directory, whose manifest is numbered as
+    /// returned: a number no file of this database has.
+    pub(crate) fn checkpoint_edit(&self) -> (Arc<Version>, VersionEdit, FileNumber) {
+        let mut edit = self.snapshot_edit(&self.current);
+        let manifest = FileNumber(self.next_file_number);
+        edit.next_file_number = Some(FileNumber(manifest.0 + 1));
+        // The copy holds no WAL, so it names none to replay from (as a
+        // database that never logged one).
+        edit.log_number = Some(FileNumber(0));
+        (self.current.clone(), edit, manifest)
     }
 
     fn snapshot_edit(&self, version: &Version) -> VersionEdit {
@@ -390,6 +377,44 @@ impl std::fmt::Debug for VersionSet {
             .field("current", &self.current)
             .finish_non_exhaustive()
     }
+}
+
+/// Writes and syncs manifest `number` in `dir` holding `snapshot`, then
+/// points CURRENT at it. On failure the new manifest is removed (best
+/// effort).
+pub(crate) fn write_manifest(
+    fs: &dyn Fs,
+    dir: &Path,
+    number: FileNumber,
+    snapshot: &VersionEdit,
+) -> Result<RecordWriter> {
+    let path = filename::manifest(dir, number);
+    let mut renamed = false;
+    let result = (|| {
+        let mut w = RecordWriter::new(fs.create(&path, FileOptions::default())?);
+        let mut payload = Vec::new();
+        snapshot.encode(&mut payload);
+        w.add(&payload)?;
+        w.sync()?;
+        let mut current = Vec::new();
+        record::encode(&mut current, &encode_current_payload(number));
+        // Once the rename may have happened, CURRENT may name the new
+        // manifest: it must stay (it is complete and synced); whichever
+        // one CURRENT does not name is an orphan on the next open.
+        renamed = true;
+        vfs::write_atomically(
+            fs,
+            dir,
+            &filename::temp(dir, number),
+            &filename::current(dir),
+            &current,
+        )?;
+        Ok(w)
+    })();
+    if result.is_err() && !renamed {
+        let _ = fs.remove(&path);
+    }
+    result
 }
 
 fn encode_current_payload(manifest: FileNumber) -> Vec<u8> {

@@ -115,6 +115,10 @@ impl Fs for CountingFs {
         self.inner.remove(path)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.hard_link(from, to)
+    }
+
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
         self.inner.list(dir)
     }

@@ -24,11 +24,12 @@ pub enum FaultOp {
     Rename,
     Remove,
     SyncDir,
+    Link,
 }
 
 impl FaultOp {
     /// Every operation, for a fault that may strike anywhere.
-    pub const ALL: [FaultOp; 8] = [
+    pub const ALL: [FaultOp; 9] = [
         FaultOp::Create,
         FaultOp::Open,
         FaultOp::Append,
@@ -37,6 +38,7 @@ impl FaultOp {
         FaultOp::Rename,
         FaultOp::Remove,
         FaultOp::SyncDir,
+        FaultOp::Link,
     ];
 }
 
@@ -62,7 +64,7 @@ struct Strike {
 
 #[derive(Debug, Default)]
 struct Control {
-    counts: [AtomicU64; 8],
+    counts: [AtomicU64; FaultOp::ALL.len()],
     injected: AtomicU64,
     rule: Mutex<Option<Rule>>,
 }
@@ -120,6 +122,7 @@ fn op_name(op: FaultOp) -> &'static str {
         FaultOp::Rename => "rename",
         FaultOp::Remove => "remove",
         FaultOp::SyncDir => "fsync_dir",
+        FaultOp::Link => "link",
     }
 }
 
@@ -239,6 +242,11 @@ impl Fs for FaultFs {
     fn remove(&self, path: &Path) -> Result<()> {
         self.control.check(FaultOp::Remove, path)?;
         self.inner.remove(path)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        self.control.check(FaultOp::Link, to)?;
+        self.inner.hard_link(from, to)
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<String>> {

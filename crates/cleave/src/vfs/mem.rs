@@ -268,6 +268,29 @@ impl Fs for MemFs {
         Ok(())
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        if let Some(parent) = to.parent() {
+            if !st.dirs.contains(parent) {
+                return Err(not_found(parent, "link"));
+            }
+        }
+        if st.live.contains_key(to) {
+            return Err(Error::io(
+                to,
+                "link",
+                std::io::Error::new(ErrorKind::AlreadyExists, "file exists"),
+            ));
+        }
+        let f = st
+            .live
+            .get(from)
+            .ok_or_else(|| not_found(from, "link"))?
+            .clone();
+        st.live.insert(to.to_path_buf(), f);
+        Ok(())
+    }
+
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
         let st = self.state.lock();
         if !st.dirs.contains(dir) {

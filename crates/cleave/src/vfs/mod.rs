@@ -97,6 +97,11 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     /// Atomically replaces `to` with `from`.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     fn remove(&self, path: &Path) -> Result<()>;
+    /// Makes `to` (which must not exist) a second name of the file `from`,
+    /// sharing its bytes; durable once `to`'s directory is synced. Fails
+    /// where the file system cannot (another device, no hard links):
+    /// callers copy instead.
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()>;
     /// Names (not paths) of the entries in `dir`.
     fn list(&self, dir: &Path) -> Result<Vec<String>>;
     fn create_dir_all(&self, dir: &Path) -> Result<()>;

@@ -226,6 +226,10 @@ impl Fs for OsFs {
         fs::remove_file(path).map_err(|e| Error::io(path, "remove", e))
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::hard_link(from, to).map_err(|e| Error::io(to, "link", e))
+    }
+
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
         let mut names = Vec::new();
         for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, "list", e))? {

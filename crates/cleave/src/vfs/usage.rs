@@ -206,6 +206,18 @@ impl Fs for UsageFs {
         Ok(())
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut files = self.files.lock();
+        self.inner.hard_link(from, to)?;
+        // A second name in the directory: `du` counts the blocks once.
+        if self.counted(to) && !(self.counted(from) && files.contains_key(from)) {
+            let size = self.inner.open(to, FileOptions::default())?.len();
+            self.total.fetch_add(size, Ordering::Relaxed);
+            files.insert(to.to_path_buf(), Arc::new(Mutex::new(Some(size))));
+        }
+        Ok(())
+    }
+
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
         self.inner.list(dir)
     }
