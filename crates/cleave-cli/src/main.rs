@@ -1,26 +1,47 @@
 //! `cleave`: inspect and edit a cleave database from the shell.
+//!
+//! Every error is one line on stderr, `cleave: error: ...`, with exit
+//! status 2 (1 means "not found" for `get` and "problems found" for
+//! `verify`); usage errors are clap's first line.
 
-use std::io::Write;
+mod bytes;
+mod dump;
+mod report;
+mod transfer;
+
+use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use cleave::{Db, Options, ReadOptions, WriteOptions};
 
+use bytes::Form;
+use dump::Parts;
+
 #[derive(Parser)]
-#[command(name = "cleave", about = "Inspect and edit a cleave database")]
+#[command(
+    name = "cleave",
+    about = "Inspect and edit a cleave database",
+    after_help = "Examples:\n  cleave --db ./data put user:1 alice\n  cleave --db ./data scan --prefix user: --limit 10\n  cleave dump-sst ./data/000012.sst --no-entries"
+)]
 struct Cli {
     /// The database directory (`verify` also takes it as its argument).
-    #[arg(long)]
+    #[arg(long, global = true)]
     db: Option<PathBuf>,
-    /// Create the database if it does not exist.
-    #[arg(long)]
+    /// Create the database if it does not exist (implied by `put` and
+    /// `load`).
+    #[arg(long, global = true)]
     create_if_missing: bool,
     /// The built-in merge operator a database holding merges needs, by the
     /// name its manifest records: uint64add, put, max, stringappend,
     /// append:SEP or fieldupdate:FIELDSxLEN.
-    #[arg(long)]
+    #[arg(long, global = true)]
     merge_operator: Option<String>,
+    /// Keys and values given and printed as hex (`0x6B6579` or `6B6579`),
+    /// instead of text with non-UTF-8 bytes escaped as `\xNN`.
+    #[arg(long, global = true)]
+    hex: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -28,12 +49,21 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Prints the value of KEY, or exits with status 1 if it is absent.
+    #[command(after_help = "Example:\n  cleave --db ./data get user:1")]
     Get { key: String },
-    /// Sets KEY to VALUE (synced).
+    /// Sets KEY to VALUE (synced); creates the database if it is missing.
+    #[command(
+        after_help = "Example:\n  cleave --db ./data put user:1 alice\n  cleave --db ./data --hex put 0x0001 0xFF00"
+    )]
     Put { key: String, value: String },
     /// Removes KEY (synced).
+    #[command(after_help = "Example:\n  cleave --db ./data delete user:1")]
     Delete { key: String },
-    /// Prints keys and values in order, within optional bounds.
+    /// Prints keys and values (KEY<TAB>VALUE) in order, within optional
+    /// bounds.
+    #[command(
+        after_help = "Examples:\n  cleave --db ./data scan --from a --to m --limit 20\n  cleave --db ./data scan --prefix user: --reverse\n  cleave --db ./data --hex scan --prefix 0x00"
+    )]
     Scan {
         /// First key (inclusive).
         #[arg(long)]
@@ -41,22 +71,29 @@ enum Command {
         /// Last key (exclusive).
         #[arg(long)]
         to: Option<String>,
+        /// Only keys starting with PREFIX (sets both bounds).
+        #[arg(long, conflicts_with_all = ["from", "to"])]
+        prefix: Option<String>,
         /// At most this many entries.
         #[arg(long, default_value_t = 100)]
         limit: usize,
-        /// Newest keys first.
+        /// Largest keys first.
         #[arg(long)]
         reverse: bool,
     },
     /// Prints the engine's statistics.
+    #[command(after_help = "Example:\n  cleave --db ./data stats")]
     Stats,
     /// Prints where the disk space goes: sstables and separated values per
     /// level, value files and their exact garbage, S_index, on-disk bytes.
+    #[command(after_help = "Example:\n  cleave --db ./data space")]
     Space,
     /// Compacts the whole key range.
+    #[command(after_help = "Example:\n  cleave --db ./data compact")]
     Compact,
     /// Collects every value file whose exact garbage ratio reaches RATIO
     /// (default: the option's 0.2) and prints what GC did.
+    #[command(after_help = "Example:\n  cleave --db ./data gc --ratio 0.1")]
     Gc {
         #[arg(long)]
         ratio: Option<f64>,
@@ -65,17 +102,138 @@ enum Command {
     /// open files, every value handle, and the garbage counters against a
     /// recount from the bitmaps. Prints a report; exits with status 1 if
     /// anything is wrong (or the database does not open).
+    #[command(after_help = "Example:\n  cleave verify ./data")]
     Verify {
         /// The database directory, instead of `--db`.
         dir: Option<PathBuf>,
     },
+    /// Makes a consistent copy of the database in DIR (which must not
+    /// exist or be empty) that opens on its own: files are hard-linked
+    /// where the file system allows it, copied where not.
+    #[command(after_help = "Example:\n  cleave --db ./data checkpoint ./backup-2026-11-28")]
+    Checkpoint { dir: PathBuf },
+    /// Writes every key and value, in order, as lines of `0xKEY ==>
+    /// 0xVALUE` (the form of `ldb dump --hex`, which `load` and `ldb load
+    /// --hex` read).
+    #[command(
+        after_help = "Examples:\n  cleave --db ./data dump > data.dump\n  cleave --db ./data dump --prefix user: > users.dump"
+    )]
+    Dump {
+        /// First key (inclusive).
+        #[arg(long)]
+        from: Option<String>,
+        /// Last key (exclusive).
+        #[arg(long)]
+        to: Option<String>,
+        /// Only keys starting with PREFIX.
+        #[arg(long, conflicts_with_all = ["from", "to"])]
+        prefix: Option<String>,
+    },
+    /// Puts every `KEY ==> VALUE` line of FILE (or standard input), each
+    /// side `0x`-hex or text, as `dump` and `ldb dump` write them; flushes
+    /// at the end. Creates the database if it is missing.
+    #[command(
+        after_help = "Examples:\n  cleave --db ./copy load data.dump\n  ldb --db=./rocks dump --hex | cleave --db ./data load"
+    )]
+    Load {
+        /// The dump to read; standard input when absent or `-`.
+        file: Option<PathBuf>,
+    },
+    /// Prints an sstable without opening the database: its properties,
+    /// value references, index and entries.
+    #[command(
+        name = "dump-sst",
+        after_help = "Example:\n  cleave dump-sst ./data/000012.sst --no-entries"
+    )]
+    DumpSst {
+        file: PathBuf,
+        /// Leave out the entries.
+        #[arg(long)]
+        no_entries: bool,
+        /// Also read every block and check its checksum.
+        #[arg(long)]
+        verify: bool,
+    },
+    /// Prints the manifest of the database in DIR (the one CURRENT names),
+    /// or a manifest file: every edit, and the state they add up to.
+    #[command(
+        name = "dump-manifest",
+        after_help = "Example:\n  cleave dump-manifest ./data"
+    )]
+    DumpManifest { path: PathBuf },
+    /// Prints a WAL: each write batch with its sequence number and entries.
+    #[command(
+        name = "dump-wal",
+        after_help = "Example:\n  cleave dump-wal ./data/000009.wal"
+    )]
+    DumpWal { file: PathBuf },
+    /// Prints a value file or value log: its properties, record index and
+    /// records (an unsealed value log: its records as recovery reads them).
+    #[command(
+        name = "dump-value-file",
+        after_help = "Example:\n  cleave dump-value-file ./data/000013.vf --no-records"
+    )]
+    DumpValueFile {
+        file: PathBuf,
+        /// Leave out the records.
+        #[arg(long)]
+        no_records: bool,
+        /// Also check every record's checksum.
+        #[arg(long)]
+        verify: bool,
+    },
 }
 
-fn printable(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+fn bounds(
+    form: Form,
+    from: Option<String>,
+    to: Option<String>,
+    prefix: Option<String>,
+) -> Result<ReadOptions<'static>> {
+    let mut ro = ReadOptions::new();
+    if let Some(p) = prefix {
+        let p = form.parse(&p, "--prefix")?;
+        ro.upper_bound = bytes::prefix_end(&p);
+        ro.lower_bound = Some(p);
+    } else {
+        ro.lower_bound = from.map(|k| form.parse(&k, "--from")).transpose()?;
+        ro.upper_bound = to.map(|k| form.parse(&k, "--to")).transpose()?;
+    }
+    Ok(ro)
+}
+
+/// Commands that read one file and need no database.
+fn run_file_command(command: &Command, form: Form, out: &mut dyn Write) -> Result<bool> {
+    let all = |records: bool, verify: bool| Parts {
+        properties: true,
+        index: true,
+        records,
+        verify,
+    };
+    match command {
+        Command::DumpSst {
+            file,
+            no_entries,
+            verify,
+        } => dump::sstable(file, all(!no_entries, *verify), form, out)?,
+        Command::DumpValueFile {
+            file,
+            no_records,
+            verify,
+        } => dump::value_file(file, all(!no_records, *verify), form, out)?,
+        Command::DumpWal { file } => dump::wal(file, form, out)?,
+        Command::DumpManifest { path } => dump::manifest(path, form, out)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
 }
 
 fn run(cli: Cli) -> Result<bool> {
+    let form = if cli.hex { Form::Hex } else { Form::Text };
+    let mut out = std::io::stdout().lock();
+    if run_file_command(&cli.command, form, &mut out)? {
+        return Ok(true);
+    }
     let dir = match (&cli.command, cli.db) {
         (Command::Verify { dir: Some(d) }, _) => d.clone(),
         (_, Some(d)) => d,
@@ -87,8 +245,9 @@ fn run(cli: Cli) -> Result<bool> {
         })?),
         None => None,
     };
+    let creates = matches!(cli.command, Command::Put { .. } | Command::Load { .. });
     let opts = Options {
-        create_if_missing: cli.create_if_missing,
+        create_if_missing: cli.create_if_missing || creates,
         merge_operator,
         ..Options::default()
     };
@@ -106,25 +265,27 @@ fn run(cli: Cli) -> Result<bool> {
         sync: true,
         disable_wal: false,
     };
-    let mut out = std::io::stdout().lock();
     // False exits with status 1: `get` found no value, `verify` found problems.
     let mut success = true;
     match cli.command {
-        Command::Get { key } => match db.get(&ReadOptions::new(), key.as_bytes())? {
-            Some(v) => writeln!(out, "{}", printable(&v))?,
+        Command::Get { key } => match db.get(&ReadOptions::new(), &form.parse(&key, "key")?)? {
+            Some(v) => writeln!(out, "{}", form.show(&v))?,
             None => success = false,
         },
-        Command::Put { key, value } => db.put(&synced, key.as_bytes(), value.as_bytes())?,
-        Command::Delete { key } => db.delete(&synced, key.as_bytes())?,
+        Command::Put { key, value } => db.put(
+            &synced,
+            &form.parse(&key, "key")?,
+            &form.parse(&value, "value")?,
+        )?,
+        Command::Delete { key } => db.delete(&synced, &form.parse(&key, "key")?)?,
         Command::Scan {
             from,
             to,
+            prefix,
             limit,
             reverse,
         } => {
-            let mut ro = ReadOptions::new();
-            ro.lower_bound = from.map(String::into_bytes);
-            ro.upper_bound = to.map(String::into_bytes);
+            let ro = bounds(form, from, to, prefix)?;
             let mut it = db.iter(&ro);
             if reverse {
                 it.seek_to_last()?;
@@ -133,7 +294,7 @@ fn run(cli: Cli) -> Result<bool> {
             }
             let mut n = 0;
             while it.valid() && n < limit {
-                writeln!(out, "{}\t{}", printable(it.key()), printable(it.value()?))?;
+                writeln!(out, "{}\t{}", form.show(it.key()), form.show(it.value()?))?;
                 n += 1;
                 if reverse {
                     it.prev()?;
@@ -144,78 +305,7 @@ fn run(cli: Cli) -> Result<bool> {
             it.status()?;
         }
         Command::Stats => write!(out, "{}", db.stats().to_text())?,
-        Command::Space => {
-            let r = db.space_report()?;
-            let mb = |b: u64| b as f64 / (1 << 20) as f64;
-            writeln!(out, "level  sstables(MB)  values(MB)")?;
-            for (level, l) in r.levels.iter().enumerate() {
-                writeln!(
-                    out,
-                    "L{level:<5} {:>12.1} {:>11.1}",
-                    mb(l.sstable_bytes),
-                    mb(l.value_bytes)
-                )?;
-            }
-            let garbage = if r.value_file_bytes == 0 {
-                0.0
-            } else {
-                100.0 * r.exposed_garbage_bytes as f64 / r.value_file_bytes as f64
-            };
-            writeln!(
-                out,
-                "value files: {} ({:.1} MB; referenced {:.1} MB, exposed garbage {:.1} MB = {garbage:.1}%)",
-                r.value_files,
-                mb(r.value_file_bytes),
-                mb(r.referenced_value_bytes),
-                mb(r.exposed_garbage_bytes)
-            )?;
-            if r.delta_files > 0 {
-                writeln!(
-                    out,
-                    "delta store: {} buckets in {} files ({:.1} MB; buckets {:.1} MB, garbage {:.1} MB)",
-                    r.delta_buckets,
-                    r.delta_files,
-                    mb(r.delta_file_bytes),
-                    mb(r.delta_bucket_bytes),
-                    mb(r.delta_garbage_bytes)
-                )?;
-            }
-            writeln!(
-                out,
-                "S_index: {:.3}; exposed garbage / referenced (G_E/D): {:.3}; hidden garbage (estimate): {:.1} MB",
-                r.s_index,
-                r.exposed_garbage_ratio,
-                mb(r.hidden_garbage_bytes)
-            )?;
-            let rate = r
-                .gc_rate_limit
-                .map_or_else(|| "none".to_string(), |b| format!("{:.1} MB/s", mb(b)));
-            writeln!(
-                out,
-                "pressure: index {:.3}, values {:.3}; GC jobs allowed {} (compaction and GC threads {}), rate limit {rate}",
-                r.index_pressure, r.value_pressure, r.gc_max_jobs, r.pool_threads
-            )?;
-            if r.budget_bytes > 0 {
-                writeln!(
-                    out,
-                    "space budget: {:.1} of {:.1} MB ({:.0}%)",
-                    mb(r.budget_usage_bytes),
-                    mb(r.budget_bytes),
-                    100.0 * r.budget_usage_bytes as f64 / r.budget_bytes as f64
-                )?;
-            }
-            writeln!(
-                out,
-                "on disk: {:.1} MB (sstables {:.1}, value files {:.1}, delta files {:.1}, WAL {:.1}, manifest {:.1}, other {:.1})",
-                mb(r.on_disk_bytes),
-                mb(r.sstable_bytes),
-                mb(r.value_file_bytes),
-                mb(r.delta_file_bytes),
-                mb(r.wal_bytes),
-                mb(r.manifest_bytes),
-                mb(r.other_bytes)
-            )?;
-        }
+        Command::Space => report::space(&db, &mut out)?,
         Command::Compact => db.compact_range(None, None)?,
         Command::Gc { ratio } => {
             let done = match ratio {
@@ -229,15 +319,79 @@ fn run(cli: Cli) -> Result<bool> {
             write!(out, "{report}")?;
             success = report.is_ok();
         }
+        Command::Checkpoint { dir: target } => {
+            let info = db
+                .checkpoint(&target)
+                .with_context(|| format!("checkpoint into {}", target.display()))?;
+            writeln!(
+                out,
+                "checkpoint in {}: {} files linked, {} copied ({} bytes), last sequence {}",
+                target.display(),
+                info.files_linked,
+                info.files_copied,
+                info.bytes_copied,
+                info.last_sequence
+            )?;
+        }
+        Command::Dump { from, to, prefix } => {
+            let ro = bounds(form, from, to, prefix)?;
+            let n = transfer::dump(&db, &ro, &mut out)?;
+            eprintln!("cleave: dumped {n} keys");
+        }
+        Command::Load { file } => {
+            let n = match file.filter(|f| f.as_os_str() != "-") {
+                Some(path) => {
+                    let f = std::fs::File::open(&path)
+                        .with_context(|| format!("opening {}", path.display()))?;
+                    transfer::load(&db, &mut BufReader::new(f), &path.display().to_string())?
+                }
+                None => transfer::load(&db, &mut std::io::stdin().lock(), "standard input")?,
+            };
+            writeln!(out, "loaded {n} keys")?;
+        }
+        Command::DumpSst { .. }
+        | Command::DumpManifest { .. }
+        | Command::DumpWal { .. }
+        | Command::DumpValueFile { .. } => unreachable!("file commands ran above"),
     }
+    out.flush()?;
     db.close()?;
     Ok(success)
 }
 
-fn main() -> Result<()> {
-    match run(Cli::parse()) {
-        Ok(true) => Ok(()),
+fn main() {
+    // A bug in the tool or the engine is still one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info.to_string().replace('\n', " ");
+        eprintln!("cleave: internal error: {msg}");
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => match e.kind() {
+            clap::error::ErrorKind::DisplayHelp
+            | clap::error::ErrorKind::DisplayVersion
+            | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+            _ => {
+                let rendered = e.to_string();
+                let first = rendered.lines().next().unwrap_or("invalid arguments");
+                eprintln!("cleave: {first} (see cleave --help)");
+                std::process::exit(2);
+            }
+        },
+    };
+    match run(cli) {
+        Ok(true) => {}
         Ok(false) => std::process::exit(1),
-        Err(e) => bail!("{e:#}"),
+        Err(e) => {
+            // A closed pipe (`cleave dump | head`) ends the output quietly.
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                std::process::exit(0);
+            }
+            eprintln!("cleave: error: {}", format!("{e:#}").replace('\n', " "));
+            std::process::exit(2);
+        }
     }
 }

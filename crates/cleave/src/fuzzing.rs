@@ -45,7 +45,7 @@ use crate::value_file::{
 use crate::value_log::scan_bytes;
 use crate::vfs::{self, FileOptions, Fs, MemFs};
 use crate::wal::{self, Previous, WalWriter};
-use crate::{compaction, gc, Compression, Options, Result, WriteBatch};
+use crate::{compaction, gc, inspect, Compression, Options, Result, WriteBatch};
 
 /// A fuzz target: bytes in, how many items they decoded to out.
 pub type Target = fn(&[u8]) -> usize;
@@ -160,7 +160,7 @@ pub fn sstable(data: &[u8]) -> usize {
         return 0;
     };
     let cache = Arc::new(new_block_cache(CACHE_BYTES));
-    let Ok(table) = Table::open(file, path, NUMBER, cache) else {
+    let Ok(table) = Table::open(file, path.clone(), NUMBER, cache) else {
         return 0;
     };
     let table = Arc::new(table);
@@ -186,7 +186,19 @@ pub fn sstable(data: &[u8]) -> usize {
             let _ = table.may_contain_prefix(fuzz_prefix().name(), prefix);
         }
     }
-    decoded + walk(&mut table.scan_iter(SCAN_READAHEAD_BYTES)).0
+    decoded += walk(&mut table.scan_iter(SCAN_READAHEAD_BYTES)).0;
+    decoded + inspect_sstable(&fs, &path)
+}
+
+/// The table as `cleave dump-sst` reads it.
+fn inspect_sstable(fs: &MemFs, path: &Path) -> usize {
+    let Ok(table) = inspect::SstableFile::open(fs, path) else {
+        return 0;
+    };
+    let mut decoded = table.properties().len();
+    decoded += table.data_blocks().map_or(0, |b| b.len());
+    decoded += table.value_refs().map_or(0, |r| r.len());
+    decoded + table.entries().take_while(Result::is_ok).count()
 }
 
 /// The prefix extractor the seed tables' filters hold prefixes of.
@@ -296,7 +308,7 @@ pub fn value_file(data: &[u8]) -> usize {
         return 0;
     }
     let cache = Some(Arc::new(new_block_cache(CACHE_BYTES)));
-    let Ok(vf) = ValueFile::open(&fs, path, NUMBER, FileOptions::default(), cache) else {
+    let Ok(vf) = ValueFile::open(&fs, path.clone(), NUMBER, FileOptions::default(), cache) else {
         return 0;
     };
     let mut decoded = 1;
@@ -329,6 +341,12 @@ pub fn value_file(data: &[u8]) -> usize {
         }
     }
     let _ = vf.read_records_span(0, SCAN_READAHEAD_BYTES);
+    // As `cleave dump-value-file` reads it, sealed or not.
+    if let Ok(dump) = inspect::ValueFileDump::open(&fs, &path) {
+        decoded += dump.properties(&|k| format!("{k:?}")).len();
+        decoded += dump.record_index().map_or(0, |i| i.len());
+        decoded += dump.records().take_while(Result::is_ok).count();
+    }
     decoded
 }
 
@@ -347,6 +365,13 @@ pub fn wal(data: &[u8]) -> usize {
     for (seq, batch) in &contents.batches {
         replay(*seq, batch);
     }
+    // As `cleave dump-wal` reads it.
+    let dumped = inspect::wal(&fs, &filename::wal(dir, NUMBER)).map_or(0, |d| d.batches.len());
+    assert_eq!(
+        dumped,
+        contents.batches.len(),
+        "dump-wal disagrees with recovery"
+    );
     contents.batches.len()
 }
 
@@ -392,6 +417,14 @@ fn replay(seq: SeqNo, batch: &WriteBatch) {
 /// which the engine then computes level sizes, garbage, and the compaction
 /// and GC pickers' plans.
 pub fn version_edit(data: &[u8]) -> usize {
+    // As `cleave dump-manifest` reads a manifest of this one edit.
+    let fs = MemFs::new();
+    let path = filename::manifest(Path::new(DIR), NUMBER);
+    let mut framed = Vec::new();
+    crate::record::encode(&mut framed, data);
+    if put_file(&fs, &path, &framed).is_ok() {
+        let _ = inspect::manifest(&fs, &path, &|k| format!("{k:?}"));
+    }
     let Ok(edit) = VersionEdit::decode(data) else {
         return 0;
     };
@@ -543,6 +576,19 @@ pub fn value_log(data: &[u8]) -> usize {
         };
         let raw = raw.to_vec();
         let _ = record_from_raw(Path::new(DIR), offset, NUMBER, ordinal as u64, raw);
+    }
+    // As `cleave dump-value-file` reads an unsealed log: the same records
+    // (or an error, where one fails to decode).
+    let fs = MemFs::new();
+    let path = filename::value_file(Path::new(DIR), NUMBER);
+    if put_file(&fs, &path, data).is_ok() {
+        if let Ok(records) = inspect::unsealed_value_log(&fs, &path) {
+            assert_eq!(
+                records.len(),
+                places.len(),
+                "dump-value-file disagrees with a scan"
+            );
+        }
     }
     places.len()
 }

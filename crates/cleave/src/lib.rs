@@ -13,6 +13,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod gc;
+pub mod inspect;
 mod iter;
 pub mod log_store;
 mod manifest;

@@ -427,7 +427,7 @@ fn encode_current_payload(manifest: FileNumber) -> Vec<u8> {
 /// CURRENT is exactly one record: `varint32 format_version, varint64
 /// manifest_number`. Anything else (even a torn tail: CURRENT is replaced
 /// atomically, so it is never torn) is corruption.
-fn decode_current(path: &Path, data: &[u8]) -> Result<FileNumber> {
+pub(crate) fn decode_current(path: &Path, data: &[u8]) -> Result<FileNumber> {
     let mut reader = RecordReader::new(data);
     let payload = match reader.next_record() {
         Next::Record { payload, .. } => payload,

@@ -18,7 +18,7 @@ use crate::{Compression, PrefixExtractor};
 pub(crate) use block::Block;
 pub(crate) use bloom::BloomFilter;
 pub(crate) use builder::TableBuilder;
-pub(crate) use reader::Table;
+pub(crate) use reader::{Table, TableIter};
 pub(crate) use table_cache::TableCache;
 
 pub(crate) use crate::cache::{new_block_cache, BlockCache, CachedBlock};

@@ -58,6 +58,23 @@ impl TableProperties {
         ]
     }
 
+    /// Every property by its on-disk name, as text, for dumps.
+    pub(crate) fn listing(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = self
+            .fields()
+            .iter()
+            .map(|(name, v)| (name.to_string(), v.to_string()))
+            .collect();
+        if let Some(p) = &self.prefix_extractor {
+            out.push((
+                PREFIX_EXTRACTOR.to_string(),
+                String::from_utf8_lossy(p).into_owned(),
+            ));
+        }
+        out.sort();
+        out
+    }
+
     fn field_mut(&mut self, name: &[u8]) -> Option<&mut u64> {
         Some(match name {
             b"cleave.compression" => &mut self.compression,

@@ -133,7 +133,6 @@ impl Table {
         Ok(refs)
     }
 
-    #[cfg(test)]
     pub(crate) fn properties(&self) -> &TableProperties {
         &self.properties
     }
@@ -230,6 +229,23 @@ impl Table {
             },
             ..self.iter()
         }
+    }
+
+    /// The index block's entries: each data block's separator (an internal
+    /// key at or after its last entry) and its place, offset and bytes
+    /// without the trailer. For dumps; bypasses the cache.
+    pub(crate) fn data_blocks(&self) -> Result<Vec<(Vec<u8>, u64, u64)>> {
+        let index = self.read_block(self.footer.index)?;
+        let index_err = |e| self.corruption(self.footer.index.offset, e);
+        let mut ii = index.iter(KeyOrder::Internal);
+        ii.seek_to_first().map_err(index_err)?;
+        let mut out = Vec::new();
+        while ii.valid() {
+            let h = self.decode_handle(ii.value())?;
+            out.push((ii.key().to_vec(), h.offset, h.size));
+            ii.next().map_err(index_err)?;
+        }
+        Ok(out)
     }
 
     /// Reads every block from the file (bypassing the cache), checks every

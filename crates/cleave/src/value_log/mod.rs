@@ -32,7 +32,7 @@ mod recover;
 mod scan;
 
 pub(crate) use recover::{RecoveredLog, RecoveredLogs};
-use scan::scan;
+pub(crate) use scan::scan;
 #[cfg(feature = "fuzzing")]
 pub(crate) use scan::scan_bytes;
 
