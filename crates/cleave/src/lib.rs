@@ -46,3 +46,8 @@ pub use prefix::{FixedPrefix, PrefixExtractor};
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeExample;
+
+/// The user's guide's Rust example, likewise.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/guide.md")]
+struct GuideExample;
