@@ -2,7 +2,7 @@
 # The tests, all of them: installs what is missing (scripts/install-deps.sh),
 # then runs the workspace's tests with every feature (so the RocksDB and
 # BlobDB adapters of cleave-bench are built and tested against Debian's
-# RocksDB), the crash test, the self-tests of the suite script's tables and
+# RocksDB), the Python package's, the crash test, the self-tests of the suite script's tables and
 # plots and of the cleaning model, then every fuzz target for FUZZ_SECONDS
 # (12 here) each (scripts/fuzz.sh, which installs the nightly toolchain and
 # cargo-fuzz when missing).
@@ -11,6 +11,9 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 cargo test --workspace --release --all-features
+# The Python package: its abi3 wheel built with maturin and tested under
+# pytest (in a virtualenv under target/, from PyPI).
+scripts/python-tests.sh
 # cleave-server with clients nobody here wrote: redis-cli, redis-benchmark,
 # redis-py.
 scripts/redis-clients.sh
