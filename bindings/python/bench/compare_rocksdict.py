@@ -26,7 +26,11 @@ Settings, the same for both wherever both have the knob:
   - the same block cache (--cache-mb, 32 MiB) and 10-bit bloom filters
     (RocksDB has no filter by default: set_bloom_filter(10, False), a full
     filter as cleave's);
-  - raw mode in rocksdict (keys and values are bytes, not pickled).
+  - raw mode in rocksdict (keys and values are bytes, not pickled);
+  - direct I/O for reads and for flushes and compactions on both
+    (--buffered-io turns it off), so that neither reads from the page
+    cache what the other reads from the disk; no cache of separated
+    values in cleave (RocksDB has no blob cache by default).
 cleave separates values of at least 512 bytes into value files (its
 default); plain RocksDB keeps them in its sstables. The engine
 "rocksdict-blob" turns on RocksDB's BlobDB with the same 512-byte
@@ -97,6 +101,9 @@ def open_cleave(path, args):
         bloom_bits_per_key=10,
         compression="none",
         value_compression="none",
+        cache_values=False,
+        use_direct_reads=not args.buffered_io,
+        use_direct_io_for_flush_and_compaction=not args.buffered_io,
         sync=False,
     )
 
@@ -120,6 +127,8 @@ def open_rocksdict(path, args, blob):
     opts.set_max_bytes_for_level_base(256 << 20)
     opts.set_level_compaction_dynamic_level_bytes(True)
     opts.set_compression_type(DBCompressionType.none())
+    opts.set_use_direct_reads(not args.buffered_io)
+    opts.set_use_direct_io_for_flush_and_compaction(not args.buffered_io)
     table = BlockBasedOptions()
     table.set_block_cache(Cache(args.cache_mb << 20))
     table.set_bloom_filter(10, False)
@@ -217,6 +226,7 @@ def main():
     parser.add_argument("--engines", default="cleave,rocksdict", help=f"comma-separated, of {', '.join(ENGINES)}")
     parser.add_argument("--write-buffer-mb", type=int, default=64)
     parser.add_argument("--cache-mb", type=int, default=32)
+    parser.add_argument("--buffered-io", action="store_true", help="no direct I/O (both engines)")
     parser.add_argument("--dir", help="where the databases go (default: a temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the databases")
     parser.add_argument("--json", action="store_true", help="print the results as JSON too")
@@ -245,6 +255,8 @@ def main():
             command = [sys.executable, os.path.abspath(__file__), "--worker", engine, "--path", path]
             for flag in ("n", "value_size", "batch", "write_buffer_mb", "cache_mb"):
                 command += ["--" + flag.replace("_", "-"), str(getattr(args, flag))]
+            if args.buffered_io:
+                command.append("--buffered-io")
             out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
             results[engine] = json.loads(out.strip().splitlines()[-1])
             if not args.keep:

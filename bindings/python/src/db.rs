@@ -220,7 +220,8 @@ impl PyDb {
     /// separated value too (the engine has no lookup that stops short of
     /// the value).
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.value_of(py, key)?.is_some())
+        let key = extract(key, "key")?;
+        self.run(py, |db| db.contains(&ReadOptions::new(), &key))
     }
 
     /// `db[key] = value`: `put` with the database's default `sync`.

@@ -115,7 +115,14 @@ impl PySnapshot {
 
     /// `key in snapshot`: whether `key` had a value as of the snapshot.
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.value_of(py, key)?.is_some())
+        let key = extract(key, "key")?;
+        self.read(py, |db, snapshot| {
+            let ro = ReadOptions {
+                snapshot: Some(snapshot),
+                ..ReadOptions::new()
+            };
+            db.contains(&ro, &key)
+        })
     }
 
     /// `iter(snapshot)`: its keys in order.

@@ -153,3 +153,20 @@ def test_db_class_opens_as_open_does(path):
 def test_large_key_is_refused(db):
     with pytest.raises(cleave.InvalidArgumentError, match="key of"):
         db[b"k" * ((64 << 10) + 1)] = b"v"
+
+
+def test_in_reads_no_separated_value(path):
+    """`key in db` stops at the key's entry: a separated value is not read."""
+    with cleave.open(path, min_value_size=100, cache_values=False) as db:
+        for i in range(50):
+            db[b"k%03d" % i] = bytes([i]) * 4000
+        del db[b"k007"]
+        db.flush()
+        before = db.stats()["value_reads"]
+        assert all(b"k%03d" % i in db for i in range(50) if i != 7)
+        assert b"k007" not in db and b"k999" not in db
+        with db.snapshot() as snap:
+            assert b"k008" in snap and b"k007" not in snap
+        assert db.stats()["value_reads"] == before
+        assert db[b"k008"] == bytes([8]) * 4000
+        assert db.stats()["value_reads"] > before

@@ -258,3 +258,49 @@ fn a_failed_value_read_fails_only_its_keys() {
         assert_eq!(r.unwrap(), Some(v(i, 0)));
     }
 }
+
+/// `contains` answers as `get` does, at the latest state and under a
+/// snapshot, without reading a single separated value.
+#[test]
+fn contains_answers_as_get_without_reading_values() {
+    let mem = MemFs::new();
+    let db = Db::open(
+        DIR,
+        Options {
+            merge_operator: Some(Arc::new(cleave::Append::new(b","))),
+            ..options(Arc::new(mem.clone()))
+        },
+    )
+    .unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, 0..KEYS, 0, &mut model);
+    let wo = WriteOptions::default();
+    for i in (0..KEYS).step_by(3) {
+        db.delete(&wo, &k(i)).unwrap();
+    }
+    db.flush().unwrap();
+    let snap = db.snapshot();
+    for i in (1..KEYS).step_by(3) {
+        db.delete(&wo, &k(i)).unwrap();
+    }
+    db.merge(&wo, b"operands only", b"x").unwrap();
+    let ro = ReadOptions::new();
+    let mut at_snapshot = ReadOptions::new();
+    at_snapshot.snapshot = Some(&snap);
+    let before = db.stats().value_reads;
+    for i in 0..KEYS + 10 {
+        let expect = i < KEYS && i % 3 == 2;
+        assert_eq!(db.contains(&ro, &k(i)).unwrap(), expect, "key {i}");
+        let then = i < KEYS && i % 3 != 0;
+        assert_eq!(
+            db.contains(&at_snapshot, &k(i)).unwrap(),
+            then,
+            "key {i} at the snapshot"
+        );
+    }
+    assert!(db.contains(&ro, b"operands only").unwrap());
+    assert_eq!(db.stats().value_reads, before, "contains read a value");
+    // The gets it stands for do read them.
+    assert_eq!(db.get(&ro, &k(2)).unwrap(), Some(v(2, 0)));
+    assert!(db.stats().value_reads > before);
+}

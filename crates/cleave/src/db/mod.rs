@@ -277,6 +277,15 @@ impl Db {
         self.inner.get(opts, key)
     }
 
+    /// Whether `key` has a value, as of `opts.snapshot` or now: a `get`
+    /// that stops at the key's newest entry, so it never reads a separated
+    /// value from its value file (the lookups in the memtables and
+    /// sstables cost what a get's do). A key holding merge operands has a
+    /// value, even one its operator would refuse when it is read.
+    pub fn contains(&self, opts: &ReadOptions<'_>, key: &[u8]) -> Result<bool> {
+        self.inner.contains(opts, key)
+    }
+
     /// The values of `keys` as of one point in time (`opts.snapshot` or
     /// now), one result per key in the order given, as RocksDB's
     /// `MultiGet`: the keys are looked up in key order, and the separated

@@ -160,6 +160,20 @@ impl DbInner {
         found
     }
 
+    /// Whether `user_key` has a value: a get that stops at the entry,
+    /// never reading a separated value or merging operands.
+    pub(super) fn contains(&self, opts: &ReadOptions<'_>, user_key: &[u8]) -> Result<bool> {
+        let view = self.capture(opts.snapshot.map(|s| s.sequence_number()));
+        let found = match self.lookup(&view, user_key, false) {
+            Ok(Lookup::Done(v)) => Ok(v.is_some()),
+            Ok(Lookup::Separated { .. } | Lookup::Merge { .. }) => Ok(true),
+            Err(e) => Err(e),
+        };
+        drop(view);
+        self.purger.purge();
+        found
+    }
+
     /// The values of `keys`, one result each, in order, all as of one
     /// view: each key is looked up in key order, and the separated values
     /// found are read in one batch.
