@@ -108,8 +108,10 @@ pub struct Options {
     /// turns the cache off.
     pub recent_value_cache_bytes: usize,
     /// Flushes, compactions and GC put the index and filter blocks of the
-    /// sstables and the record index blocks of the value files they write
-    /// into the block cache (high priority), and flushes their sstables'
+    /// sstables they write, and GC the record index blocks of the value
+    /// files it writes (a record read through a handle needs its file's
+    /// index only once GC has moved it), into the block cache (high
+    /// priority), and flushes their sstables'
     /// data blocks too (RocksDB's `prepopulate_block_cache = kFlushOnly`),
     /// so that the first gets after a flush, compaction or GC need no read
     /// for them. Compaction's data blocks are left out: a compaction

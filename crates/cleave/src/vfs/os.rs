@@ -35,7 +35,7 @@ const WRITES_BEHIND: usize = 3;
 /// io_uring out, or to compare the two, without rebuilding.
 const IO_URING_ENV: &str = "CLEAVE_IO_URING";
 
-/// The alignment `O_DIRECT` needs for writes to `file`: its device's
+/// The alignment `O_DIRECT` needs for reads and writes of `file`: its device's
 /// logical block size where the kernel says (`statx`'s `STATX_DIOALIGN`,
 /// 512 on most disks, so that a synced append writes the sectors it
 /// touches and not whole pages), else the page size.
@@ -204,11 +204,17 @@ impl Fs for OsFs {
                     .metadata()
                     .map_err(|e| Error::io(path, "stat", e))?
                     .len();
+                let align = if opts.direct {
+                    direct_alignment(&file)
+                } else {
+                    1
+                };
                 Ok(Arc::new(OsRandomAccess {
                     path: path.to_path_buf(),
                     file,
                     len,
                     direct: opts.direct,
+                    align,
                 }))
             }
             Err(e) if opts.direct && e.raw_os_error() == Some(libc::EINVAL) => {
@@ -628,6 +634,10 @@ struct OsRandomAccess {
     file: File,
     len: u64,
     direct: bool,
+    /// What `O_DIRECT` reads are aligned to: the device's logical block
+    /// (512 bytes on most disks), so that a 1 KiB value is read as two or
+    /// three sectors rather than a page or two.
+    align: usize,
 }
 
 impl OsRandomAccess {
@@ -683,13 +693,14 @@ impl OsRandomAccess {
                 len,
             });
         }
-        let align = DIRECT_ALIGN as u64;
+        let align = self.align as u64;
         let start = offset / align * align;
         let stop = end.div_ceil(align) * align;
         let span = usize::try_from(stop - start).map_err(|_| self.eof(offset, len))?;
         let want = usize::try_from(end - start).map_err(|_| self.eof(offset, len))?;
         Ok(ReadPlan {
-            buf: PlanBuf::Aligned(AlignedBuf::new(span.max(DIRECT_ALIGN))),
+            // Whole pages of memory, of which the read fills `span`.
+            buf: PlanBuf::Aligned(AlignedBuf::new(span.max(1).next_multiple_of(DIRECT_ALIGN))),
             start,
             done: 0,
             span,
@@ -891,7 +902,42 @@ mod tests {
         assert_eq!(r.len(), data.len() as u64);
         assert_eq!(r.read_at(0, data.len()).unwrap(), data);
         assert_eq!(r.read_at(4095, 3).unwrap(), &data[4095..4098]);
+        for (offset, len) in [
+            (511, 2),
+            (1000, 1500),
+            (4000, 5000),
+            (data.len() - 600, 600),
+        ] {
+            assert_eq!(
+                r.read_at(offset as u64, len).unwrap(),
+                &data[offset..offset + len],
+                "{offset}+{len}"
+            );
+        }
         assert!(r.read_at(data.len() as u64 - 1, 2).is_err());
+    }
+
+    /// An `O_DIRECT` read spans the device's blocks the range touches, not
+    /// the pages: a 600-byte value is two 512-byte sectors, not a page.
+    #[test]
+    fn direct_reads_span_the_blocks_they_touch() {
+        let dir = disk_dir();
+        let p = dir.path().join("f");
+        let fs = OsFs::new();
+        write_file(&fs, &p, &vec![7u8; 20_000]);
+        let file = File::open(&p).unwrap();
+        let r = OsRandomAccess {
+            path: p,
+            file,
+            len: 20_000,
+            direct: true,
+            align: 512,
+        };
+        let plan = r.plan(5000, 600).unwrap();
+        assert_eq!((plan.start, plan.span, plan.skip), (4608, 1024, 392));
+        let plan = r.plan(8192, 4096).unwrap();
+        assert_eq!((plan.start, plan.span), (8192, 4096));
+        assert_eq!(r.pread(r.plan(5000, 600).unwrap()).unwrap(), vec![7u8; 600]);
     }
 
     #[test]
