@@ -59,6 +59,8 @@ ENGINES = ("cleave", "rocksdict", "rocksdict-blob")
 # consecutive indices over the key space: random keys without a list.
 KEY_MULTIPLIER = 0x9E3779B97F4A7C15
 MASK64 = (1 << 64) - 1
+# Bytes of each key: 16 hex digits.
+KEY_BYTES = 16
 
 
 def key(i):
@@ -163,12 +165,27 @@ def disk_bytes(path):
     return total
 
 
+def device_io():
+    """Bytes this process (its engine threads included) had the block
+    device read and write: /proc/self/io's read_bytes and write_bytes."""
+    fields = dict(line.split(": ") for line in open("/proc/self/io").read().splitlines())
+    return int(fields["read_bytes"]), int(fields["write_bytes"])
+
+
 def phase(results, name, ops, run):
-    cpu, wall = time.process_time(), time.perf_counter()
+    (read0, written0), cpu, wall = device_io(), time.process_time(), time.perf_counter()
     run()
     wall = time.perf_counter() - wall
     cpu = time.process_time() - cpu
-    results[name] = {"ops": ops, "seconds": wall, "ops_per_second": ops / wall, "cpu_seconds": cpu}
+    read1, written1 = device_io()
+    results[name] = {
+        "ops": ops,
+        "seconds": wall,
+        "ops_per_second": ops / wall,
+        "cpu_seconds": cpu,
+        "device_read_bytes": read1 - read0,
+        "device_write_bytes": written1 - written0,
+    }
 
 
 def worker(engine, path, args):
@@ -202,7 +219,13 @@ def worker(engine, path, args):
     phase(results, "insert", n, insert)
     phase(results, "read", n, read)
     phase(results, "scan", n, scan)
+    written = device_io()[1]
     flush()
+    # Write amplification: every byte the engine wrote from the first put
+    # to the end of the final flush, over the keys and values put.
+    written_total = results["insert"]["device_write_bytes"] + results["read"]["device_write_bytes"]
+    written_total += results["scan"]["device_write_bytes"] + device_io()[1] - written
+    results["write_amp"] = written_total / (n * (KEY_BYTES + args.value_size))
     results["disk_bytes_after_flush"] = disk_bytes(path)
     close()
     results["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -266,14 +289,20 @@ def main():
             shutil.rmtree(base, ignore_errors=True)
 
     print(f"{args.n:,} keys, {args.value_size}-byte values, batch {args.batch}")
-    print(f"{'engine':<16}{'phase':<8}{'ops/s':>12}{'seconds':>10}{'CPU s':>10}")
+    print(f"{'engine':<16}{'phase':<8}{'ops/s':>12}{'seconds':>10}{'CPU s':>10}{'read MiB':>10}{'written MiB':>13}")
     for engine, r in results.items():
         for name in ("insert", "read", "scan"):
             p = r[name]
-            print(f"{engine:<16}{name:<8}{p['ops_per_second']:>12,.0f}{p['seconds']:>10.2f}{p['cpu_seconds']:>10.2f}")
-    print(f"{'engine':<16}{'peak RSS MiB':>14}{'disk MiB':>12}")
+            print(
+                f"{engine:<16}{name:<8}{p['ops_per_second']:>12,.0f}{p['seconds']:>10.2f}{p['cpu_seconds']:>10.2f}"
+                f"{p['device_read_bytes'] / 2**20:>10.1f}{p['device_write_bytes'] / 2**20:>13.1f}"
+            )
+    print(f"{'engine':<16}{'peak RSS MiB':>14}{'disk MiB':>12}{'write amp':>11}")
     for engine, r in results.items():
-        print(f"{engine:<16}{r['peak_rss_bytes'] / 2**20:>14.1f}{r['disk_bytes_after_flush'] / 2**20:>12.1f}")
+        print(
+            f"{engine:<16}{r['peak_rss_bytes'] / 2**20:>14.1f}{r['disk_bytes_after_flush'] / 2**20:>12.1f}"
+            f"{r['write_amp']:>11.2f}"
+        )
     if args.json:
         print(json.dumps(results, indent=2))
 
