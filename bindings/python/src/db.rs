@@ -216,9 +216,9 @@ impl PyDb {
         }
     }
 
-    /// `key in db`: whether `key` has a value. A `get`: it reads a
-    /// separated value too (the engine has no lookup that stops short of
-    /// the value).
+    /// `key in db`: whether `key` has a value (`Db::contains`): the
+    /// lookups of a get, stopping at the key's entry, so a separated value
+    /// is never read.
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let key = extract(key, "key")?;
         self.run(py, |db| db.contains(&ReadOptions::new(), &key))

@@ -59,13 +59,15 @@ pub fn text(bytes: &[u8]) -> String {
     s
 }
 
+/// Hex digits, two per byte; nothing else (no sign, no spaces).
 pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    let digit = |c: u8| (c as char).to_digit(16);
+    let s = s.as_bytes();
     if !s.len().is_multiple_of(2) {
         return None;
     }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+    s.chunks(2)
+        .map(|pair| Some((digit(pair[0])? * 16 + digit(pair[1])?) as u8))
         .collect()
 }
 
@@ -82,17 +84,26 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-/// One line of a dump: `KEY ==> VALUE`, each side `0x`-hex or text (what
-/// `ldb dump` writes with and without `--hex`). A line holding
-/// ` ==> ` more than once is split at the first, so text keys must not
-/// hold it.
-pub fn parse_dump_line(line: &str) -> Result<(Vec<u8>, Vec<u8>)> {
-    let Some((k, v)) = line.split_once(" ==> ") else {
+/// The separator of a dump line's key and value.
+const ARROW: &[u8] = b" ==> ";
+
+/// One line of a dump: `KEY ==> VALUE`, each side `0x`-hex or raw bytes
+/// (what `ldb dump` writes with and without `--hex`; without it, binary
+/// keys and values are written as they are, so a line is bytes, not
+/// text). A side starting with `0x` is hex: a raw key or value that
+/// starts so, or holds ` ==> ` (the line is split at the first), needs a
+/// hex dump.
+pub fn parse_dump_line(line: &[u8]) -> Result<(Vec<u8>, Vec<u8>)> {
+    let Some(at) = line.windows(ARROW.len()).position(|w| w == ARROW) else {
         bail!("not KEY ==> VALUE");
     };
-    let side = |s: &str, what: &str| match s.strip_prefix("0x") {
-        Some(h) => unhex(h).ok_or_else(|| anyhow::anyhow!("{what} {s:?} is not hex")),
-        None => Ok(s.as_bytes().to_vec()),
+    let (k, v) = (&line[..at], &line[at + ARROW.len()..]);
+    let side = |s: &[u8], what: &str| match s.strip_prefix(b"0x") {
+        Some(h) => std::str::from_utf8(h)
+            .ok()
+            .and_then(unhex)
+            .ok_or_else(|| anyhow::anyhow!("{what} {} is not hex", text(s))),
+        None => Ok(s.to_vec()),
     };
     Ok((side(k, "key")?, side(v, "value")?))
 }
@@ -108,6 +119,9 @@ mod tests {
         assert_eq!(unhex(&hex(&all)[2..]), Some(all));
         assert_eq!(unhex("abc"), None);
         assert_eq!(unhex("zz"), None);
+        assert_eq!(unhex("+1"), None);
+        assert_eq!(unhex("+1"), None);
+        assert_eq!(unhex("é1"), None);
         assert_eq!(Form::Hex.parse("0x6162", "key").unwrap(), b"ab");
         assert!(Form::Hex.parse("0x61x", "key").is_err());
     }
@@ -130,18 +144,23 @@ mod tests {
     #[test]
     fn dump_lines_read_both_forms() {
         assert_eq!(
-            parse_dump_line("0x6162 ==> 0x00FF0A").unwrap(),
+            parse_dump_line(b"0x6162 ==> 0x00FF0A").unwrap(),
             (b"ab".to_vec(), vec![0, 0xff, 0x0a])
         );
         assert_eq!(
-            parse_dump_line("text key ==> val ue").unwrap(),
+            parse_dump_line(b"text key ==> val ue").unwrap(),
             (b"text key".to_vec(), b"val ue".to_vec())
         );
         assert_eq!(
-            parse_dump_line("k ==> ").unwrap(),
+            parse_dump_line(b"k ==> ").unwrap(),
             (b"k".to_vec(), Vec::new())
         );
-        assert!(parse_dump_line("0x6 ==> 0x00").is_err());
-        assert!(parse_dump_line("no arrow").is_err());
+        assert!(parse_dump_line(b"0x6 ==> 0x00").is_err());
+        assert!(parse_dump_line(b"no arrow").is_err());
+        assert!(parse_dump_line(b"0x+1 ==> 0x00").is_err());
+        assert_eq!(
+            parse_dump_line(b"\xff\x00 ==> \xfe").unwrap(),
+            (vec![0xff, 0], vec![0xfe])
+        );
     }
 }

@@ -111,14 +111,19 @@ pub fn value_file(path: &Path, parts: Parts, form: Form, out: &mut dyn Write) ->
     let file = match inspect::ValueFileDump::open(&fs, path) {
         Ok(f) => f,
         // A value log still being written, or one a crash left, has no
-        // footer: its records are read as recovery reads them.
+        // footer: its records are read as recovery reads them. A file that
+        // yields none that way, or one asked to be verified, is reported
+        // as the damaged value file it may be.
         Err(e @ cleave::Error::Corruption { .. }) => {
+            let records = inspect::unsealed_value_log(&fs, path)?;
+            if records.is_empty() {
+                return Err(e.into());
+            }
             writeln!(
                 out,
                 "value file {}: not a sealed value file ({e})",
                 path.display()
             )?;
-            let records = inspect::unsealed_value_log(&fs, path)?;
             writeln!(
                 out,
                 "read as an unsealed value log: {} records up to the first incomplete one",
@@ -128,6 +133,9 @@ pub fn value_file(path: &Path, parts: Parts, form: Form, out: &mut dyn Write) ->
                 for r in &records {
                     writeln!(out, "  {}", record_line(r, form))?;
                 }
+            }
+            if parts.verify {
+                return Err(anyhow::Error::new(e).context("--verify: not a sealed value file"));
             }
             return Ok(());
         }

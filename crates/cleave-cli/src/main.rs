@@ -130,8 +130,9 @@ enum Command {
         prefix: Option<String>,
     },
     /// Puts every `KEY ==> VALUE` line of FILE (or standard input), each
-    /// side `0x`-hex or text, as `dump` and `ldb dump` write them; flushes
-    /// at the end. Creates the database if it is missing.
+    /// side `0x`-hex or raw bytes, as `dump` and `ldb dump` write them
+    /// (a raw side starting with `0x` is read as hex: dump such data with
+    /// `--hex`); flushes at the end. Creates the database if it is missing.
     #[command(
         after_help = "Examples:\n  cleave --db ./copy load data.dump\n  ldb --db=./rocks dump --hex | cleave --db ./data load"
     )]
@@ -360,10 +361,12 @@ fn run(cli: Cli) -> Result<bool> {
 }
 
 fn main() {
-    // A bug in the tool or the engine is still one line, not a backtrace.
+    // A bug in the tool or the engine is still one line, not a backtrace,
+    // and the status of any other error.
     std::panic::set_hook(Box::new(|info| {
         let msg = info.to_string().replace('\n', " ");
         eprintln!("cleave: internal error: {msg}");
+        std::process::exit(2);
     }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -38,20 +38,23 @@ pub fn load(db: &Db, input: &mut dyn BufRead, source: &str) -> Result<u64> {
     let wo = WriteOptions::default();
     let mut batch = WriteBatch::new();
     let mut n = 0;
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut number = 0;
     loop {
         line.clear();
         if input
-            .read_line(&mut line)
+            .read_until(b'\n', &mut line)
             .with_context(|| format!("reading {source}"))?
             == 0
         {
             break;
         }
         number += 1;
-        let l = line.trim_end_matches(['\n', '\r']);
-        if l.is_empty() || l.starts_with(LDB_TRAILER) {
+        let mut l = line.as_slice();
+        while let Some(rest) = l.strip_suffix(b"\n").or_else(|| l.strip_suffix(b"\r")) {
+            l = rest;
+        }
+        if l.is_empty() || l.starts_with(LDB_TRAILER.as_bytes()) {
             continue;
         }
         let (k, v) = match parse_dump_line(l) {

@@ -163,6 +163,14 @@ fn dump_and_load_round_trip_any_bytes() {
     one_line_error(&out, "standard input line 2");
     assert_eq!(stdout(&cleave(&["--db", s(&c), "get", "a"])), "1\n");
     assert_eq!(cleave(&["--db", s(&c), "get", "b"]).status.code(), Some(1));
+    // Raw bytes, as `ldb dump` without --hex writes binary data, load too.
+    let d = tmp.path().join("d");
+    let out = cleave_with_input(&["--db", s(&d), "load"], b"\xff\x00 ==> \xfe\r\nk ==> v\n");
+    assert_eq!(stdout(&out), "loaded 2 keys\n");
+    assert_eq!(
+        stdout(&cleave(&["--db", s(&d), "dump"])),
+        "0x6B ==> 0x76\n0xFF00 ==> 0xFE\n"
+    );
 }
 
 fn ldb() -> Option<PathBuf> {

@@ -551,11 +551,18 @@ pub struct ManifestDump {
     pub torn_tail: Option<u64>,
 }
 
-/// Reads the manifest `path` names: a database directory (the manifest its
-/// CURRENT names) or a manifest file. Keys are given to `show` to print.
+/// Reads the manifest `path` names: a manifest file (`MANIFEST-<number>`)
+/// or a database directory (the manifest its CURRENT names). Keys are
+/// given to `show` to print.
 pub fn manifest(fs: &dyn Fs, path: &Path, show: &dyn Fn(&[u8]) -> String) -> Result<ManifestDump> {
+    // A manifest file by its name; anything else is a directory.
+    let named_manifest = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(filename::parse)
+        .is_some_and(|(kind, _)| kind == FileKind::Manifest);
     let current = filename::current(path);
-    let path = if fs.exists(&current)? {
+    let path = if !named_manifest {
         let number = decode_current(&current, &vfs::read_all(fs, &current)?)?;
         filename::manifest(path, number)
     } else {

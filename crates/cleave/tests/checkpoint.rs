@@ -182,6 +182,25 @@ fn refused_hard_links_are_copies() {
     assert!(copy.verify().is_ok());
 }
 
+/// A link that fails for another reason than a refusal (here an I/O
+/// error) fails the checkpoint rather than being answered with a copy.
+#[test]
+fn a_link_that_fails_for_another_reason_fails_the_checkpoint() {
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let db = Db::open(DIR, options(Arc::new(fault.clone()))).unwrap();
+    let model = fill(&db);
+    fault.fail(&[FaultOp::Link], None, 2, ErrorKind::Other, false);
+    let e = db.checkpoint("/cp").unwrap_err();
+    fault.heal();
+    assert!(matches!(e, Error::Io { op: "link", .. }), "{e}");
+    assert!(Fs::list(&mem, Path::new("/cp")).unwrap().is_empty());
+    let info = db.checkpoint("/cp").unwrap();
+    assert_eq!(info.files_copied, 0);
+    let copy = Db::open("/cp", options(Arc::new(mem.crash_clone()))).unwrap();
+    assert_eq!(everything(&copy), model);
+}
+
 /// Each operation of a checkpoint fails in turn (writes of the copy's
 /// files, reads of the source's): the call returns the error naming the
 /// file, no database is left in the directory, the source is unharmed,

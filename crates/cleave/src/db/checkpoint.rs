@@ -13,6 +13,7 @@
 //! leaves nothing that opens as one.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 use crate::base::filename;
 use crate::error::{Error, Result};
@@ -33,8 +34,10 @@ pub struct CheckpointInfo {
     pub files_copied: usize,
     /// Bytes of the copied files.
     pub bytes_copied: u64,
-    /// The last sequence number the checkpoint holds: every write
-    /// acknowledged before the call is at or below it.
+    /// Every write numbered up to this sequence number is in the copy:
+    /// those acknowledged before the call, at least. Writes made during
+    /// the call may be in it too (a prefix of them), so a replay into the
+    /// copy from the next number may apply some twice, never skip one.
     pub last_sequence: u64,
 }
 
@@ -47,10 +50,13 @@ impl DbInner {
                 target.display()
             )));
         }
+        // Every write acknowledged before the call is at or below this, and
+        // the flush below puts them all in the copy.
+        let acknowledged = self.visible_seq.load(Ordering::Acquire);
         self.flush()?;
         let (version, edit, manifest) = self.versions.lock().checkpoint_edit();
         let mut info = CheckpointInfo {
-            last_sequence: edit.last_seq.unwrap_or(0),
+            last_sequence: acknowledged,
             ..CheckpointInfo::default()
         };
         let mut sources: Vec<(PathBuf, PathBuf)> = Vec::new();
@@ -73,15 +79,23 @@ impl DbInner {
         let result = (|| {
             for (from, to) in &sources {
                 made.push(to.clone());
-                if fs.hard_link(from, to).is_ok() {
-                    info.files_linked += 1;
-                } else {
-                    // A failed link may have left nothing or a name; the
-                    // copy starts from a new file either way.
-                    info.bytes_copied += copy_file(fs, from, to)?;
-                    info.files_copied += 1;
+                match fs.hard_link(from, to) {
+                    Ok(()) => info.files_linked += 1,
+                    Err(e) if link_refused(&e) => {
+                        // Whatever name a refused link left is taken away
+                        // first: creating the copy over a second name of
+                        // the source's file would truncate the source.
+                        if fs.exists(to)? {
+                            fs.remove(to)?;
+                        }
+                        info.bytes_copied += copy_file(fs, from, to)?;
+                        info.files_copied += 1;
+                    }
+                    Err(e) => return Err(e),
                 }
             }
+            // The links and copies are durable before CURRENT can be.
+            fs.sync_dir(target)?;
             made.push(filename::manifest(target, manifest));
             made.push(filename::temp(target, manifest));
             made.push(filename::current(target));
@@ -89,10 +103,12 @@ impl DbInner {
             // The directory's own entry, for a target this call created.
             match target.parent() {
                 Some(parent) if !parent.as_os_str().is_empty() => fs.sync_dir(parent),
-                _ => Ok(()),
+                _ => fs.sync_dir(Path::new(".")),
             }
         })();
         drop(version);
+        // Files the database dropped during the copy were kept for it.
+        self.purger.purge();
         if let Err(e) = result {
             // Best effort, leaving the directory empty for another try;
             // whatever stays is not a database (CURRENT comes last).
@@ -103,6 +119,22 @@ impl DbInner {
         }
         Ok(info)
     }
+}
+
+/// Whether a failed link means "not here" (another device, a file system
+/// without hard links, a link count at its limit, a refusal), which a
+/// copy answers, rather than a failure to report.
+fn link_refused(e: &Error) -> bool {
+    let Error::Io { source, .. } = e else {
+        return false;
+    };
+    matches!(
+        source.kind(),
+        std::io::ErrorKind::CrossesDevices | std::io::ErrorKind::Unsupported
+    ) || matches!(
+        source.raw_os_error(),
+        Some(libc::EXDEV | libc::EPERM | libc::EMLINK | libc::EOPNOTSUPP)
+    )
 }
 
 /// Copies `from` to the new file `to` and syncs it; returns its bytes.

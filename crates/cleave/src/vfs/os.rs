@@ -20,6 +20,9 @@ use crate::error::{Error, Result};
 
 /// Alignment required by `O_DIRECT` on the file systems we run on.
 const DIRECT_ALIGN: usize = 4096;
+/// The largest device block `O_DIRECT` I/O is aligned to: a divisor of
+/// the write buffer.
+const MAX_DIRECT_ALIGN: usize = 64 << 10;
 /// Appends are gathered into a buffer of this size before a write call.
 const WRITE_BUFFER: usize = 1 << 20;
 /// Full buffers of an `O_DIRECT` file being written behind its appends, at
@@ -59,7 +62,10 @@ fn direct_alignment(file: &File) -> usize {
     let stx = unsafe { stx.assume_init() };
     let align = stx.stx_dio_offset_align as usize;
     let has = stx.stx_mask & libc::STATX_DIOALIGN != 0;
-    if has && align.is_power_of_two() && align <= DIRECT_ALIGN {
+    // A device with blocks larger than a page gets its own alignment (a
+    // read or write of a page would fail); buffers are whole pages, and
+    // the write buffer holds whole blocks up to MAX_DIRECT_ALIGN.
+    if has && align.is_power_of_two() && align <= MAX_DIRECT_ALIGN {
         align
     } else {
         DIRECT_ALIGN

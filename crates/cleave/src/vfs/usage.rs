@@ -207,14 +207,16 @@ impl Fs for UsageFs {
     }
 
     fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        if !self.counted(to) {
+            return self.inner.hard_link(from, to);
+        }
+        // A new name in the directory counts as a file of its size, as
+        // every name found at open does (`--apparent-size` counts each).
+        let size = self.inner.open(from, FileOptions::default())?.len();
         let mut files = self.files.lock();
         self.inner.hard_link(from, to)?;
-        // A second name in the directory: `du` counts the blocks once.
-        if self.counted(to) && !(self.counted(from) && files.contains_key(from)) {
-            let size = self.inner.open(to, FileOptions::default())?.len();
-            self.total.fetch_add(size, Ordering::Relaxed);
-            files.insert(to.to_path_buf(), Arc::new(Mutex::new(Some(size))));
-        }
+        self.total.fetch_add(size, Ordering::Relaxed);
+        files.insert(to.to_path_buf(), Arc::new(Mutex::new(Some(size))));
         Ok(())
     }
 
