@@ -4,7 +4,7 @@
 
 use std::ops::Deref;
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
@@ -64,5 +64,29 @@ pub(crate) fn extract_optional(
     match obj {
         Some(o) if !o.is_none() => Ok(Some(extract(o, what)?.to_vec())),
         _ => Ok(None),
+    }
+}
+
+/// A value read for `get`: the bytes, or `default` (None) when absent.
+pub(crate) fn value_or_default<'py>(
+    py: Python<'py>,
+    value: Option<Vec<u8>>,
+    default: Option<Bound<'py, PyAny>>,
+) -> Bound<'py, PyAny> {
+    match value {
+        Some(v) => PyBytes::new(py, &v).into_any(),
+        None => default.unwrap_or_else(|| py.None().into_bound(py)),
+    }
+}
+
+/// A value read for `[key]`: the bytes, or `KeyError(key)` when absent.
+pub(crate) fn value_or_key_error<'py>(
+    py: Python<'py>,
+    value: Option<Vec<u8>>,
+    key: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    match value {
+        Some(v) => Ok(PyBytes::new(py, &v)),
+        None => Err(PyKeyError::new_err(key.clone().unbind())),
     }
 }

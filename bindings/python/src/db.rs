@@ -12,12 +12,11 @@ use std::sync::{Arc, LazyLock, Weak};
 
 use cleave::{Db, ReadOptions, WriteOptions};
 use parking_lot::{Mutex, RwLock};
-use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::batch::PyWriteBatch;
-use crate::bytes::{extract, extract_optional};
+use crate::bytes::{extract, extract_optional, value_or_default, value_or_key_error};
 use crate::error::{invalid_argument, OrRaise};
 use crate::iter::{IterState, Mode, PyIter, Range};
 use crate::options::{self, OpenOptions};
@@ -197,10 +196,7 @@ impl PyDb {
         key: &Bound<'py, PyAny>,
         default: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        match self.value_of(py, key)? {
-            Some(v) => Ok(PyBytes::new(py, &v).into_any()),
-            None => Ok(default.unwrap_or_else(|| py.None().into_bound(py))),
-        }
+        Ok(value_or_default(py, self.value_of(py, key)?, default))
     }
 
     /// `db[key]`: the value of `key`; raises `KeyError` when it has none.
@@ -210,10 +206,7 @@ impl PyDb {
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        match self.value_of(py, key)? {
-            Some(v) => Ok(PyBytes::new(py, &v)),
-            None => Err(PyKeyError::new_err(key.clone().unbind())),
-        }
+        value_or_key_error(py, self.value_of(py, key)?, key)
     }
 
     /// `key in db`: whether `key` has a value (`Db::contains`): the

@@ -3,6 +3,7 @@
 //! and range-checked by the engine (`Options::validate`); an unknown name
 //! or a wrong type raises `cleave.InvalidArgumentError` naming the option.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,38 +73,24 @@ impl OptionKind for Flag {
     }
 }
 
-struct Count;
-impl OptionKind for Count {
-    type Value = usize;
-    fn extract(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<usize> {
+/// A non-negative integer of the option's type.
+struct Int<T>(PhantomData<T>);
+impl<T> OptionKind for Int<T>
+where
+    T: Copy + TryFrom<u64> + for<'py> IntoPyObject<'py>,
+{
+    type Value = T;
+    fn extract(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<T> {
         integer(py, name, value)
     }
-    fn show<'py>(py: Python<'py>, value: &usize) -> PyResult<Bound<'py, PyAny>> {
-        value.into_bound_py_any(py)
+    fn show<'py>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
+        (*value).into_bound_py_any(py)
     }
 }
 
-struct Size64;
-impl OptionKind for Size64 {
-    type Value = u64;
-    fn extract(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
-        integer(py, name, value)
-    }
-    fn show<'py>(py: Python<'py>, value: &u64) -> PyResult<Bound<'py, PyAny>> {
-        value.into_bound_py_any(py)
-    }
-}
-
-struct Bits;
-impl OptionKind for Bits {
-    type Value = u32;
-    fn extract(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<u32> {
-        integer(py, name, value)
-    }
-    fn show<'py>(py: Python<'py>, value: &u32) -> PyResult<Bound<'py, PyAny>> {
-        value.into_bound_py_any(py)
-    }
-}
+type Count = Int<usize>;
+type Size64 = Int<u64>;
+type Bits = Int<u32>;
 
 /// A float; an int is taken as one.
 struct Real;

@@ -2,11 +2,10 @@
 
 use cleave::{Db, ReadOptions, Snapshot};
 use parking_lot::RwLock;
-use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::bytes::extract;
+use crate::bytes::{extract, value_or_default, value_or_key_error};
 use crate::db::PyDb;
 use crate::error::{new_error, to_py, Kind};
 use crate::iter::{Mode, PyIter, Range};
@@ -95,10 +94,7 @@ impl PySnapshot {
         key: &Bound<'py, PyAny>,
         default: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        match self.value_of(py, key)? {
-            Some(v) => Ok(PyBytes::new(py, &v).into_any()),
-            None => Ok(default.unwrap_or_else(|| py.None().into_bound(py))),
-        }
+        Ok(value_or_default(py, self.value_of(py, key)?, default))
     }
 
     /// `snapshot[key]`: the value as of the snapshot; `KeyError` if none.
@@ -107,10 +103,7 @@ impl PySnapshot {
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        match self.value_of(py, key)? {
-            Some(v) => Ok(PyBytes::new(py, &v)),
-            None => Err(PyKeyError::new_err(key.clone().unbind())),
-        }
+        value_or_key_error(py, self.value_of(py, key)?, key)
     }
 
     /// `key in snapshot`: whether `key` had a value as of the snapshot.

@@ -13,7 +13,7 @@ use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use cleave::{Db, Options, ReadOptions, WriteOptions};
 
 use bytes::Form;
@@ -46,6 +46,20 @@ struct Cli {
     command: Command,
 }
 
+/// The keys `scan` and `dump` cover.
+#[derive(Args)]
+struct Bounds {
+    /// First key (inclusive).
+    #[arg(long)]
+    from: Option<String>,
+    /// Last key (exclusive).
+    #[arg(long)]
+    to: Option<String>,
+    /// Only keys starting with PREFIX (sets both bounds).
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    prefix: Option<String>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Prints the value of KEY, or exits with status 1 if it is absent.
@@ -65,15 +79,8 @@ enum Command {
         after_help = "Examples:\n  cleave --db ./data scan --from a --to m --limit 20\n  cleave --db ./data scan --prefix user: --reverse\n  cleave --db ./data --hex scan --prefix 0x00"
     )]
     Scan {
-        /// First key (inclusive).
-        #[arg(long)]
-        from: Option<String>,
-        /// Last key (exclusive).
-        #[arg(long)]
-        to: Option<String>,
-        /// Only keys starting with PREFIX (sets both bounds).
-        #[arg(long, conflicts_with_all = ["from", "to"])]
-        prefix: Option<String>,
+        #[command(flatten)]
+        bounds: Bounds,
         /// At most this many entries.
         #[arg(long, default_value_t = 100)]
         limit: usize,
@@ -119,15 +126,8 @@ enum Command {
         after_help = "Examples:\n  cleave --db ./data dump > data.dump\n  cleave --db ./data dump --prefix user: > users.dump"
     )]
     Dump {
-        /// First key (inclusive).
-        #[arg(long)]
-        from: Option<String>,
-        /// Last key (exclusive).
-        #[arg(long)]
-        to: Option<String>,
-        /// Only keys starting with PREFIX.
-        #[arg(long, conflicts_with_all = ["from", "to"])]
-        prefix: Option<String>,
+        #[command(flatten)]
+        bounds: Bounds,
     },
     /// Puts every `KEY ==> VALUE` line of FILE (or standard input), each
     /// side `0x`-hex or raw bytes, as `dump` and `ldb dump` write them
@@ -185,22 +185,19 @@ enum Command {
     },
 }
 
-fn bounds(
-    form: Form,
-    from: Option<String>,
-    to: Option<String>,
-    prefix: Option<String>,
-) -> Result<ReadOptions<'static>> {
-    let mut ro = ReadOptions::new();
-    if let Some(p) = prefix {
-        let p = form.parse(&p, "--prefix")?;
-        ro.upper_bound = bytes::prefix_end(&p);
-        ro.lower_bound = Some(p);
-    } else {
-        ro.lower_bound = from.map(|k| form.parse(&k, "--from")).transpose()?;
-        ro.upper_bound = to.map(|k| form.parse(&k, "--to")).transpose()?;
+impl Bounds {
+    fn read_options(self, form: Form) -> Result<ReadOptions<'static>> {
+        let mut ro = ReadOptions::new();
+        if let Some(p) = self.prefix {
+            let p = form.parse(&p, "--prefix")?;
+            ro.upper_bound = bytes::prefix_end(&p);
+            ro.lower_bound = Some(p);
+        } else {
+            ro.lower_bound = self.from.map(|k| form.parse(&k, "--from")).transpose()?;
+            ro.upper_bound = self.to.map(|k| form.parse(&k, "--to")).transpose()?;
+        }
+        Ok(ro)
     }
-    Ok(ro)
 }
 
 /// Commands that read one file and need no database.
@@ -280,13 +277,11 @@ fn run(cli: Cli) -> Result<bool> {
         )?,
         Command::Delete { key } => db.delete(&synced, &form.parse(&key, "key")?)?,
         Command::Scan {
-            from,
-            to,
-            prefix,
+            bounds,
             limit,
             reverse,
         } => {
-            let ro = bounds(form, from, to, prefix)?;
+            let ro = bounds.read_options(form)?;
             let mut it = db.iter(&ro);
             if reverse {
                 it.seek_to_last()?;
@@ -334,8 +329,8 @@ fn run(cli: Cli) -> Result<bool> {
                 info.last_sequence
             )?;
         }
-        Command::Dump { from, to, prefix } => {
-            let ro = bounds(form, from, to, prefix)?;
+        Command::Dump { bounds } => {
+            let ro = bounds.read_options(form)?;
             let n = transfer::dump(&db, &ro, &mut out)?;
             eprintln!("cleave: dumped {n} keys");
         }

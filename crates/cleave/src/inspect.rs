@@ -16,10 +16,8 @@ use crate::base::filename::{self, FileKind};
 use crate::base::key::{self, ValueKind};
 use crate::base::{FileNumber, InternalIterator};
 use crate::error::{Error, Result};
-use crate::manifest::version::Version;
-use crate::manifest::version_set::decode_current;
-use crate::manifest::{VersionEdit, FORMAT_VERSION};
-use crate::record::{Next, RecordReader};
+use crate::manifest::version_set::{decode_current, replay};
+use crate::manifest::VersionEdit;
 use crate::sstable::{new_block_cache, Table};
 use crate::value_file::{record_from_raw, IndexEntry, Origin, ValueClass, ValueFile, ValueHandle};
 use crate::vfs::{self, FileOptions, Fs};
@@ -109,18 +107,13 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn new(
-        path: &Path,
-        offset: u64,
-        key: &[u8],
-        seq: u64,
-        kind: ValueKind,
-        value: &[u8],
-    ) -> Result<Entry> {
+    /// An entry of the file `path`; a handle that does not decode is
+    /// corruption there (the readers give no finer offset).
+    fn new(path: &Path, key: &[u8], seq: u64, kind: ValueKind, value: &[u8]) -> Result<Entry> {
         let handle = match kind {
             ValueKind::ValueRef => Some(
                 ValueHandle::decode(value)
-                    .map_err(|e| Error::corruption(path, offset, e.0))?
+                    .map_err(|e| Error::corruption(path, 0, e.0))?
                     .into(),
             ),
             _ => None,
@@ -291,7 +284,6 @@ impl Iterator for SstableEntries {
             })?;
             Entry::new(
                 &self.path,
-                0,
                 parsed.user_key,
                 parsed.seq,
                 parsed.kind,
@@ -520,7 +512,7 @@ pub fn wal(fs: &dyn Fs, path: &Path) -> Result<WalDump> {
         let mut entries = Vec::with_capacity(batch.len());
         for (s, e) in (*seq..).zip(batch.entries()) {
             let e = e?;
-            entries.push(Entry::new(path, 0, e.key, s, e.kind, e.value)?);
+            entries.push(Entry::new(path, e.key, s, e.kind, e.value)?);
         }
         batches.push(WalBatch { seq: *seq, entries });
     }
@@ -569,55 +561,23 @@ pub fn manifest(fs: &dyn Fs, path: &Path, show: &dyn Fn(&[u8]) -> String) -> Res
         path.to_path_buf()
     };
     let data = vfs::read_all(fs, &path)?;
-    let mut reader = RecordReader::new(&data);
-    let mut version = Version::default();
+    let mut edits = Vec::new();
+    let r = replay(&path, &data, &mut |offset, edit| {
+        edits.push((offset, describe(edit, show)));
+    })?;
+    let version = r.version;
     let mut dump = ManifestDump {
-        path: path.clone(),
-        edits: Vec::new(),
-        summary: Vec::new(),
-        torn_tail: None,
+        path,
+        edits,
+        summary: vec![format!(
+            "next file {}, last sequence {}, log number {}, merge operator {}",
+            r.next_file_number,
+            r.last_seq,
+            r.log_number,
+            r.merge_operator.as_deref().unwrap_or("-")
+        )],
+        torn_tail: r.torn_tail,
     };
-    let (mut next_file, mut last_seq, mut log_number, mut merge_operator) =
-        (None, None, None, None);
-    loop {
-        let (offset, payload) = match reader.next_record() {
-            Next::Record { offset, payload } => (offset, payload),
-            Next::End => break,
-            Next::TornTail { offset, .. } => {
-                dump.torn_tail = Some(offset);
-                break;
-            }
-            Next::Corrupt { offset, reason } => {
-                return Err(Error::corruption(&path, offset, reason))
-            }
-        };
-        let edit =
-            VersionEdit::decode(payload).map_err(|e| Error::corruption(&path, offset, e.0))?;
-        if let Some(found) = edit.format_version.filter(|&v| v > FORMAT_VERSION) {
-            return Err(Error::UnsupportedFormatVersion {
-                file: path,
-                found,
-                supported: FORMAT_VERSION,
-            });
-        }
-        dump.edits.push((offset, describe(&edit, show)));
-        next_file = edit.next_file_number.or(next_file);
-        last_seq = edit.last_seq.or(last_seq);
-        log_number = edit.log_number.or(log_number);
-        merge_operator = edit.merge_operator.clone().or(merge_operator);
-        version = version
-            .apply(edit)
-            .map_err(|reason| Error::corruption(&path, offset, reason))?;
-    }
-    let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
-    let file = |n: Option<FileNumber>| n.map_or_else(|| "-".to_string(), |n| n.to_string());
-    dump.summary.push(format!(
-        "next file {}, last sequence {}, log number {}, merge operator {}",
-        file(next_file),
-        opt(last_seq),
-        file(log_number),
-        merge_operator.as_deref().unwrap_or("-")
-    ));
     for level in 0..crate::base::limits::NUM_LEVELS {
         let files = version.files(level);
         if files.is_empty() {

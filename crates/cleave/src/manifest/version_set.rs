@@ -67,7 +67,7 @@ impl VersionSet {
         let manifest_number = decode_current(&current_path, &vfs::read_all(&*fs, &current_path)?)?;
         let path = filename::manifest(dir, manifest_number);
         let data = vfs::read_all(&*fs, &path)?;
-        let replayed = replay(&path, &data)?;
+        let replayed = replay(&path, &data, &mut |_, _| {})?;
         let mut vs = VersionSet::empty(fs, dir, opts);
         let max_file = replayed
             .version
@@ -281,7 +281,7 @@ impl VersionSet {
             ));
         }
         let path = filename::manifest(&self.dir, number);
-        let replayed = replay(&path, &vfs::read_all(&*self.fs, &path)?)?;
+        let replayed = replay(&path, &vfs::read_all(&*self.fs, &path)?, &mut |_, _| {})?;
         if !replayed.version.same_files(&self.current) {
             return Err(Error::corruption(
                 path,
@@ -456,26 +456,40 @@ pub(crate) fn decode_current(path: &Path, data: &[u8]) -> Result<FileNumber> {
     Ok(number)
 }
 
-struct Replayed {
-    version: Version,
-    next_file_number: FileNumber,
-    last_seq: SeqNo,
-    log_number: FileNumber,
-    merge_operator: Option<String>,
+/// The state a manifest's edits add up to.
+pub(crate) struct Replayed {
+    pub version: Version,
+    pub next_file_number: FileNumber,
+    pub last_seq: SeqNo,
+    pub log_number: FileNumber,
+    pub merge_operator: Option<String>,
+    /// Where a torn final record starts, if the manifest ends in one.
+    pub torn_tail: Option<u64>,
 }
 
-fn replay(path: &Path, data: &[u8]) -> Result<Replayed> {
+/// Replays the manifest `data` read from `path`, handing each edit and its
+/// offset to `each` before applying it.
+pub(crate) fn replay(
+    path: &Path,
+    data: &[u8],
+    each: &mut dyn FnMut(u64, &VersionEdit),
+) -> Result<Replayed> {
     let mut reader = RecordReader::new(data);
     let mut version = Version::default();
     let (mut next_file_number, mut last_seq, mut log_number) = (None, None, None);
     let mut merge_operator = None;
+    let mut torn_tail = None;
     let mut first = true;
     loop {
         let (offset, payload) = match reader.next_record() {
             Next::Record { offset, payload } => (offset, payload),
+            Next::End => break,
             // A crash mid-append leaves a torn last record; the edit in it
             // was never acknowledged.
-            Next::End | Next::TornTail { .. } => break,
+            Next::TornTail { offset, .. } => {
+                torn_tail = Some(offset);
+                break;
+            }
             Next::Corrupt { offset, reason } => {
                 return Err(Error::corruption(path, offset, reason))
             }
@@ -500,6 +514,7 @@ fn replay(path: &Path, data: &[u8]) -> Result<Replayed> {
             _ => {}
         }
         first = false;
+        each(offset, &edit);
         next_file_number = edit.next_file_number.or(next_file_number);
         last_seq = edit.last_seq.or(last_seq);
         log_number = edit.log_number.or(log_number);
@@ -515,6 +530,7 @@ fn replay(path: &Path, data: &[u8]) -> Result<Replayed> {
             last_seq,
             log_number,
             merge_operator,
+            torn_tail,
         }),
         _ => Err(Error::corruption(
             path,
