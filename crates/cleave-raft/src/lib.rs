@@ -48,7 +48,7 @@ mod types;
 
 use std::path::Path;
 
-pub use log::{LogReader, LogStorage, ENTRIES_LOG, STATE_LOG};
+pub use log::{LogConfig, LogReader, LogStorage, ENTRIES_LOG, STATE_LOG};
 pub use snapshot::FormatError;
 pub use state_machine::{KeyValue, SnapshotBuilder, StateMachine, APPLIED_KEY, DATA_PREFIX};
 pub use types::{

@@ -9,17 +9,18 @@
 
 use std::fmt::Debug;
 use std::io;
+use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
 use std::sync::Arc;
 
 use cleave::log_store::{self, LogOptions, LogStore};
 use openraft::storage::{LogFlushed, RaftLogStorage};
-use openraft::{AnyError, LogState, OptionalSend, RaftLogReader, StorageIOError};
+use openraft::{AnyError, LogState, OptionalSend, RaftLogReader, RaftTypeConfig, StorageIOError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
+use crate::types::{LogId, NodeId, StorageError, TypeConfig, Vote};
 
 /// Name of the logical log that holds the entries, record LSN = Raft index.
 pub const ENTRIES_LOG: &str = "raft/entries";
@@ -52,8 +53,9 @@ struct Shared {
 /// [`ENTRIES_LOG`], the vote, the committed log id and the last purged log
 /// id in [`STATE_LOG`]. Every write is durable when it returns (and an
 /// append's callback runs only then).
-pub struct LogStorage {
+pub struct LogStorage<C: LogConfig = TypeConfig> {
     shared: Arc<Shared>,
+    config: PhantomData<C>,
     /// The durable last purged log id, as [`STATE_LOG`] holds it; only
     /// `purge` changes it, and it takes `&mut self`.
     last_purged: Option<LogId>,
@@ -61,16 +63,33 @@ pub struct LogStorage {
 
 /// Reads entries for openraft's replication tasks, alongside the
 /// [`LogStorage`] it came from.
-#[derive(Clone)]
-pub struct LogReader {
+pub struct LogReader<C: LogConfig = TypeConfig> {
     shared: Arc<Shared>,
+    config: PhantomData<C>,
 }
 
-impl LogStorage {
+impl<C: LogConfig> Clone for LogReader<C> {
+    fn clone(&self) -> Self {
+        LogReader {
+            shared: self.shared.clone(),
+            config: PhantomData,
+        }
+    }
+}
+
+/// The type configurations whose logs [`LogStorage`] keeps: `u64` node ids
+/// and openraft's own entry type, which the `serde` feature encodes (as
+/// JSON here). [`TypeConfig`] is one; an application with its own requests
+/// declares another.
+pub trait LogConfig: RaftTypeConfig<NodeId = NodeId, Entry = openraft::Entry<Self>> {}
+
+impl<C> LogConfig for C where C: RaftTypeConfig<NodeId = NodeId, Entry = openraft::Entry<C>> {}
+
+impl<C: LogConfig> LogStorage<C> {
     /// Opens (with `opts.create_if_missing`, creates) the log store in
     /// `dir` and its two logs, and finishes a purge a crash interrupted.
     /// `opts.sync` off is allowed: each write then syncs the store itself.
-    pub fn open(dir: impl AsRef<Path>, opts: LogOptions) -> Result<LogStorage, StorageError> {
+    pub fn open(dir: impl AsRef<Path>, opts: LogOptions) -> Result<LogStorage<C>, StorageError> {
         let store_syncs = opts.sync;
         let store = LogStore::open(dir, opts).map_err(|e| StorageIOError::read_logs(&e))?;
         let entries = open_or_create(&store, ENTRIES_LOG)?;
@@ -87,6 +106,7 @@ impl LogStorage {
         shared.finish_purge(last_purged.as_ref())?;
         Ok(LogStorage {
             shared,
+            config: PhantomData,
             last_purged,
         })
     }
@@ -98,7 +118,7 @@ impl LogStorage {
 
     /// Encodes and appends `entries`, in batches under the store's limit,
     /// and makes them durable.
-    fn append_durably(&self, mut entries: Vec<Entry>) -> Result<(), StorageError> {
+    fn append_durably(&self, mut entries: Vec<openraft::Entry<C>>) -> Result<(), StorageError> {
         // The store refuses LSNs below its trim point for good, while
         // openraft (its test suite does) may append an entry a purge already
         // covers: such an entry is in a snapshot, and no read may return it,
@@ -195,7 +215,10 @@ impl Shared {
     }
 
     /// The entry at `index`, if the log holds it.
-    fn read_entry(&self, index: u64) -> Result<Option<Entry>, StorageError> {
+    fn read_entry<C: LogConfig>(
+        &self,
+        index: u64,
+    ) -> Result<Option<openraft::Entry<C>>, StorageError> {
         let Some(bytes) = self
             .store
             .read(self.entries, index)
@@ -206,7 +229,11 @@ impl Shared {
         decode_entry(index, &bytes).map(Some)
     }
 
-    fn entries_in(&self, start: u64, end: Option<u64>) -> Result<Vec<Entry>, StorageError> {
+    fn entries_in<C: LogConfig>(
+        &self,
+        start: u64,
+        end: Option<u64>,
+    ) -> Result<Vec<openraft::Entry<C>>, StorageError> {
         let mut out = Vec::new();
         if end.is_some_and(|end| end <= start) {
             return Ok(out);
@@ -227,8 +254,11 @@ impl Shared {
 }
 
 /// Decodes the record at `index`, which must hold the entry of that index.
-fn decode_entry(index: u64, bytes: &[u8]) -> Result<Entry, StorageError> {
-    let entry: Entry =
+fn decode_entry<C: LogConfig>(
+    index: u64,
+    bytes: &[u8],
+) -> Result<openraft::Entry<C>, StorageError> {
+    let entry: openraft::Entry<C> =
         serde_json::from_slice(bytes).map_err(|e| StorageIOError::read_log_at_index(index, &e))?;
     if entry.log_id.index != index {
         return Err(StorageIOError::read_log_at_index(
@@ -296,37 +326,37 @@ fn bounds<RB: RangeBounds<u64>>(range: &RB) -> (u64, Option<u64>) {
     }
 }
 
-impl RaftLogReader<TypeConfig> for LogReader {
+impl<C: LogConfig> RaftLogReader<C> for LogReader<C> {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
         &mut self,
         range: RB,
-    ) -> Result<Vec<Entry>, StorageError> {
+    ) -> Result<Vec<openraft::Entry<C>>, StorageError> {
         let (start, end) = bounds(&range);
         self.shared.entries_in(start, end)
     }
 }
 
-impl RaftLogReader<TypeConfig> for LogStorage {
+impl<C: LogConfig> RaftLogReader<C> for LogStorage<C> {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
         &mut self,
         range: RB,
-    ) -> Result<Vec<Entry>, StorageError> {
+    ) -> Result<Vec<openraft::Entry<C>>, StorageError> {
         // The same reads as a reader's: through the shared store.
         self.get_log_reader().await.try_get_log_entries(range).await
     }
 }
 
-impl RaftLogStorage<TypeConfig> for LogStorage {
-    type LogReader = LogReader;
+impl<C: LogConfig> RaftLogStorage<C> for LogStorage<C> {
+    type LogReader = LogReader<C>;
 
-    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
+    async fn get_log_state(&mut self) -> Result<LogState<C>, StorageError> {
         let last_lsn = self
             .shared
             .store
             .last_lsn(self.shared.entries)
             .map_err(|e| StorageIOError::read_logs(&e))?;
         let last_entry = match last_lsn {
-            Some(index) => self.shared.read_entry(index)?.map(|e| e.log_id),
+            Some(index) => self.shared.read_entry::<C>(index)?.map(|e| e.log_id),
             None => None,
         };
         // Entries at or below the purge point are on their way out (a purge
@@ -342,9 +372,10 @@ impl RaftLogStorage<TypeConfig> for LogStorage {
         })
     }
 
-    async fn get_log_reader(&mut self) -> LogReader {
+    async fn get_log_reader(&mut self) -> LogReader<C> {
         LogReader {
             shared: self.shared.clone(),
+            config: PhantomData,
         }
     }
 
@@ -372,13 +403,9 @@ impl RaftLogStorage<TypeConfig> for LogStorage {
             .map_err(|e| StorageIOError::read(e).into())
     }
 
-    async fn append<I>(
-        &mut self,
-        entries: I,
-        callback: LogFlushed<TypeConfig>,
-    ) -> Result<(), StorageError>
+    async fn append<I>(&mut self, entries: I, callback: LogFlushed<C>) -> Result<(), StorageError>
     where
-        I: IntoIterator<Item = Entry> + OptionalSend,
+        I: IntoIterator<Item = openraft::Entry<C>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
         let result = self.append_durably(entries.into_iter().collect());

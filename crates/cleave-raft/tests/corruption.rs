@@ -23,7 +23,7 @@ async fn a_damaged_entry_or_vote_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("log");
     {
-        let mut log = LogStorage::open(&dir, log_options()).unwrap();
+        let mut log: LogStorage = LogStorage::open(&dir, log_options()).unwrap();
         log.blocking_append((1..=4).map(|i| entry(1, i)))
             .await
             .unwrap();
@@ -35,7 +35,7 @@ async fn a_damaged_entry_or_vote_is_an_error() {
     overwrite(&dir, ENTRIES_LOG, 3, &entry_4);
     overwrite(&dir, STATE_LOG, 1, b"\x00\x01");
 
-    let mut log = LogStorage::open(&dir, log_options()).unwrap();
+    let mut log: LogStorage = LogStorage::open(&dir, log_options()).unwrap();
     let first = log.try_get_log_entries(1..2).await.unwrap();
     assert_eq!(first, vec![entry(1, 1)]);
     for range in [1..5, 2..3, 3..4] {

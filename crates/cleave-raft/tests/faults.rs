@@ -43,7 +43,8 @@ fn failed_log_writes_are_never_acknowledged_and_reopen_keeps_the_rest() {
             let ctx = format!("{op:?} fails");
             let mem = MemFs::new();
             let fault = FaultFs::new(Arc::new(mem.clone()));
-            let mut log = LogStorage::open(LOG_DIR, log_opts(Arc::new(fault.clone()))).unwrap();
+            let mut log: LogStorage =
+                LogStorage::open(LOG_DIR, log_opts(Arc::new(fault.clone()))).unwrap();
             log.blocking_append((1..=20).map(|i| entry(1, i)))
                 .await
                 .unwrap();
@@ -63,7 +64,7 @@ fn failed_log_writes_are_never_acknowledged_and_reopen_keeps_the_rest() {
                 (Arc::new(mem.clone()) as Arc<dyn Fs>, "process crash"),
                 (Arc::new(mem.crash_clone()) as Arc<dyn Fs>, "power loss"),
             ] {
-                let mut log = LogStorage::open(LOG_DIR, log_opts(fs)).unwrap();
+                let mut log: LogStorage = LogStorage::open(LOG_DIR, log_opts(fs)).unwrap();
                 let got = log.try_get_log_entries(1..=20).await.unwrap();
                 let want: Vec<_> = (1..=20).map(|i| entry(1, i)).collect();
                 assert_eq!(got, want, "{ctx}, {what}");

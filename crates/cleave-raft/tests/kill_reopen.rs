@@ -220,7 +220,7 @@ async fn term_of(log: &mut LogStorage, index: u64) -> Option<u64> {
 }
 
 async fn child(dir: PathBuf) {
-    let mut log = LogStorage::open(&dir, common::log_options()).unwrap();
+    let mut log: LogStorage = LogStorage::open(&dir, common::log_options()).unwrap();
     let state = log.get_log_state().await.unwrap();
     let vote = log.read_vote().await.unwrap();
     let mut committed = log.read_committed().await.unwrap();
@@ -420,7 +420,7 @@ fn acknowledged_log_operations_survive_sigkill() {
             with_in_flight.apply(op);
         }
         let got = rt.block_on(async {
-            let mut log = LogStorage::open(&dir, common::log_options()).unwrap();
+            let mut log: LogStorage = LogStorage::open(&dir, common::log_options()).unwrap();
             if let Some(purged) = model.purged {
                 // Nothing at or below the acknowledged purge point is back.
                 let below = log.try_get_log_entries(0..=purged.index).await.unwrap();

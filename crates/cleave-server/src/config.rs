@@ -2,10 +2,13 @@
 //! mode, the limits Redis has, and the engine options that matter most.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Parser;
 use cleave::{Compression, Options};
 
+use crate::cluster::types::Member;
+use crate::cluster::{ReadMode, Settings};
 use crate::state::{Fixed, Limits};
 use crate::store::FsyncMode;
 
@@ -17,6 +20,10 @@ use crate::store::FsyncMode;
     after_help = "Example:\n  cleave-server --dir /var/lib/cleave --port 6380 --appendfsync everysec\n  redis-cli -p 6380 set greeting hello"
 )]
 pub struct Args {
+    /// `cleave-server cluster ...`: administer a running group.
+    #[command(subcommand)]
+    pub command: Option<crate::cluster_cli::Command>,
+
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
@@ -85,9 +92,105 @@ pub struct Args {
     /// O_DIRECT for flushes, compactions and GC.
     #[arg(long)]
     pub use_direct_io_for_flush_and_compaction: bool,
+
+    /// Run as a member of a replicated group (docs/cluster.md): writes go
+    /// through a Raft log and are acknowledged once a majority holds them.
+    #[arg(long, help_heading = "Cluster")]
+    pub cluster: bool,
+    /// This member's id in the group, unique and never reused.
+    #[arg(long, help_heading = "Cluster", requires = "cluster")]
+    pub node_id: Option<u64>,
+    /// Port of the Raft transport between members (on --bind).
+    #[arg(long, help_heading = "Cluster", requires = "cluster")]
+    pub raft_port: Option<u16>,
+    /// Another member of the group `cluster init` forms:
+    /// ID=RAFT_HOST:RAFT_PORT,HOST:PORT (repeat for each).
+    #[arg(long = "peer", help_heading = "Cluster", requires = "cluster", value_parser = parse_peer)]
+    pub peers: Vec<(u64, Member)>,
+    /// linearizable: reads go to the leader, which confirms it still leads
+    /// before it answers; local: each member answers from its own state,
+    /// which may be behind (a connection can also ask for this with
+    /// READONLY).
+    #[arg(
+        long,
+        help_heading = "Cluster",
+        value_enum,
+        default_value = "linearizable"
+    )]
+    pub cluster_reads: ReadMode,
+    /// Interval between the leader's heartbeats, in milliseconds.
+    #[arg(long, help_heading = "Cluster", default_value_t = 100)]
+    pub raft_heartbeat_ms: u64,
+    /// Shortest election timeout, in milliseconds (the longest is twice
+    /// it). After a leader's last heartbeat, openraft waits out its lease
+    /// (the longest timeout) and then a random timeout before a member
+    /// stands: a dead leader is replaced 3 to 4 times this later.
+    #[arg(long, help_heading = "Cluster", default_value_t = 500)]
+    pub raft_election_timeout_ms: u64,
+    /// Log entries between snapshots of the state machine.
+    #[arg(long, help_heading = "Cluster", default_value_t = 100_000)]
+    pub raft_snapshot_logs: u64,
+    /// Longest wait for a write to commit before the client is told to
+    /// try again, in milliseconds.
+    #[arg(long, help_heading = "Cluster", default_value_t = 10_000)]
+    pub cluster_write_timeout_ms: u64,
+    /// Serve CLUSTER TEST-PARTITION and TEST-HEAL, which cut this member
+    /// off from others (for failure tests only).
+    #[arg(long, help_heading = "Cluster", requires = "cluster")]
+    pub cluster_test_hooks: bool,
+}
+
+/// `ID=RAFT_ADDR,REDIS_ADDR`.
+fn parse_peer(s: &str) -> Result<(u64, Member), String> {
+    let usage = || format!("{s:?}: expected ID=RAFT_HOST:RAFT_PORT,HOST:PORT");
+    let (id, addrs) = s.split_once('=').ok_or_else(usage)?;
+    let id = id.parse().map_err(|_| usage())?;
+    let (raft, redis) = addrs.split_once(',').ok_or_else(usage)?;
+    if !raft.contains(':') || !redis.contains(':') {
+        return Err(usage());
+    }
+    Ok((
+        id,
+        Member {
+            raft: raft.to_string(),
+            redis: redis.to_string(),
+        },
+    ))
 }
 
 impl Args {
+    /// The cluster settings, if `--cluster` is on; `port` is the bound one.
+    pub fn cluster_settings(&self, port: u16) -> Result<Option<Settings>, String> {
+        if !self.cluster {
+            return Ok(None);
+        }
+        let id = self.node_id.ok_or("--cluster needs --node-id")?;
+        let raft_port = self.raft_port.ok_or("--cluster needs --raft-port")?;
+        if self.peers.iter().any(|(p, _)| *p == id) {
+            return Err(format!("--peer names this member's own id, {id}"));
+        }
+        let election = Duration::from_millis(self.raft_election_timeout_ms);
+        let heartbeat = Duration::from_millis(self.raft_heartbeat_ms);
+        if heartbeat >= election {
+            return Err("--raft-heartbeat-ms must be below --raft-election-timeout-ms".into());
+        }
+        Ok(Some(Settings {
+            id,
+            me: Member {
+                raft: format!("{}:{raft_port}", self.bind),
+                redis: format!("{}:{port}", self.bind),
+            },
+            peers: self.peers.clone(),
+            reads: self.cluster_reads,
+            test_hooks: self.cluster_test_hooks,
+            heartbeat,
+            election_timeout_min: election,
+            election_timeout_max: election * 2,
+            snapshot_logs: self.raft_snapshot_logs.max(1),
+            write_timeout: Duration::from_millis(self.cluster_write_timeout_ms),
+        }))
+    }
+
     pub fn engine_options(&self) -> Options {
         Options {
             write_buffer_size: self.write_buffer_size,

@@ -77,7 +77,9 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
                 return Ok(());
             };
             let synced = shared.store.fsync_mode() == FsyncMode::Always;
-            let (c, mut out) = if commands::needs_blocking_thread(&requests, synced) {
+            let (c, mut out) = if let Some(cluster) = shared.cluster.get() {
+                crate::cluster::execute(shared, cluster, c, requests).await
+            } else if commands::needs_blocking_thread(&requests, synced) {
                 let worker = Arc::clone(shared);
                 let done = tokio::task::spawn_blocking(move || execute(&worker, c, requests)).await;
                 let Ok(done) = done else {

@@ -247,6 +247,12 @@ pub fn version_floor_key() -> Vec<u8> {
     internal_key(b"version-floor")
 }
 
+/// The key holding a cluster node's applied state: the last Raft log entry
+/// its database reflects, and the membership then.
+pub fn raft_applied_key() -> Vec<u8> {
+    internal_key(b"raft-applied")
+}
+
 /// The key holding the key-space format version.
 pub fn format_key() -> Vec<u8> {
     internal_key(b"format")

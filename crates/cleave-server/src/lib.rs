@@ -5,6 +5,10 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 #[cfg(feature = "server")]
+pub mod cluster;
+#[cfg(feature = "server")]
+pub mod cluster_cli;
+#[cfg(feature = "server")]
 pub mod commands;
 #[cfg(feature = "server")]
 pub mod config;
@@ -12,6 +16,7 @@ pub mod config;
 mod connection;
 #[cfg(feature = "server")]
 pub mod error;
+pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod glob;

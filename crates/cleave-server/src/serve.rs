@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
+use crate::cluster::layout::Layout;
 use crate::config::Args;
 use crate::connection;
 use crate::state::Shared;
@@ -20,7 +21,22 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Opens the data directory, serves until SHUTDOWN, SIGTERM or SIGINT,
 /// then syncs and closes the database.
 pub fn run(args: Args) -> Result<(), String> {
-    let store = Store::open(&args.dir, args.engine_options(), args.appendfsync)?;
+    if let Some(command) = &args.command {
+        return crate::cluster_cli::run(command);
+    }
+    // A cluster member keeps its database under `db-N/` and syncs its Raft
+    // log, not the database (docs/cluster.md).
+    let (store, layout) = match (args.cluster, args.node_id) {
+        (true, Some(id)) => {
+            let (layout, live) = Layout::prepare(&args.dir, id)?;
+            let store = Store::open(&live, args.engine_options(), FsyncMode::No)?;
+            (store, Some((layout, live)))
+        }
+        _ => (
+            Store::open(&args.dir, args.engine_options(), args.appendfsync)?,
+            None,
+        ),
+    };
     let threads = args.threads.max(1);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -36,6 +52,11 @@ pub fn run(args: Args) -> Result<(), String> {
         .map_err(|e| format!("listening on {}:{}: {e}", args.bind, args.port))?
         .port();
     let shared = Arc::new(Shared::new(store, args.limits(), args.fixed(port)));
+    if let Some(settings) = args.cluster_settings(port)? {
+        let (layout, live) = layout.ok_or("--cluster needs --node-id")?;
+        let cluster = rt.block_on(crate::cluster::start(&shared, settings, layout, live))?;
+        let _ = shared.cluster.set(cluster);
+    }
     let syncer = {
         let shared = Arc::clone(&shared);
         std::thread::Builder::new()
@@ -50,6 +71,11 @@ pub fn run(args: Args) -> Result<(), String> {
         args.dir.display()
     );
     rt.block_on(accept(Arc::clone(&shared), listener));
+    if let Some(cluster) = shared.cluster.get() {
+        if let Err(e) = rt.block_on(cluster.raft.shutdown()) {
+            log::warn!("stopping Raft: {e}");
+        }
+    }
     rt.shutdown_timeout(SHUTDOWN_GRACE);
     let _ = syncer.join();
     close(shared)

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime};
 
 use parking_lot::{Mutex, RwLock};
@@ -66,6 +67,8 @@ pub struct ClientInfo {
 
 pub struct Shared {
     pub store: Store,
+    /// Set once, at start, in cluster mode.
+    pub cluster: OnceLock<Arc<crate::cluster::Cluster>>,
     pub limits: RwLock<Limits>,
     pub fixed: Fixed,
     pub stats: Counters,
@@ -83,6 +86,7 @@ impl Shared {
     pub fn new(store: Store, limits: Limits, fixed: Fixed) -> Shared {
         Shared {
             store,
+            cluster: OnceLock::new(),
             limits: RwLock::new(limits),
             fixed,
             stats: Counters::default(),
@@ -124,6 +128,7 @@ impl Shared {
             db: 0,
             close: false,
             silent: false,
+            readonly: false,
         })
     }
 
@@ -159,6 +164,27 @@ pub struct Client {
     pub close: bool,
     /// Close without sending the last command's reply (SHUTDOWN).
     pub silent: bool,
+    /// READONLY: in cluster mode, reads on a follower are served from its
+    /// own state, which may be behind the leader's.
+    pub readonly: bool,
+}
+
+impl Client {
+    /// The client a cluster member runs a committed command as: the one
+    /// that sent it, as far as the command can tell (its database and
+    /// protocol).
+    pub fn replaying(db: u8, proto: u8) -> Client {
+        Client {
+            id: 0,
+            addr: "raft".into(),
+            name: Vec::new(),
+            proto,
+            db,
+            close: false,
+            silent: false,
+            readonly: false,
+        }
+    }
 }
 
 /// Cursors SCAN handed out, each standing for the last key it returned:

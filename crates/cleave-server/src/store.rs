@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use arc_swap::{ArcSwap, Guard};
 use cleave::{
     Append, Db, DbIterator, Options, PrefixExtractor, ReadOptions, Snapshot, WriteBatch,
     WriteOptions,
@@ -72,7 +73,13 @@ struct Versions {
 }
 
 pub struct Store {
-    db: Db,
+    /// Replaced whole only when a Raft follower installs a snapshot
+    /// ([`Store::replace_db`]), under the exclusive lock.
+    db: ArcSwap<Db>,
+    /// What the Db was opened with, for a replacement.
+    options: Options,
+    /// Set while a Raft log entry is applied (cluster mode).
+    applying: Mutex<Option<Applying>>,
     locks: Vec<Mutex<()>>,
     /// Every command holds it shared; FLUSHDB and shutdown hold it alone.
     commands: RwLock<()>,
@@ -99,6 +106,24 @@ impl PrefixExtractor for CollectionPrefix {
     }
 }
 
+/// What the writes of the command a Raft log entry holds carry, while the
+/// state machine applies it.
+struct Applying {
+    /// The applied state, written with every batch at
+    /// [`keyspace::raft_applied_key`], so that the entry's effects and its
+    /// being applied are durable together.
+    marker: Option<Vec<u8>>,
+    /// The next version for a new collection: every node must pick the
+    /// same, so it comes from the entry's index, not the clock.
+    next_version: u64,
+    /// Batches written so far.
+    batches: u32,
+}
+
+/// Versions one log entry may hand out: the entry's index is shifted by
+/// this many bits.
+pub const VERSION_BITS_PER_ENTRY: u32 = 20;
+
 /// Locks of the keys a command changes, in stripe order.
 pub struct KeyGuard<'a> {
     _guards: Vec<MutexGuard<'a, ()>>,
@@ -113,6 +138,7 @@ impl Store {
         // metadata value, whose header comes first (keyspace.rs).
         opts.merge_operator = Some(Arc::new(Append::new(b"")));
         opts.prefix_extractor = Some(Arc::new(CollectionPrefix));
+        let options = opts.clone();
         let db = Db::open(dir, opts).map_err(|e| format!("opening {}: {e}", dir.display()))?;
         let fail = |what: &str, e: cleave::Error| format!("{what} in {}: {e}", dir.display());
         let r = ReadOptions::new();
@@ -164,7 +190,9 @@ impl Store {
         db.put(&SYNC, &keyspace::version_floor_key(), &floor.to_be_bytes())
             .map_err(|e| fail("writing the version floor", e))?;
         Ok(Store {
-            db,
+            db: ArcSwap::from_pointee(db),
+            options,
+            applying: Mutex::new(None),
             locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             commands: RwLock::new(()),
             versions: Mutex::new(Versions { next, floor }),
@@ -173,14 +201,51 @@ impl Store {
         })
     }
 
-    pub fn db(&self) -> &Db {
-        &self.db
+    /// The database. A Raft follower may replace it (a snapshot install):
+    /// hold what this returns for one command at most.
+    pub fn db(&self) -> Guard<Arc<Db>> {
+        self.db.load()
+    }
+
+    /// Opens the database in `dir` with the options this store's was
+    /// opened with (a snapshot installed in cluster mode).
+    pub fn open_db(&self, dir: &Path) -> Result<Db, cleave::Error> {
+        Db::open(dir, self.options.clone())
+    }
+
+    /// Makes `db` the database from now on and returns the one it
+    /// replaces. The caller holds [`Store::exclusive`], so that no command
+    /// sees two databases.
+    pub fn replace_db(&self, db: Db) -> Arc<Db> {
+        self.db.swap(Arc::new(db))
     }
 
     /// Closes the database: its background work stops and what is in its
-    /// memtables is made durable.
+    /// memtables is made durable. If something still holds it (a snapshot
+    /// build), its WAL is synced instead.
     pub fn close(self) -> Result<(), cleave::Error> {
-        self.db.close()
+        match Arc::try_unwrap(self.db.into_inner()) {
+            Ok(db) => db.close(),
+            Err(db) => db.sync_wal(),
+        }
+    }
+
+    /// From now until [`Store::end_apply`], every write carries `marker`
+    /// (if any) at [`keyspace::raft_applied_key`], and new collections get
+    /// versions from `index`, the log entry being applied.
+    pub fn begin_apply(&self, marker: Option<Vec<u8>>, index: u64) {
+        let mut applying = self.applying.lock();
+        debug_assert!(applying.is_none(), "one entry is applied at a time");
+        *applying = Some(Applying {
+            marker,
+            next_version: index << VERSION_BITS_PER_ENTRY,
+            batches: 0,
+        });
+    }
+
+    /// Ends what [`Store::begin_apply`] began; returns the batches written.
+    pub fn end_apply(&self) -> u32 {
+        self.applying.lock().take().map_or(0, |a| a.batches)
     }
 
     pub fn fsync_mode(&self) -> FsyncMode {
@@ -191,7 +256,7 @@ impl Store {
         if mode == FsyncMode::Always && self.fsync_mode() != FsyncMode::Always {
             // From now on each write is durable when acknowledged: so must
             // every write before.
-            self.db.sync_wal()?;
+            self.db.load().sync_wal()?;
         }
         self.fsync.store(mode as u8, Ordering::Release);
         Ok(())
@@ -200,7 +265,7 @@ impl Store {
     /// Syncs the WAL if a write came since the last sync (`everysec`).
     pub fn sync_if_written(&self) -> Result<(), cleave::Error> {
         if self.unsynced.swap(false, Ordering::AcqRel) {
-            self.db.sync_wal()?;
+            self.db.load().sync_wal()?;
         }
         Ok(())
     }
@@ -226,13 +291,19 @@ impl Store {
         }
     }
 
-    pub fn write(&self, batch: WriteBatch) -> Result<(), CmdError> {
+    pub fn write(&self, mut batch: WriteBatch) -> Result<(), CmdError> {
+        if let Some(applying) = self.applying.lock().as_mut() {
+            if let Some(marker) = &applying.marker {
+                batch.put(&keyspace::raft_applied_key(), marker);
+            }
+            applying.batches += 1;
+        }
         let sync = self.fsync_mode() == FsyncMode::Always;
         let opts = WriteOptions {
             sync,
             disable_wal: false,
         };
-        self.db.write(&opts, batch)?;
+        self.db.load().write(&opts, batch)?;
         if !sync {
             self.unsynced.store(true, Ordering::Release);
         }
@@ -242,11 +313,24 @@ impl Store {
     /// A version for a new hash or sorted set, larger than every version
     /// handed out before, in this process or an earlier one.
     pub fn new_version(&self) -> Result<u64, CmdError> {
+        if let Some(applying) = self.applying.lock().as_mut() {
+            let version = applying.next_version;
+            if version & ((1 << VERSION_BITS_PER_ENTRY) - 1) == (1 << VERSION_BITS_PER_ENTRY) - 1 {
+                // The same on every member: a reply, not a failure.
+                return Err(CmdError::err(format!(
+                    "a command creates more than {} collections",
+                    (1u64 << VERSION_BITS_PER_ENTRY) - 1
+                )));
+            }
+            applying.next_version += 1;
+            return Ok(version);
+        }
         let mut v = self.versions.lock();
         let version = v.next.max(now_micros());
         if version >= v.floor {
             let floor = version + VERSION_BLOCK;
             self.db
+                .load()
                 .put(&SYNC, &keyspace::version_floor_key(), &floor.to_be_bytes())?;
             v.floor = floor;
         }
@@ -255,7 +339,7 @@ impl Store {
     }
 
     pub fn snapshot(&self) -> Snapshot {
-        self.db.snapshot()
+        self.db.load().snapshot()
     }
 
     /// Reads as of `snapshot`: a command reading several keys, or a key
@@ -269,7 +353,7 @@ impl Store {
 
     /// The metadata of `key`, read as `r` says.
     pub fn meta(&self, r: &ReadOptions<'_>, db: u8, key: &[u8]) -> Result<Option<Meta>, CmdError> {
-        match self.db.get(r, &keyspace::meta_key(db, key))? {
+        match self.db.load().get(r, &keyspace::meta_key(db, key))? {
             None => Ok(None),
             Some(v) => Meta::decode(v)
                 .map(Some)
@@ -311,7 +395,7 @@ impl Store {
     }
 
     pub fn get(&self, r: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
-        Ok(self.db.get(r, key)?)
+        Ok(self.db.load().get(r, key)?)
     }
 
     /// An iterator over `[begin, end)` as of `snapshot`.
@@ -326,7 +410,7 @@ impl Store {
             lower_bound: Some(begin),
             upper_bound: end,
         };
-        self.db.iter(&r)
+        self.db.load().iter(&r)
     }
 }
 
@@ -392,7 +476,7 @@ mod tests {
         // would have left.
         let future = now_micros() + (1 << 40);
         store
-            .db
+            .db()
             .put(
                 &WriteOptions::default(),
                 &keyspace::version_floor_key(),
@@ -430,7 +514,7 @@ mod tests {
         let opts = options();
         let store = Store::open(Path::new("/d"), opts.clone(), FsyncMode::No).unwrap();
         store
-            .db
+            .db()
             .put(&WriteOptions::default(), &keyspace::format_key(), b"99")
             .unwrap();
         store.close().unwrap();

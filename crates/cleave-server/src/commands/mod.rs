@@ -145,6 +145,26 @@ static COMMANDS: &[Command] = &[
         server::client
     ),
     cmd!("shutdown", -1, A, 0, 0, 0, server::shutdown),
+    // Cluster mode: CLUSTER runs in `cluster::admin`; here, standalone.
+    cmd!("cluster", -2, &["admin", "stale"], 0, 0, 0, server::cluster),
+    cmd!(
+        "readonly",
+        1,
+        &["fast", "loading", "stale"],
+        0,
+        0,
+        0,
+        server::readonly
+    ),
+    cmd!(
+        "readwrite",
+        1,
+        &["fast", "loading", "stale"],
+        0,
+        0,
+        0,
+        server::readwrite
+    ),
 ];
 
 fn table() -> &'static HashMap<&'static str, &'static Command> {
@@ -173,6 +193,34 @@ impl Command {
     pub fn is_write(&self) -> bool {
         self.flags.contains(&"write")
     }
+
+    pub fn is_read(&self) -> bool {
+        self.flags.contains(&"readonly")
+    }
+
+    /// Whether `args` (the name included) has as many arguments as the
+    /// command takes.
+    pub fn arity_matches(&self, args: &[Vec<u8>]) -> bool {
+        let n = args.len() as i32;
+        (self.arity > 0 && n == self.arity) || (self.arity < 0 && n >= -self.arity)
+    }
+
+    /// Whether the command writes at most one batch, so that the batch can
+    /// carry the Raft entry's being applied. FLUSHDB deletes in many
+    /// batches; a crash between them leaves it to be applied again, which
+    /// finds less to delete and ends the same.
+    pub fn writes_one_batch(&self) -> bool {
+        !self.exclusive
+    }
+
+    /// The first key's argument, if the command takes keys.
+    pub fn first_key<'a>(&self, args: &'a [Vec<u8>]) -> Option<&'a [u8]> {
+        usize::try_from(self.first_key)
+            .ok()
+            .filter(|&i| i > 0)
+            .and_then(|i| args.get(i))
+            .map(Vec::as_slice)
+    }
 }
 
 /// Whether `requests` should run on a blocking thread rather than on the
@@ -193,6 +241,20 @@ pub fn needs_blocking_thread(requests: &[Vec<Vec<u8>>], synced_writes: bool) -> 
 
 /// Runs one request (`args[0]` is the command name, never empty).
 pub fn execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
+    match try_execute(ctx, args) {
+        Ok(reply) => reply,
+        Err(e) => {
+            log::warn!("{}: {e}", args[0].escape_ascii());
+            CmdError::Engine(e).reply()
+        }
+    }
+}
+
+/// Runs one request as [`execute`] does, but returns an engine failure
+/// (a full disk, a damaged file) as an error rather than as an error
+/// reply: a cluster member must not count an entry it failed to apply as
+/// applied.
+pub fn try_execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result<Reply, cleave::Error> {
     debug_assert!(!args.is_empty());
     let Some(cmd) = lookup(&args[0]) else {
         let mut msg = format!(
@@ -202,14 +264,13 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         for a in args.iter().skip(1) {
             msg.push_str(&format!("'{}' ", a.escape_ascii()));
         }
-        return Reply::Error(msg);
+        return Ok(Reply::Error(msg));
     };
-    let n = args.len() as i32;
-    if (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity) {
-        return Reply::Error(format!(
+    if !cmd.arity_matches(args) {
+        return Ok(Reply::Error(format!(
             "ERR wrong number of arguments for '{}' command",
             cmd.name
-        ));
+        )));
     }
     ctx.shared.stats.commands.fetch_add(1, Ordering::Relaxed);
     let store = &ctx.shared.store;
@@ -221,13 +282,9 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         (cmd.handler)(ctx, args)
     };
     match result {
-        Ok(r) => r,
-        Err(e) => {
-            if let CmdError::Engine(err) = &e {
-                log::warn!("{}: {err}", cmd.name);
-            }
-            e.reply()
-        }
+        Ok(r) => Ok(r),
+        Err(CmdError::Engine(e)) => Err(e),
+        Err(e) => Ok(e.reply()),
     }
 }
 

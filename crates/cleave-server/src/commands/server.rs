@@ -39,6 +39,32 @@ pub fn select(_: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     Ok(Reply::ok())
 }
 
+/// Redis's answer to a cluster command on a server without cluster mode.
+const NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
+
+pub fn cluster(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> Result {
+    Err(CmdError::err(&NO_CLUSTER[4..]))
+}
+
+/// READONLY: this connection's reads on a follower are served from the
+/// follower's own state.
+pub fn readonly(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Result {
+    if ctx.shared.cluster.get().is_none() {
+        return Err(CmdError::err(&NO_CLUSTER[4..]));
+    }
+    ctx.client.readonly = true;
+    Ok(Reply::ok())
+}
+
+/// READWRITE: back to linearizable reads (the default).
+pub fn readwrite(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Result {
+    if ctx.shared.cluster.get().is_none() {
+        return Err(CmdError::err(&NO_CLUSTER[4..]));
+    }
+    ctx.client.readonly = false;
+    Ok(Reply::ok())
+}
+
 pub fn quit(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Result {
     ctx.client.close = true;
     Ok(Reply::ok())
@@ -384,7 +410,16 @@ fn human(bytes: u64) -> String {
     }
 }
 
-const SECTIONS: [&str; 6] = ["server", "clients", "memory", "stats", "keyspace", "cleave"];
+const SECTIONS: [&str; 8] = [
+    "server",
+    "clients",
+    "memory",
+    "stats",
+    "replication",
+    "cluster",
+    "keyspace",
+    "cleave",
+];
 
 pub fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let wanted: Vec<String> = args[1..]
@@ -421,7 +456,12 @@ fn info_section(
             let uptime = shared.started.elapsed().as_secs();
             l.push(("redis_version", REDIS_VERSION.into()));
             l.push(("cleave_version", env!("CARGO_PKG_VERSION").into()));
-            l.push(("redis_mode", "standalone".into()));
+            let mode = if shared.cluster.get().is_some() {
+                "cluster"
+            } else {
+                "standalone"
+            };
+            l.push(("redis_mode", mode.into()));
             l.push(("arch_bits", usize::BITS.to_string()));
             l.push(("multiplexing_api", "tokio".into()));
             l.push(("process_id", std::process::id().to_string()));
@@ -467,6 +507,53 @@ fn info_section(
             l.push(("keyspace_misses", counter(&s.misses)));
             l.push(("protocol_errors", counter(&s.protocol_errors)));
             "Stats"
+        }
+        "replication" => {
+            match shared.cluster.get() {
+                Some(cluster) => {
+                    let role = crate::cluster::role(cluster);
+                    l.push(("role", role.into()));
+                    if role == "slave" {
+                        if let Some((_, leader)) = cluster.leader() {
+                            let (host, port) =
+                                leader.redis.rsplit_once(':').unwrap_or((&leader.redis, ""));
+                            l.push(("master_host", host.into()));
+                            l.push(("master_port", port.into()));
+                            l.push(("master_link_status", "up".into()));
+                        } else {
+                            l.push(("master_link_status", "down".into()));
+                        }
+                    } else {
+                        let members = cluster
+                            .raft
+                            .metrics()
+                            .borrow()
+                            .membership_config
+                            .nodes()
+                            .count();
+                        l.push(("connected_slaves", members.saturating_sub(1).to_string()));
+                    }
+                }
+                None => {
+                    l.push(("role", "master".into()));
+                    l.push(("connected_slaves", "0".into()));
+                }
+            }
+            "Replication"
+        }
+        "cluster" => {
+            match shared.cluster.get() {
+                Some(cluster) => {
+                    l.push(("cluster_enabled", "1".into()));
+                    l.extend(
+                        crate::cluster::info_fields(cluster)
+                            .into_iter()
+                            .filter(|(k, _)| k.starts_with("raft_")),
+                    );
+                }
+                None => l.push(("cluster_enabled", "0".into())),
+            }
+            "Cluster"
         }
         "keyspace" => {
             let (begin, end) = keyspace::range(META, 0);

@@ -108,10 +108,12 @@ pub struct Client {
 
 impl Client {
     pub fn connect(port: u16) -> Client {
+        Client::connect_with_timeout(port, Duration::from_secs(30))
+    }
+
+    pub fn connect_with_timeout(port: u16, timeout: Duration) -> Client {
         let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
+        stream.set_read_timeout(Some(timeout)).unwrap();
         Client {
             reader: BufReader::new(stream.try_clone().unwrap()),
             stream,
@@ -147,6 +149,18 @@ impl Client {
 
     pub fn read(&mut self) -> Value {
         self.try_read().expect("a reply")
+    }
+
+    /// A reply, or `None` if the connection failed in any way (closed,
+    /// reset, timed out) before a whole reply came.
+    pub fn try_read_checked(&mut self) -> Option<Value> {
+        if matches!(self.reader.fill_buf(), Ok([]) | Err(_)) {
+            return None;
+        }
+        // A reply cut off by a killed server fails `try_read`'s checks.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.try_read()))
+            .ok()
+            .flatten()
     }
 
     /// A reply, or `None` if the server closed the connection.
