@@ -19,11 +19,18 @@
 //!
 //! # Durability
 //!
-//! - Every log-side write is durable when it returns: the store syncs each
-//!   call (`LogOptions::sync`, or an explicit [`LogStore::sync`] when that
-//!   is off), and `append` reports its entries flushed only after that.
-//!   An append of several entries is split into batches in index order, so
-//!   a crash keeps a prefix of them, never a hole.
+//! - Every log-side write but `save_committed` is durable when it returns:
+//!   the store syncs each call (`LogOptions::sync`, or an explicit
+//!   [`LogStore::sync`] when that is off), and `append` reports its entries
+//!   flushed only after that. An append of several entries is split into
+//!   batches in index order, so a crash keeps a prefix of them, never a
+//!   hole. With `sync` off the committed log id is written but not synced:
+//!   openraft saves it at every advance, it names entries durable already,
+//!   and one lost to a crash is only older, which openraft commits past
+//!   again.
+//! - The newest entries (64 MiB of them) are also kept decoded in memory:
+//!   openraft reads each entry back soon after appending it, to replicate
+//!   and to apply it.
 //! - `purge` saves the purged id durably before it trims; a crash between
 //!   the two leaves entries that the next [`LogStorage::open`] trims.
 //! - Each `apply` writes the entries' effects and the new applied state in

@@ -7,12 +7,12 @@
 //! reordering writes), and `spawn_blocking` would need the store moved into
 //! a `'static` closure per call for no gain in ordering or safety.
 
+use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::io;
-use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use cleave::log_store::{self, LogOptions, LogStore};
 use openraft::storage::{LogFlushed, RaftLogStorage};
@@ -39,6 +39,95 @@ const PURGED_LSN: u64 = 3;
 /// [`log_store::MAX_BATCH_BYTES`].
 const RECORD_FRAMING_BYTES: usize = 32;
 
+/// Encoded bytes of the newest entries kept decoded in memory, at most.
+const ENTRY_CACHE_BYTES: usize = 64 << 20;
+
+/// The newest entries, decoded, contiguous up to the log's last: openraft
+/// reads each entry back soon after appending it (to replicate it, and to
+/// apply it once committed), and a read from here costs a clone, where a
+/// read from the store costs a read and a JSON decode.
+struct EntryCache<C: LogConfig> {
+    /// Entries in index order, each with its encoded size.
+    entries: VecDeque<(openraft::Entry<C>, usize)>,
+    bytes: usize,
+}
+
+impl<C: LogConfig> EntryCache<C> {
+    fn first(&self) -> Option<u64> {
+        self.entries.front().map(|(e, _)| e.log_id.index)
+    }
+
+    /// Drops the entries from `index` on.
+    fn truncate(&mut self, index: u64) {
+        while self
+            .entries
+            .back()
+            .is_some_and(|(e, _)| e.log_id.index >= index)
+        {
+            if let Some((_, n)) = self.entries.pop_back() {
+                self.bytes -= n;
+            }
+        }
+    }
+
+    /// Drops the entries up to `index`, and the oldest beyond the limit.
+    fn purge(&mut self, index: u64) {
+        while self
+            .entries
+            .front()
+            .is_some_and(|(e, _)| e.log_id.index <= index || self.bytes > ENTRY_CACHE_BYTES)
+        {
+            if let Some((_, n)) = self.entries.pop_front() {
+                self.bytes -= n;
+            }
+        }
+    }
+
+    /// Adds consecutive entries just appended: they replace what the cache
+    /// holds from their first index on (a leader's entries overwriting a
+    /// deposed one's), or start it anew if they do not follow it.
+    fn append(&mut self, run: Vec<(openraft::Entry<C>, usize)>) {
+        let Some(start) = run.first().map(|(e, _)| e.log_id.index) else {
+            return;
+        };
+        let follows = match (self.first(), self.entries.back()) {
+            (Some(first), Some((last, _))) => {
+                first <= start && start <= last.log_id.index.saturating_add(1)
+            }
+            _ => false,
+        };
+        if follows {
+            self.truncate(start);
+        } else {
+            self.entries.clear();
+            self.bytes = 0;
+        }
+        for (entry, n) in run {
+            self.bytes += n;
+            self.entries.push_back((entry, n));
+        }
+        self.purge(0);
+    }
+
+    /// The entries in `[start, end)`, if the cache holds every one of them
+    /// the log does: `start` is at or above its first.
+    fn get(&self, start: u64, end: Option<u64>) -> Option<Vec<openraft::Entry<C>>> {
+        let first = self.first()?;
+        if start < first {
+            return None;
+        }
+        let skip = usize::try_from(start - first).unwrap_or(usize::MAX);
+        Some(
+            self.entries
+                .iter()
+                .skip(skip)
+                .take_while(|(e, _)| end.is_none_or(|end| e.log_id.index < end))
+                .map(|(e, _)| e.clone())
+                .collect(),
+        )
+    }
+}
+
 /// What the storage and its readers share.
 struct Shared {
     store: LogStore,
@@ -55,7 +144,7 @@ struct Shared {
 /// append's callback runs only then).
 pub struct LogStorage<C: LogConfig = TypeConfig> {
     shared: Arc<Shared>,
-    config: PhantomData<C>,
+    cache: Arc<Mutex<EntryCache<C>>>,
     /// The durable last purged log id, as [`STATE_LOG`] holds it; only
     /// `purge` changes it, and it takes `&mut self`.
     last_purged: Option<LogId>,
@@ -65,25 +154,38 @@ pub struct LogStorage<C: LogConfig = TypeConfig> {
 /// [`LogStorage`] it came from.
 pub struct LogReader<C: LogConfig = TypeConfig> {
     shared: Arc<Shared>,
-    config: PhantomData<C>,
+    cache: Arc<Mutex<EntryCache<C>>>,
 }
 
 impl<C: LogConfig> Clone for LogReader<C> {
     fn clone(&self) -> Self {
         LogReader {
             shared: self.shared.clone(),
-            config: PhantomData,
+            cache: self.cache.clone(),
         }
     }
 }
 
+fn lock<C: LogConfig>(cache: &Mutex<EntryCache<C>>) -> MutexGuard<'_, EntryCache<C>> {
+    // Entries are moved in and out whole: a panic elsewhere leaves the
+    // cache consistent.
+    cache.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The type configurations whose logs [`LogStorage`] keeps: `u64` node ids
 /// and openraft's own entry type, which the `serde` feature encodes (as
-/// JSON here). [`TypeConfig`] is one; an application with its own requests
-/// declares another.
-pub trait LogConfig: RaftTypeConfig<NodeId = NodeId, Entry = openraft::Entry<Self>> {}
+/// JSON here), with requests that clone (the newest entries are kept
+/// decoded, and reads clone them). [`TypeConfig`] is one; an application
+/// with its own requests declares another.
+pub trait LogConfig:
+    RaftTypeConfig<NodeId = NodeId, Entry = openraft::Entry<Self>, D: Clone>
+{
+}
 
-impl<C> LogConfig for C where C: RaftTypeConfig<NodeId = NodeId, Entry = openraft::Entry<C>> {}
+impl<C> LogConfig for C where
+    C: RaftTypeConfig<NodeId = NodeId, Entry = openraft::Entry<C>, D: Clone>
+{
+}
 
 impl<C: LogConfig> LogStorage<C> {
     /// Opens (with `opts.create_if_missing`, creates) the log store in
@@ -106,7 +208,10 @@ impl<C: LogConfig> LogStorage<C> {
         shared.finish_purge(last_purged.as_ref())?;
         Ok(LogStorage {
             shared,
-            config: PhantomData,
+            cache: Arc::new(Mutex::new(EntryCache {
+                entries: VecDeque::new(),
+                bytes: 0,
+            })),
             last_purged,
         })
     }
@@ -118,7 +223,7 @@ impl<C: LogConfig> LogStorage<C> {
 
     /// Encodes and appends `entries`, in batches under the store's limit,
     /// and makes them durable.
-    fn append_durably(&self, mut entries: Vec<openraft::Entry<C>>) -> Result<(), StorageError> {
+    fn write_entries(&self, mut entries: Vec<openraft::Entry<C>>) -> Result<(), StorageError> {
         // The store refuses LSNs below its trim point for good, while
         // openraft (its test suite does) may append an entry a purge already
         // covers: such an entry is in a snapshot, and no read may return it,
@@ -155,6 +260,8 @@ impl<C: LogConfig> LogStorage<C> {
                 .map_err(|e| StorageIOError::write_logs(&e))?;
         }
         self.shared.sync().map_err(StorageIOError::write_logs)?;
+        let sizes = encoded.iter().map(|(_, b)| b.len());
+        lock(&self.cache).append(entries.into_iter().zip(sizes).collect());
         Ok(())
     }
 }
@@ -332,6 +439,9 @@ impl<C: LogConfig> RaftLogReader<C> for LogReader<C> {
         range: RB,
     ) -> Result<Vec<openraft::Entry<C>>, StorageError> {
         let (start, end) = bounds(&range);
+        if let Some(cached) = lock(&self.cache).get(start, end) {
+            return Ok(cached);
+        }
         self.shared.entries_in(start, end)
     }
 }
@@ -375,7 +485,7 @@ impl<C: LogConfig> RaftLogStorage<C> for LogStorage<C> {
     async fn get_log_reader(&mut self) -> LogReader<C> {
         LogReader {
             shared: self.shared.clone(),
-            config: PhantomData,
+            cache: self.cache.clone(),
         }
     }
 
@@ -392,9 +502,16 @@ impl<C: LogConfig> RaftLogStorage<C> for LogStorage<C> {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        // Not synced here: openraft saves it on every advance of the
+        // commit index (every client write, on a leader alone), and it
+        // only lets a restart apply sooner. It names entries already
+        // durable, and becomes durable with the next sync; a crash that
+        // loses it leaves an older one, which openraft commits past again.
+        let bytes = serde_json::to_vec(&committed).map_err(|e| StorageIOError::write(&e))?;
         self.shared
-            .save_state(COMMITTED_LSN, &committed)
-            .map_err(|e| StorageIOError::write(e).into())
+            .store
+            .append(self.shared.state, COMMITTED_LSN, &bytes)
+            .map_err(|e| StorageIOError::write(&e).into())
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
@@ -408,9 +525,11 @@ impl<C: LogConfig> RaftLogStorage<C> for LogStorage<C> {
         I: IntoIterator<Item = openraft::Entry<C>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let result = self.append_durably(entries.into_iter().collect());
-        // The entries are durable once `append_durably` returns (the store
-        // synced them), so the callback is told here, not earlier.
+        let result = self.write_entries(entries.into_iter().collect());
+        // The entries are durable once `write_entries` returns (the store
+        // synced them), so the callback is told here, not earlier. (openraft
+        // 0.9 waits for it before its next append anyway: a sync thread
+        // reporting later would not let appends share a sync.)
         match &result {
             Ok(()) => callback.log_io_completed(Ok(())),
             Err(e) => callback.log_io_completed(Err(io::Error::other(e.to_string()))),
@@ -419,6 +538,7 @@ impl<C: LogConfig> RaftLogStorage<C> for LogStorage<C> {
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        lock(&self.cache).truncate(log_id.index);
         self.shared
             .store
             .truncate(self.shared.entries, log_id.index)
@@ -441,13 +561,64 @@ impl<C: LogConfig> RaftLogStorage<C> for LogStorage<C> {
             .save_state(PURGED_LSN, &Some(log_id))
             .map_err(StorageIOError::write_logs)?;
         self.last_purged = Some(log_id);
+        lock(&self.cache).purge(log_id.index);
         self.shared.finish_purge(Some(&log_id))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use openraft::{CommittedLeaderId, EntryPayload};
+
     use super::*;
+
+    fn entry(term: u64, index: u64) -> (openraft::Entry<TypeConfig>, usize) {
+        let e = openraft::Entry {
+            log_id: LogId::new(CommittedLeaderId::new(term, 1), index),
+            payload: EntryPayload::Blank,
+        };
+        (e, 100)
+    }
+
+    fn indexes(got: Option<Vec<openraft::Entry<TypeConfig>>>) -> Option<Vec<(u64, u64)>> {
+        got.map(|v| {
+            v.iter()
+                .map(|e| (e.log_id.leader_id.term, e.log_id.index))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn the_entry_cache_holds_the_newest_entries_as_the_log_does() {
+        let mut c = EntryCache::<TypeConfig> {
+            entries: VecDeque::new(),
+            bytes: 0,
+        };
+        assert_eq!(indexes(c.get(0, None)), None);
+        c.append((5..=8).map(|i| entry(1, i)).collect());
+        // Below its first entry it does not answer; from it, exactly.
+        assert_eq!(indexes(c.get(4, None)), None);
+        assert_eq!(indexes(c.get(6, Some(8))), Some(vec![(1, 6), (1, 7)]));
+        assert_eq!(indexes(c.get(8, None)), Some(vec![(1, 8)]));
+        assert_eq!(indexes(c.get(9, None)), Some(vec![]));
+        // A new leader's entries overwrite from their first index.
+        c.append((7..=9).map(|i| entry(2, i)).collect());
+        assert_eq!(
+            indexes(c.get(5, None)),
+            Some(vec![(1, 5), (1, 6), (2, 7), (2, 8), (2, 9)])
+        );
+        // A run that does not follow starts the cache anew.
+        c.append(vec![entry(2, 20)]);
+        assert_eq!(indexes(c.get(9, None)), None);
+        assert_eq!(indexes(c.get(20, None)), Some(vec![(2, 20)]));
+        c.append((21..=25).map(|i| entry(2, i)).collect());
+        c.truncate(23);
+        assert_eq!(indexes(c.get(22, None)), Some(vec![(2, 22)]));
+        c.purge(21);
+        assert_eq!(indexes(c.get(21, None)), None);
+        assert_eq!(indexes(c.get(22, None)), Some(vec![(2, 22)]));
+        assert_eq!(c.bytes, 100);
+    }
 
     #[test]
     fn batches_keep_order_and_stay_under_the_limit() {

@@ -127,9 +127,10 @@ pub struct Args {
     /// stands: a dead leader is replaced 3 to 4 times this later.
     #[arg(long, help_heading = "Cluster", default_value_t = 500)]
     pub raft_election_timeout_ms: u64,
-    /// Log entries between snapshots of the state machine.
-    #[arg(long, help_heading = "Cluster", default_value_t = 100_000)]
-    pub raft_snapshot_logs: u64,
+    /// Bytes of write commands applied between snapshots of the state
+    /// machine; the Raft log is trimmed after each (256 entries kept).
+    #[arg(long, help_heading = "Cluster", default_value_t = 128 << 20)]
+    pub raft_snapshot_bytes: u64,
     /// Longest wait for a write to commit before the client is told to
     /// try again, in milliseconds.
     #[arg(long, help_heading = "Cluster", default_value_t = 10_000)]
@@ -186,7 +187,7 @@ impl Args {
             heartbeat,
             election_timeout_min: election,
             election_timeout_max: election * 2,
-            snapshot_logs: self.raft_snapshot_logs.max(1),
+            snapshot_bytes: self.raft_snapshot_bytes.max(1),
             write_timeout: Duration::from_millis(self.cluster_write_timeout_ms),
         }))
     }

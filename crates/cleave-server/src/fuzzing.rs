@@ -1,8 +1,11 @@
-//! Entry points of the fuzz targets `resp_request` and `server_meta`
-//! (fuzz/), and a test that runs their checked-in corpora.
+//! Entry points of the fuzz targets `resp_request`, `server_meta` and
+//! `cluster_frames` (fuzz/), and a test that runs their checked-in
+//! corpora.
 
+use crate::frame::{self, HEADER_BYTES};
 use crate::keyspace::Meta;
 use crate::resp::parse_request;
+use crate::small_file::{decode_small_file, encode_small_file, DB_MAGIC, META_MAGIC, NODE_MAGIC};
 
 /// Longest bulk string the target allows, small so that lengths near it
 /// are reached.
@@ -35,6 +38,31 @@ pub fn server_meta(data: &[u8]) {
     }
 }
 
+/// Decodes the Raft transport's frames from `data` as a connection reads
+/// them, and `data` as each of a member's small files: never a panic, a
+/// frame's body inside the input and re-encoding to the same bytes, a
+/// small file's body re-encoding to the input.
+pub fn cluster_frames(data: &[u8]) {
+    let mut at = 0;
+    for decoded in frame::decode_all(data) {
+        let Ok((kind, body)) = decoded else {
+            break;
+        };
+        let mut again = Vec::new();
+        assert!(
+            frame::encode(kind, body, &mut again).is_ok(),
+            "a decoded body encodes"
+        );
+        assert_eq!(again, data[at..at + HEADER_BYTES + body.len()]);
+        at += HEADER_BYTES + body.len();
+    }
+    for magic in [NODE_MAGIC, DB_MAGIC, META_MAGIC] {
+        if let Ok(body) = decode_small_file(magic, data) {
+            assert_eq!(encode_small_file(magic, body), data);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -46,6 +74,7 @@ mod tests {
         for (target, run) in [
             ("resp_request", super::resp_request as fn(&[u8])),
             ("server_meta", super::server_meta),
+            ("cluster_frames", super::cluster_frames),
         ] {
             let dir = root.join(target);
             let mut n = 0;

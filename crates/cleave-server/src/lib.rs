@@ -24,6 +24,7 @@ pub mod keyspace;
 pub mod resp;
 #[cfg(feature = "server")]
 mod serve;
+pub mod small_file;
 #[cfg(feature = "server")]
 pub mod state;
 #[cfg(feature = "server")]

@@ -114,15 +114,15 @@ struct Applying {
     /// being applied are durable together.
     marker: Option<Vec<u8>>,
     /// The next version for a new collection: every node must pick the
-    /// same, so it comes from the entry's index, not the clock.
+    /// same, so it comes from the entry's index and the command's place in
+    /// it, not the clock.
     next_version: u64,
     /// Batches written so far.
     batches: u32,
 }
 
-/// Versions one log entry may hand out: the entry's index is shifted by
-/// this many bits.
-pub const VERSION_BITS_PER_ENTRY: u32 = 20;
+/// Versions one command of a log entry may hand out.
+pub const VERSIONS_PER_COMMAND: u64 = 1 << 12;
 
 /// Locks of the keys a command changes, in stripe order.
 pub struct KeyGuard<'a> {
@@ -232,13 +232,15 @@ impl Store {
 
     /// From now until [`Store::end_apply`], every write carries `marker`
     /// (if any) at [`keyspace::raft_applied_key`], and new collections get
-    /// versions from `index`, the log entry being applied.
-    pub fn begin_apply(&self, marker: Option<Vec<u8>>, index: u64) {
+    /// versions from `first_version` up, [`VERSIONS_PER_COMMAND`] at most
+    /// (the state machine gives each command of each entry its range).
+    pub fn begin_apply(&self, marker: Option<Vec<u8>>, first_version: u64) {
         let mut applying = self.applying.lock();
-        debug_assert!(applying.is_none(), "one entry is applied at a time");
+        debug_assert!(applying.is_none(), "one command is applied at a time");
+        debug_assert_eq!(first_version % VERSIONS_PER_COMMAND, 0);
         *applying = Some(Applying {
             marker,
-            next_version: index << VERSION_BITS_PER_ENTRY,
+            next_version: first_version,
             batches: 0,
         });
     }
@@ -315,11 +317,11 @@ impl Store {
     pub fn new_version(&self) -> Result<u64, CmdError> {
         if let Some(applying) = self.applying.lock().as_mut() {
             let version = applying.next_version;
-            if version & ((1 << VERSION_BITS_PER_ENTRY) - 1) == (1 << VERSION_BITS_PER_ENTRY) - 1 {
+            if version % VERSIONS_PER_COMMAND == VERSIONS_PER_COMMAND - 1 {
                 // The same on every member: a reply, not a failure.
                 return Err(CmdError::err(format!(
                     "a command creates more than {} collections",
-                    (1u64 << VERSION_BITS_PER_ENTRY) - 1
+                    VERSIONS_PER_COMMAND - 1
                 )));
             }
             applying.next_version += 1;

@@ -20,6 +20,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::types::NodeId;
+use crate::small_file::{decode_small_file, encode_small_file};
+pub use crate::small_file::{DB_MAGIC, META_MAGIC, NODE_MAGIC};
 
 /// The node id file.
 const NODE_FILE: &str = "NODE";
@@ -30,12 +32,6 @@ pub const SNAPSHOTS_DIR: &str = "snapshots";
 pub const INCOMING_DIR: &str = "incoming";
 /// Prefix of the live database directories' names.
 const DB_PREFIX: &str = "db-";
-
-/// Version of the small files' format; written to disk, do not change.
-const SMALL_FILE_VERSION: u32 = 1;
-pub const NODE_MAGIC: &[u8; 8] = b"cleaveNI";
-pub const DB_MAGIC: &[u8; 8] = b"cleaveDB";
-pub const META_MAGIC: &[u8; 8] = b"cleaveSM";
 
 /// What the directory holds at start: the paths, and the live database's.
 #[derive(Debug, Clone)]
@@ -183,37 +179,6 @@ pub fn sync_dir(dir: &Path) -> Result<(), String> {
     fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| io_error(dir, "syncing", e))
-}
-
-/// Encodes a small file's bytes.
-pub fn encode_small_file(magic: &[u8; 8], body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + 4 + body.len() + 4);
-    out.extend_from_slice(magic);
-    out.extend_from_slice(&SMALL_FILE_VERSION.to_le_bytes());
-    out.extend_from_slice(body);
-    out.extend_from_slice(&crc32c::crc32c(&out).to_le_bytes());
-    out
-}
-
-/// The body of a small file's bytes, checked.
-pub fn decode_small_file<'a>(magic: &[u8; 8], bytes: &'a [u8]) -> Result<&'a [u8], String> {
-    if bytes.len() < 8 + 4 + 4 {
-        return Err(format!("{} bytes, shorter than a header", bytes.len()));
-    }
-    let (data, crc) = bytes.split_at(bytes.len() - 4);
-    if crc32c::crc32c(data).to_le_bytes() != crc {
-        return Err("checksum mismatch".into());
-    }
-    if &data[..8] != magic {
-        return Err("not the file expected here".into());
-    }
-    let version = u32::from_le_bytes([data[8], data[9], data[10], data[11]]);
-    if version != SMALL_FILE_VERSION {
-        return Err(format!(
-            "format version {version}, this build reads {SMALL_FILE_VERSION}"
-        ));
-    }
-    Ok(&data[12..])
 }
 
 /// The body of the small file at `path`; `None` if there is none.

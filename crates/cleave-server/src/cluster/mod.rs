@@ -7,6 +7,8 @@
 mod admin;
 pub mod layout;
 mod network;
+mod proposer;
+mod reads;
 mod router;
 pub mod snapshot;
 mod state_machine;
@@ -26,6 +28,18 @@ pub use state_machine::Applied;
 use types::{Member, NodeId, Raft};
 
 use crate::state::Shared;
+
+/// Size of the Raft log's data files, preallocated: the log between two
+/// snapshots (128 MiB of commands by default) fills about three.
+const LOG_FILE_BYTES: u64 = 64 << 20;
+
+/// Entries a snapshot covers that the log keeps, for followers a little
+/// behind (one further behind gets the snapshot).
+const KEPT_ENTRIES: u64 = 256;
+
+/// Longest election timeouts without a majority's acknowledgement after
+/// which a leader refuses writes.
+const QUORUM_SILENCE_ELECTIONS: u32 = 5;
 
 /// How reads are served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -52,8 +66,8 @@ pub struct Settings {
     pub heartbeat: Duration,
     pub election_timeout_min: Duration,
     pub election_timeout_max: Duration,
-    /// Log entries between snapshots.
-    pub snapshot_logs: u64,
+    /// Bytes of commands applied between snapshots.
+    pub snapshot_bytes: u64,
     /// Longest wait for a write to commit before the client is told to try
     /// again.
     pub write_timeout: Duration,
@@ -64,6 +78,8 @@ pub struct Cluster {
     pub settings: Settings,
     pub raft: Raft,
     pub hooks: Arc<Hooks>,
+    proposer: proposer::Proposer,
+    read_index: reads::ReadIndex,
 }
 
 impl Cluster {
@@ -84,18 +100,24 @@ impl Cluster {
         Some((id, self.member(id)?))
     }
 
-    /// Whether this member is the leader and heard from a majority within
-    /// an election timeout: a leader cut off from the others learns of its
-    /// successor only when the cut heals, and must not take writes
-    /// meanwhile.
+    /// Whether this member is the leader and heard from a majority lately
+    /// (within [`QUORUM_SILENCE_ELECTIONS`] longest election timeouts): a
+    /// leader cut off from the others learns of its successor only when
+    /// the cut heals, and refuses writes meanwhile rather than hold them
+    /// until they time out. The margin is wide because a loaded group's
+    /// acknowledgements can lag by more than an election timeout without
+    /// anyone being cut off.
     pub fn leads_a_majority(&self) -> Option<bool> {
         let metrics = self.raft.metrics();
         let m = metrics.borrow();
         if m.state != ServerState::Leader {
             return None;
         }
-        let lease = self.settings.election_timeout_max.as_millis() as u64;
-        Some(m.millis_since_quorum_ack.is_some_and(|ms| ms <= lease))
+        let silence = self.settings.election_timeout_max * QUORUM_SILENCE_ELECTIONS;
+        Some(
+            m.millis_since_quorum_ack
+                .is_some_and(|ms| u128::from(ms) <= silence.as_millis()),
+        )
     }
 }
 
@@ -109,22 +131,30 @@ pub async fn start(
 ) -> Result<Arc<Cluster>, String> {
     let log_options = LogOptions {
         create_if_missing: true,
-        sync: true,
+        data_file_bytes: LOG_FILE_BYTES,
         ..LogOptions::default()
     };
     let log: cleave_raft::LogStorage<types::ServerConfig> =
         cleave_raft::LogStorage::open(&layout.log, log_options)
             .map_err(|e| format!("opening the Raft log in {}: {e}", layout.log.display()))?;
     let incoming = layout.incoming.clone();
-    let state_machine = state_machine::StateMachine::new(shared, layout, live)?;
+    let state_machine =
+        state_machine::StateMachine::new(shared, layout, live, settings.snapshot_bytes)?;
     let config = openraft::Config {
         cluster_name: "cleave".into(),
         heartbeat_interval: settings.heartbeat.as_millis() as u64,
         election_timeout_min: settings.election_timeout_min.as_millis() as u64,
         election_timeout_max: settings.election_timeout_max.as_millis() as u64,
-        snapshot_policy: SnapshotPolicy::LogsSinceLast(settings.snapshot_logs),
+        // Snapshots are taken by bytes applied (the state machine asks for
+        // them): an entry holds from one command to thousands.
+        snapshot_policy: SnapshotPolicy::Never,
+        // An entry holds about 1 MiB of commands at most (one larger
+        // command alone): a replication message of this many is encoded,
+        // sent and appended in tens of milliseconds, well within an
+        // election timeout.
+        max_payload_entries: 16,
         // Entries a snapshot covers, kept for followers a little behind.
-        max_in_snapshot_log_to_keep: settings.snapshot_logs / 10,
+        max_in_snapshot_log_to_keep: KEPT_ENTRIES,
         // A heartbeat waits for its reply at most this long, an append
         // for a batch of entries twice that.
         ..openraft::Config::default()
@@ -148,9 +178,13 @@ pub async fn start(
         hooks.clone(),
         incoming,
     ));
+    let proposer = proposer::Proposer::start(raft.clone());
+    let read_index = reads::ReadIndex::start(raft.clone());
     Ok(Arc::new(Cluster {
         settings,
         raft,
         hooks,
+        proposer,
+        read_index,
     }))
 }

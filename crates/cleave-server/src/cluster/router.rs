@@ -14,9 +14,11 @@
 
 use std::sync::Arc;
 
-use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use tokio::sync::oneshot;
 
-use super::types::{Command, NodeId, ServerConfig};
+use super::proposer::{Answer, Refusal};
+use super::reads::Refusal as ReadRefusal;
+use super::types::{Command, NodeId};
 use super::{Cluster, ReadMode};
 use crate::commands::{self, Ctx};
 use crate::resp::Reply;
@@ -75,10 +77,7 @@ fn no_leader() -> Reply {
     Reply::error("CLUSTERDOWN The cluster is down: no leader is elected")
 }
 
-type WriteReceiver =
-    <openraft::impls::OneshotResponder<ServerConfig> as openraft::raft::responder::Responder<
-        ServerConfig,
-    >>::Receiver;
+type WriteReceiver = oneshot::Receiver<Answer>;
 
 /// Runs a client's batch of requests in order; returns the client and the
 /// encoded replies.
@@ -104,13 +103,8 @@ pub async fn execute(
                         proto: client.proto,
                         args: args.clone(),
                     };
-                    match cluster.raft.client_write_ff(command).await {
-                        Ok(rx) => {
-                            pending.push((args, rx));
-                            continue;
-                        }
-                        Err(fatal) => Reply::Error(format!("ERR Raft stopped: {fatal}")),
-                    }
+                    pending.push((args, cluster.proposer.propose(command)));
+                    continue;
                 }
                 Some(false) => {
                     Reply::error("CLUSTERDOWN The leader cannot reach a majority of the group")
@@ -123,8 +117,8 @@ pub async fn execute(
                 if local || read_index_checked {
                     run_local(shared, &mut client, &args)
                 } else {
-                    match cluster.raft.ensure_linearizable().await {
-                        Ok(_) => {
+                    match cluster.read_index.wait().await {
+                        Ok(()) => {
                             read_index_checked = true;
                             run_local(shared, &mut client, &args)
                         }
@@ -164,19 +158,13 @@ fn run_local(shared: &Shared, client: &mut Client, args: &[Vec<u8>]) -> Reply {
     }
 }
 
-fn read_refused(
-    cluster: &Cluster,
-    args: &[Vec<u8>],
-    e: RaftError<NodeId, CheckIsLeaderError<NodeId, super::types::Member>>,
-) -> Reply {
+fn read_refused(cluster: &Cluster, args: &[Vec<u8>], e: ReadRefusal) -> Reply {
     match e {
-        RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)) => {
-            redirect(cluster, args, f.leader_id)
-        }
-        RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(_)) => {
+        ReadRefusal::NotLeader(leader) => redirect(cluster, args, leader),
+        ReadRefusal::NoQuorum => {
             Reply::error("CLUSTERDOWN The leader cannot reach a majority of the group")
         }
-        RaftError::Fatal(f) => Reply::Error(format!("ERR Raft stopped: {f}")),
+        ReadRefusal::Stopped(why) => Reply::Error(format!("ERR Raft stopped: {why}")),
     }
 }
 
@@ -190,16 +178,18 @@ async fn finish_writes(
     let limit = cluster.settings.write_timeout;
     for (args, rx) in pending.drain(..) {
         let reply = match tokio::time::timeout(limit, rx).await {
-            Ok(Ok(Ok(response))) => {
-                out.extend_from_slice(&response.data.0);
+            Ok(Ok(Ok(reply))) => {
+                out.extend_from_slice(&reply);
                 continue;
             }
-            Ok(Ok(Err(ClientWriteError::ForwardToLeader(f)))) => {
+            Ok(Ok(Err(Refusal::NotLeader(leader)))) => {
                 // Leadership moved while the write was on its way: it may
                 // yet be committed by the new leader, or not.
-                redirect(cluster, &args, f.leader_id)
+                redirect(cluster, &args, leader)
             }
-            Ok(Ok(Err(e))) => Reply::Error(format!("ERR {e}")),
+            Ok(Ok(Err(Refusal::Failed(why)))) => {
+                Reply::Error(format!("TRYAGAIN The write's outcome is unknown: {why}"))
+            }
             Ok(Err(_)) => Reply::error("TRYAGAIN The write's outcome is unknown: Raft stopped"),
             Err(_) => {
                 Reply::error("TRYAGAIN The write did not commit in time; it may still be applied")

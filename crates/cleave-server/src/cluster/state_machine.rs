@@ -2,14 +2,20 @@
 //! applies the committed write commands in log order, running each through
 //! the same command table a standalone server uses.
 //!
-//! Each command's batch carries the applied state (the entry's log id and
-//! the membership) at `raft_applied_key`, so that after a crash a
-//! database's effects and its applied log id agree; openraft then applies
-//! the entries after it again from the log. Writes are not synced: the
-//! Raft log is, and it holds every entry the database may have lost. A
-//! command that writes several batches (FLUSHDB) carries the previous
-//! applied state instead, and the new one is written after it: applied
-//! again after a crash, it ends the same.
+//! An entry holds several commands (module `proposer`). Each command's
+//! batch carries the applied state at `raft_applied_key`: the last entry
+//! applied whole, the membership, and how many commands of the entry being
+//! applied are done; so after a crash a database's effects and its applied
+//! state agree, and openraft applies the entries after the last whole one
+//! again from the log, skipping the commands done. Writes are not synced:
+//! the Raft log is, and it holds every entry the database may have lost.
+//! A command that writes several batches (FLUSHDB) carries the count
+//! without itself, and counts once it returns: applied again after a
+//! crash, it ends the same.
+//!
+//! Each command of an entry creates collections with versions from its
+//! own range, `index << 24 | command << 12`, so a command applied again
+//! never reuses a version one before it in the same entry took.
 #![allow(
     clippy::result_large_err,
     reason = "openraft's traits fix the error type, StorageError, at 224 bytes"
@@ -38,9 +44,23 @@ use crate::state::{Client, Shared};
 /// The applied state, stored at [`keyspace::raft_applied_key`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
+    /// The last entry applied whole.
     pub last_applied: Option<LogId>,
     pub last_membership: StoredMembership,
+    /// The entry after it, and how many of its commands are applied.
+    #[serde(default)]
+    pub partial: Option<(LogId, usize)>,
 }
+
+/// Bits of a collection version below the entry's index: the command's
+/// place in the entry, then the command's own count.
+const VERSION_ENTRY_SHIFT: u32 = 24;
+const VERSION_COMMAND_SHIFT: u32 = 12;
+const _: () = assert!(
+    (super::proposer::MAX_COMMANDS_PER_ENTRY as u64) << VERSION_COMMAND_SHIFT
+        <= 1 << VERSION_ENTRY_SHIFT
+);
+const _: () = assert!(crate::store::VERSIONS_PER_COMMAND == 1 << VERSION_COMMAND_SHIFT);
 
 /// State machine writes: not synced, the log is.
 const UNSYNCED: WriteOptions = WriteOptions {
@@ -54,10 +74,17 @@ pub struct StateMachine {
     layout: Layout,
     /// The live database's directory.
     live: PathBuf,
+    /// What has been applied, whole entries only (`partial` is `None`).
     applied: Applied,
-    /// The applied log id the database holds, if it is behind `applied`
-    /// (entries that wrote nothing).
-    persisted: Option<LogId>,
+    /// An entry a crash interrupted, and how many of its commands the
+    /// database holds: applied again, it skips those.
+    resume: Option<(LogId, usize)>,
+    /// The database's applied state is behind `applied`.
+    dirty: bool,
+    /// Bytes of commands applied since the last snapshot was asked for,
+    /// and how many call for the next.
+    since_snapshot: u64,
+    snapshot_bytes: u64,
     /// Held by a snapshot build and by an install: an install must not
     /// retire the database a build is copying.
     snapshot_lock: Arc<std::sync::Mutex<()>>,
@@ -92,14 +119,22 @@ pub fn read_applied(db: &cleave::Db) -> Result<Applied, String> {
 impl StateMachine {
     /// The state machine of `shared`'s store, whose database lives in
     /// `live` of `layout`.
-    pub fn new(shared: &Arc<Shared>, layout: Layout, live: PathBuf) -> Result<Self, String> {
-        let applied = read_applied(&shared.store.db())?;
+    pub fn new(
+        shared: &Arc<Shared>,
+        layout: Layout,
+        live: PathBuf,
+        snapshot_bytes: u64,
+    ) -> Result<Self, String> {
+        let mut applied = read_applied(&shared.store.db())?;
         Ok(StateMachine {
             shared: Arc::downgrade(shared),
             layout,
             live,
-            persisted: applied.last_applied,
+            resume: applied.partial.take(),
             applied,
+            dirty: false,
+            since_snapshot: 0,
+            snapshot_bytes,
             snapshot_lock: Arc::new(std::sync::Mutex::new(())),
         })
     }
@@ -112,22 +147,26 @@ impl StateMachine {
         serde_json::to_vec(applied).map_err(|e| StorageIOError::apply(at, &e).into())
     }
 
-    /// Runs the command of entry `at` and returns its encoded reply.
+    /// Runs command `k` of entry `at` and returns its encoded reply;
+    /// `before` is the applied state before the entry.
     fn apply_command(
         &mut self,
         shared: &Shared,
         at: LogId,
+        k: usize,
         command: super::types::Command,
-        previous: &Applied,
-    ) -> Result<Outcome, StorageError> {
+        before: &Applied,
+    ) -> Result<Vec<u8>, StorageError> {
         let one_batch = commands::lookup(&command.args[0]).is_none_or(|c| c.writes_one_batch());
-        let marker = if one_batch {
-            Self::encode_applied(&self.applied, at)?
-        } else {
-            Self::encode_applied(previous, at)?
+        let marker = Applied {
+            partial: Some((at, if one_batch { k + 1 } else { k })),
+            ..before.clone()
         };
+        let marker = Self::encode_applied(&marker, at)?;
+        let first_version =
+            (at.index << VERSION_ENTRY_SHIFT) | ((k as u64) << VERSION_COMMAND_SHIFT);
         let store = &shared.store;
-        store.begin_apply(Some(marker), at.index);
+        store.begin_apply(Some(marker), first_version);
         let mut client = Client::replaying(command.db, command.proto);
         let reply = commands::try_execute(
             &mut Ctx {
@@ -138,23 +177,17 @@ impl StateMachine {
         );
         let batches = store.end_apply();
         let reply = reply.map_err(|e| StorageIOError::apply(at, &e))?;
-        debug_assert!(!one_batch || batches <= 1, "{} batches", batches);
-        if one_batch && batches > 0 {
-            self.persisted = Some(at);
-        }
+        debug_assert!(!one_batch || batches <= 1, "{batches} batches");
         let mut out = Vec::new();
         reply.write_to(command.proto, &mut out);
-        Ok(Outcome(out))
+        Ok(out)
     }
 
     /// Writes the applied state if the database is behind it.
     fn persist_applied(&mut self, shared: &Shared) -> Result<(), StorageError> {
-        let Some(at) = self.applied.last_applied else {
+        let Some(at) = self.applied.last_applied.filter(|_| self.dirty) else {
             return Ok(());
         };
-        if self.persisted == Some(at) {
-            return Ok(());
-        }
         let mut batch = WriteBatch::new();
         batch.put(
             &keyspace::raft_applied_key(),
@@ -165,7 +198,7 @@ impl StateMachine {
             .db()
             .write(&UNSYNCED, batch)
             .map_err(|e| StorageIOError::apply(at, &e))?;
-        self.persisted = Some(at);
+        self.dirty = false;
         Ok(())
     }
 
@@ -191,7 +224,7 @@ impl StateMachine {
             .store
             .open_db(&next)
             .map_err(|e| format!("opening the received database: {e}"))?;
-        let applied = read_applied(&db)?;
+        let mut applied = read_applied(&db)?;
         if applied.last_applied != meta.last_log_id {
             return Err(format!(
                 "the received database has applied {:?}, its snapshot says {:?}",
@@ -211,8 +244,10 @@ impl StateMachine {
         drop(old);
         layout::remove_tree(&self.live)?;
         self.live = next;
-        self.persisted = applied.last_applied;
+        // The snapshot may hold part of the entry after it.
+        self.resume = applied.partial.take();
         self.applied = applied;
+        self.dirty = false;
         // The installed snapshot is this node's current one too, for a
         // member that needs it next.
         let tmp = self
@@ -303,25 +338,51 @@ impl RaftStateMachine<ServerConfig> for StateMachine {
         I::IntoIter: OptionalSend,
     {
         let shared = self.shared()?;
-        let mut replies = Vec::new();
+        let mut outcomes = Vec::new();
         for entry in entries {
             let at = entry.log_id;
-            let previous = self.applied.clone();
-            self.applied.last_applied = Some(at);
-            let reply = match entry.payload {
+            let before = self.applied.clone();
+            let outcome = match entry.payload {
                 EntryPayload::Blank => Outcome::default(),
                 EntryPayload::Membership(m) => {
                     self.applied.last_membership = StoredMembership::new(Some(at), m);
                     Outcome::default()
                 }
-                EntryPayload::Normal(command) => {
-                    self.apply_command(&shared, at, command, &previous)?
+                EntryPayload::Normal(proposal) => {
+                    let done = match self.resume.take() {
+                        Some((id, done)) if id == at => done,
+                        _ => 0,
+                    };
+                    let mut replies = Vec::with_capacity(proposal.commands.len());
+                    for (k, command) in proposal.commands.into_iter().enumerate() {
+                        self.since_snapshot +=
+                            command.args.iter().map(|a| a.len() as u64).sum::<u64>();
+                        if k < done {
+                            // Applied before a restart; its client is gone.
+                            replies.push(Vec::new());
+                            continue;
+                        }
+                        replies.push(self.apply_command(&shared, at, k, command, &before)?);
+                    }
+                    Outcome(replies)
                 }
             };
-            replies.push(reply);
+            self.applied.last_applied = Some(at);
+            self.dirty = true;
+            outcomes.push(outcome);
         }
         self.persist_applied(&shared)?;
-        Ok(replies)
+        if self.since_snapshot >= self.snapshot_bytes {
+            // Once the member runs (not while it replays its log at start).
+            if let Some(cluster) = shared.cluster.get() {
+                self.since_snapshot = 0;
+                // Only queues the request: the build runs beside applies.
+                if let Err(e) = cluster.raft.trigger().snapshot().await {
+                    log::warn!("asking for a snapshot: {e}");
+                }
+            }
+        }
+        Ok(outcomes)
     }
 
     async fn get_snapshot_builder(&mut self) -> SnapshotBuilder {

@@ -2,7 +2,7 @@
 //! that follows the leader and records what it saw, for the failure tests.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -318,17 +318,8 @@ impl Recorder {
     }
 
     fn connect(&mut self, port: u16) -> bool {
-        match TcpStream::connect(("127.0.0.1", port)) {
-            Ok(s) => {
-                drop(s);
-                self.conn = Some((
-                    port,
-                    Client::connect_with_timeout(port, Duration::from_secs(15)),
-                ));
-                true
-            }
-            Err(_) => false,
-        }
+        self.conn = Client::try_connect(port, Duration::from_secs(15)).map(|c| (port, c));
+        self.conn.is_some()
     }
 
     /// One request; `None` if the connection failed or the answer was a
@@ -343,7 +334,10 @@ impl Recorder {
             }
         }
         let (_, c) = self.conn.as_mut()?;
-        c.send(args);
+        if c.stream.write_all(&encode(args)).is_err() {
+            self.conn = None;
+            return None;
+        }
         let reply = c.try_read_checked();
         match reply {
             Some(Value::Error(e)) if e.starts_with("MOVED ") => {
@@ -450,6 +444,16 @@ pub fn load(
         }
         (history, acked)
     })
+}
+
+fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut req = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        req.extend_from_slice(a);
+        req.extend_from_slice(b"\r\n");
+    }
+    req
 }
 
 pub fn dir_size(dir: &Path) -> u64 {

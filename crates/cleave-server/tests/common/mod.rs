@@ -112,12 +112,17 @@ impl Client {
     }
 
     pub fn connect_with_timeout(port: u16, timeout: Duration) -> Client {
-        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream.set_read_timeout(Some(timeout)).unwrap();
-        Client {
-            reader: BufReader::new(stream.try_clone().unwrap()),
+        Client::try_connect(port, timeout).expect("connect to the server")
+    }
+
+    /// A connection, or `None` if the server is not there (any more).
+    pub fn try_connect(port: u16, timeout: Duration) -> Option<Client> {
+        let stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        stream.set_read_timeout(Some(timeout)).ok()?;
+        Some(Client {
+            reader: BufReader::new(stream.try_clone().ok()?),
             stream,
-        }
+        })
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
