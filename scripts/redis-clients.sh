@@ -53,4 +53,44 @@ CLEAVE_SERVER_PORT=$port "$venv/bin/python" -m pytest -q -p no:cacheprovider cra
 redis-cli -p "$port" shutdown > /dev/null 2>&1 || true
 wait "$server_pid"
 server_pid=
+
+# 4. A three-member group (docs/cluster.md): redis-cli -c follows the
+# redirects, redis-py's RedisCluster finds the leader from CLUSTER SLOTS.
+ports=() raft_ports=()
+for i in 1 2 3; do
+  ports+=("$(free_port)")
+  raft_ports+=("$(free_port)")
+done
+cluster_pids=()
+trap 'kill "${cluster_pids[@]}" 2>/dev/null; stop_server_on_exit; rm -rf "$work"' EXIT
+for i in 1 2 3; do
+  peers=()
+  for j in 1 2 3; do
+    [ "$j" = "$i" ] && continue
+    peers+=(--peer "$j=127.0.0.1:${raft_ports[$((j - 1))]},127.0.0.1:${ports[$((j - 1))]}")
+  done
+  target/release/cleave-server --dir "$work/member$i" --cluster --node-id "$i" \
+    --port "${ports[$((i - 1))]}" --raft-port "${raft_ports[$((i - 1))]}" "${peers[@]}" \
+    > "$work/member$i.log" 2>&1 &
+  cluster_pids+=($!)
+done
+for port in "${ports[@]}"; do
+  for _ in $(seq 100); do
+    redis-cli -p "$port" ping > /dev/null 2>&1 && break
+    sleep 0.1
+  done
+done
+target/release/cleave-server cluster --port "${ports[0]}" init > /dev/null
+for _ in $(seq 300); do
+  redis-cli -p "${ports[2]}" cluster info | grep -q "^raft_leader_id:[0-9]" && break
+  sleep 0.1
+done
+echo "redis-clients: a group on ports ${ports[*]}"
+[ "$(redis-cli -c -p "${ports[2]}" set via-follower 1)" = "OK" ]
+[ "$(redis-cli -c -p "${ports[1]}" get via-follower)" = "1" ]
+CLEAVE_CLUSTER_PORTS=$(IFS=,; echo "${ports[*]}") "$venv/bin/python" -m pytest -q \
+  -p no:cacheprovider crates/cleave-server/tests/python_cluster
+kill "${cluster_pids[@]}"
+wait "${cluster_pids[@]}" 2> /dev/null || true
+cluster_pids=()
 echo "redis-clients: all passed"

@@ -128,8 +128,8 @@ pub struct Args {
     #[arg(long, help_heading = "Cluster", default_value_t = 500)]
     pub raft_election_timeout_ms: u64,
     /// Bytes of write commands applied between snapshots of the state
-    /// machine; the Raft log is trimmed after each (256 entries kept).
-    #[arg(long, help_heading = "Cluster", default_value_t = 128 << 20)]
+    /// machine; the Raft log is trimmed after each (64 entries kept).
+    #[arg(long, help_heading = "Cluster", default_value_t = 32 << 20)]
     pub raft_snapshot_bytes: u64,
     /// Longest wait for a write to commit before the client is told to
     /// try again, in milliseconds.

@@ -10,8 +10,12 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
 
-use cleave::vfs::{FaultFs, FaultOp, Fs, MemFs};
+use std::time::{Duration, Instant};
+
+use cleave::vfs::{FaultFs, FaultOp, Fs, MemFs, OsFs};
 use cleave::Options;
+use cleave_server::cluster::layout::Layout;
+use cleave_server::cluster::{Cluster, ReadMode, Settings};
 use cleave_server::commands::{execute, Ctx};
 use cleave_server::resp::{format_double, Reply};
 use cleave_server::state::{Client, Fixed, Limits, Shared};
@@ -382,6 +386,10 @@ fn random_command(rng: &mut StdRng) -> Vec<Vec<u8>> {
 }
 
 fn open(fs: Arc<dyn Fs>) -> Result<Shared, String> {
+    open_at(Path::new("/server"), fs, FsyncMode::Always)
+}
+
+fn open_at(dir: &Path, fs: Arc<dyn Fs>, fsync: FsyncMode) -> Result<Shared, String> {
     let opts = Options {
         fs,
         write_buffer_size: 32 << 10,
@@ -390,7 +398,7 @@ fn open(fs: Arc<dyn Fs>) -> Result<Shared, String> {
         target_file_size_base: 32 << 10,
         ..Options::default()
     };
-    let store = Store::open(Path::new("/server"), opts, FsyncMode::Always)?;
+    let store = Store::open(dir, opts, fsync)?;
     Ok(Shared::new(
         store,
         Limits {
@@ -568,4 +576,250 @@ fn expected_reads(model: &Model, key: &[u8]) -> Vec<Reply> {
         .iter()
         .map(|args| normalize(model.clone().apply(args)))
         .collect()
+}
+
+/// A one-member group in this process: the same command layer, reached
+/// through cluster mode's router, proposer, Raft log (cleave-raft's
+/// storage) and state machine; the database on `fs` under `dir`.
+struct Member {
+    rt: tokio::runtime::Runtime,
+    shared: Arc<Shared>,
+    cluster: Arc<Cluster>,
+}
+
+impl Member {
+    fn start(dir: &Path, fs: Arc<dyn Fs>, first: bool) -> Member {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (layout, live) = Layout::prepare(dir, 1).unwrap();
+        let shared = Arc::new(open_at(&live, fs, FsyncMode::No).unwrap());
+        let settings = Settings {
+            id: 1,
+            me: cleave_server::cluster::types::Member {
+                raft: "127.0.0.1:0".into(),
+                redis: "127.0.0.1:0".into(),
+            },
+            peers: Vec::new(),
+            reads: ReadMode::Linearizable,
+            test_hooks: false,
+            heartbeat: Duration::from_millis(50),
+            election_timeout_min: Duration::from_millis(150),
+            election_timeout_max: Duration::from_millis(300),
+            // Snapshots every few dozen commands, so restarts find the log
+            // purged behind one.
+            snapshot_bytes: 4 << 10,
+            write_timeout: Duration::from_secs(10),
+        };
+        let cluster = rt
+            .block_on(cleave_server::cluster::start(
+                &shared, settings, layout, live,
+            ))
+            .unwrap();
+        assert!(shared.cluster.set(cluster.clone()).is_ok());
+        if first {
+            let init = [b"CLUSTER".to_vec(), b"INIT".to_vec()];
+            let reply = rt.block_on(cleave_server::cluster::admin(&shared, &cluster, &init));
+            assert_eq!(reply, Reply::ok());
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while cluster.leads_a_majority() != Some(true) {
+            assert!(Instant::now() < deadline, "the member never led");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Member {
+            rt,
+            shared,
+            cluster,
+        }
+    }
+
+    /// Runs `requests` as one pipeline; returns the encoded replies.
+    fn run(&self, client: Client, requests: Vec<Vec<Vec<u8>>>) -> (Client, Vec<u8>) {
+        self.rt.block_on(cleave_server::cluster::execute(
+            &self.shared,
+            &self.cluster,
+            client,
+            requests,
+        ))
+    }
+
+    fn stop(self) {
+        let Member {
+            rt,
+            shared,
+            cluster,
+        } = self;
+        let _ = rt.block_on(cluster.raft.shutdown());
+        drop(cluster);
+        if let Ok(shared) = Arc::try_unwrap(shared) {
+            let Shared { store, .. } = shared;
+            let _ = store.close();
+        }
+        rt.shutdown_timeout(Duration::from_secs(10));
+    }
+}
+
+fn encoded(reply: Reply) -> Vec<u8> {
+    let mut out = Vec::new();
+    reply.write_to(2, &mut out);
+    out
+}
+
+/// The model test through a Raft log: every reply the group gives is the
+/// model's, with pipelines (several commands to one log entry), snapshots
+/// (the log purged behind them) and restarts (the database reopened, the
+/// log's tail applied again, commands of an entry half applied skipped).
+#[test]
+fn random_commands_match_the_model_through_a_raft_log() {
+    for seed in 0..2u64 {
+        let mut rng = StdRng::seed_from_u64(500 + seed);
+        let tmp = tempfile::tempdir().unwrap();
+        let fs: Arc<dyn Fs> = Arc::new(OsFs::new());
+        let mut member = Member::start(tmp.path(), fs.clone(), true);
+        let mut client = member.shared.connect("model".into()).unwrap();
+        let mut model = Model::default();
+        let mut i = 0;
+        while i < 1500 {
+            let n = if rng.gen_bool(0.2) {
+                rng.gen_range(2..12)
+            } else {
+                1
+            };
+            let batch: Vec<Vec<Vec<u8>>> = (0..n).map(|_| random_command(&mut rng)).collect();
+            let want: Vec<u8> = batch
+                .iter()
+                .flat_map(|args| encoded(model.apply(args)))
+                .collect();
+            let (c, got) = member.run(client, batch.clone());
+            client = c;
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want),
+                "seed {seed} ops {i}..: {batch:?}"
+            );
+            i += n;
+            if rng.gen_range(0..150) == 0 {
+                member.stop();
+                member = Member::start(tmp.path(), fs.clone(), false);
+                client = member.shared.connect("model".into()).unwrap();
+            }
+        }
+        let snapshot = member.cluster.raft.metrics().borrow().snapshot;
+        assert!(snapshot.is_some(), "seed {seed}: no snapshot was taken");
+        member.stop();
+    }
+}
+
+/// A random command that writes (those a cluster puts in its log).
+fn random_write(rng: &mut StdRng) -> Vec<Vec<u8>> {
+    loop {
+        let args = random_command(rng);
+        if cleave_server::commands::lookup(&args[0]).is_some_and(|c| c.is_write()) {
+            return args;
+        }
+    }
+}
+
+/// A failed write under the state machine stops the member's Raft (a
+/// storage error is fatal to openraft): the commands of the entry answer an
+/// error, never a wrong reply. Pipelines put several commands in an entry,
+/// so the failure lands in the middle of one, after some of its commands
+/// wrote. After a restart without faults the log is applied again, those
+/// commands skipped: the state is that of the acknowledged commands plus a
+/// prefix of the failed ones (the entries that reached the log), each
+/// applied once.
+#[test]
+fn a_failed_apply_stops_the_member_and_loses_no_acknowledged_command() {
+    for seed in 0..8u64 {
+        let mut rng = StdRng::seed_from_u64(700 + seed);
+        let tmp = tempfile::tempdir().unwrap();
+        let faults = Arc::new(FaultFs::new(Arc::new(OsFs::new())));
+        let member = Member::start(tmp.path(), faults.clone(), true);
+        let mut client = member.shared.connect("faults".into()).unwrap();
+        let mut model = Model::default();
+        // The WAL's appends: one per command that writes.
+        faults.fail(
+            &[FaultOp::Append],
+            Some(".wal"),
+            rng.gen_range(20..200),
+            ErrorKind::Other,
+            true,
+        );
+        let mut failed = Vec::new();
+        'run: for _ in 0..1000 {
+            // Writes only, so that a pipeline is one entry (a read in the
+            // middle would wait for the writes before it).
+            let batch: Vec<Vec<Vec<u8>>> = (0..rng.gen_range(1..12))
+                .map(|_| random_write(&mut rng))
+                .collect();
+            let (c, got) = member.run(client, batch.clone());
+            client = c;
+            let mut rest = &got[..];
+            for (k, args) in batch.iter().enumerate() {
+                let mut next = model.clone();
+                let want = encoded(next.apply(args));
+                if rest.starts_with(&want) {
+                    rest = &rest[want.len()..];
+                    model = next;
+                    continue;
+                }
+                // An error, a redirect (the stopped member leads no more)
+                // or a refusal: never a wrong reply.
+                let refused = [&b"-TRYAGAIN"[..], b"-ERR", b"-MOVED", b"-CLUSTERDOWN"];
+                assert!(
+                    refused.iter().any(|p| rest.starts_with(p)),
+                    "seed {seed}: {} instead of {} for {args:?}",
+                    String::from_utf8_lossy(rest),
+                    String::from_utf8_lossy(&want)
+                );
+                failed = batch[k..].to_vec();
+                break 'run;
+            }
+        }
+        assert!(faults.injected() > 0, "seed {seed}: no fault fired");
+        assert!(!failed.is_empty(), "seed {seed}: every command succeeded");
+        member.stop();
+        faults.heal();
+        let member = Member::start(tmp.path(), faults.clone(), false);
+        let mut client = member.shared.connect("check".into()).unwrap();
+        // What may be there: the acknowledged commands, then each prefix
+        // of the failed ones.
+        let mut candidates = vec![model.clone()];
+        for args in &failed {
+            let mut next = candidates[candidates.len() - 1].clone();
+            next.apply(args);
+            candidates.push(next);
+        }
+        let mut keys: Vec<_> = candidates
+            .iter()
+            .flat_map(|m| m.keys.keys().cloned())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let mut actual = Vec::new();
+        for key in &keys {
+            let (c, got) = member.run(client, reads(key));
+            client = c;
+            actual.push(got);
+        }
+        let matches = candidates.iter().any(|m| {
+            keys.iter().zip(&actual).all(|(key, got)| {
+                let want: Vec<u8> = expected_reads(m, key)
+                    .into_iter()
+                    .flat_map(encoded)
+                    .collect();
+                *got == want
+            })
+        });
+        assert!(
+            matches,
+            "seed {seed}: the state after the restart is not the acknowledged commands plus a \
+             prefix of the {} failed ones",
+            failed.len()
+        );
+        member.stop();
+    }
 }

@@ -30,12 +30,13 @@ use types::{Member, NodeId, Raft};
 use crate::state::Shared;
 
 /// Size of the Raft log's data files, preallocated: the log between two
-/// snapshots (128 MiB of commands by default) fills about three.
-const LOG_FILE_BYTES: u64 = 64 << 20;
+/// snapshots (32 MiB of commands by default, 45 MiB as entries) fills
+/// three, and a trimmed file is released soon after.
+const LOG_FILE_BYTES: u64 = 16 << 20;
 
 /// Entries a snapshot covers that the log keeps, for followers a little
 /// behind (one further behind gets the snapshot).
-const KEPT_ENTRIES: u64 = 256;
+const KEPT_ENTRIES: u64 = 64;
 
 /// Longest election timeouts without a majority's acknowledgement after
 /// which a leader refuses writes.
