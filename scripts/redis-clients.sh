@@ -62,7 +62,7 @@ for i in 1 2 3; do
   raft_ports+=("$(free_port)")
 done
 cluster_pids=()
-trap 'kill "${cluster_pids[@]}" 2>/dev/null; stop_server_on_exit; rm -rf "$work"' EXIT
+trap '[ ${#cluster_pids[@]} -eq 0 ] || kill "${cluster_pids[@]}" 2>/dev/null || true; stop_server_on_exit; rm -rf "$work"' EXIT
 for i in 1 2 3; do
   peers=()
   for j in 1 2 3; do

@@ -130,11 +130,7 @@ fn writes_replicate_and_followers_redirect_to_the_leader() {
     assert!(matches!(c.cmd("CLUSTER NOPE"), Value::Error(e) if e.contains("CLUSTER HELP")));
 
     // Every member holds the same data.
-    let want = group.contents(leader);
-    assert_eq!(want.len(), 4);
-    for m in &group.members {
-        assert_eq!(group.contents(m.addrs.id), want, "node {}", m.addrs.id);
-    }
+    assert_eq!(group.all_agree().len(), 4);
 }
 
 /// kill -9 the leader while clients write and read: a new leader within
@@ -159,31 +155,14 @@ fn a_killed_leader_is_replaced_and_loses_nothing() {
     group.member_mut(old).start();
     std::thread::sleep(Duration::from_millis(1000));
     stop.store(true, Ordering::Relaxed);
-    let (mut history, acked) = clients.join().unwrap();
-    assert!(acked > 100, "only {acked} writes were acknowledged");
-    // A final read of every key, after everything: it must see the last
+    // A final read of every key, after everything, must see the last
     // acknowledged write (or a later one whose outcome was unknown).
-    let mut r = Recorder::new(group.ports(), start);
-    for k in 0..KEYS {
-        let key = format!("k{k}");
-        while r.read(key.as_bytes()).is_none() {}
-    }
-    history.extend(r.history);
-    linearizability::check(&history).unwrap();
-    let leader = group.wait_for_leader(&[]);
-    let applied: u64 = group
-        .member(leader)
-        .field("raft_last_applied_index")
-        .unwrap()
-        .parse()
-        .unwrap();
-    let want = group.contents(leader);
-    for m in &group.members {
-        group.wait_applied(m.addrs.id, applied);
-        assert_eq!(group.contents(m.addrs.id), want, "node {}", m.addrs.id);
-    }
+    check_history(&group, clients.join().unwrap(), start);
+    group.all_agree();
 }
 
+/// Kill a follower while clients write and read, write more, restart it:
+/// it catches up, and the clients' history is linearizable.
 #[test]
 fn a_restarted_follower_catches_up() {
     let _alone = alone();
@@ -195,6 +174,10 @@ fn a_restarted_follower_catches_up() {
         .map(|m| m.addrs.id)
         .find(|&id| id != leader)
         .unwrap();
+    // Clients write and read throughout; their history is checked last.
+    let start = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients = load(group.ports(), 2, KEYS, stop.clone(), start, 100_000);
     group.member_mut(follower).kill();
     let mut c = group.member(leader).client();
     for i in 0..500 {
@@ -205,19 +188,38 @@ fn a_restarted_follower_catches_up() {
         );
     }
     group.member_mut(follower).start();
-    let applied: u64 = group
-        .member(leader)
-        .field("raft_last_applied_index")
-        .unwrap()
-        .parse()
-        .unwrap();
-    group.wait_applied(follower, applied);
-    assert_eq!(group.contents(follower), group.contents(leader));
-    assert_eq!(group.contents(follower).len(), 500);
+    group.wait_applied(follower, group.applied(leader));
+    stop.store(true, Ordering::Relaxed);
+    check_history(&group, clients.join().unwrap(), start);
+    let contents = group.all_agree();
+    let written = contents
+        .iter()
+        .filter(|(k, _)| k.starts_with(b"key"))
+        .count();
+    assert_eq!(written, 500);
 }
 
-/// Cut the leader off: the majority elects another and goes on, the old
-/// leader refuses writes, and once healed all three agree.
+/// Checks the clients' history, with a final read of every key after it,
+/// for linearizability, and that enough writes were acknowledged for the
+/// check to mean something.
+fn check_history(
+    group: &Group,
+    (mut history, acked): (Vec<linearizability::Op>, usize),
+    start: Instant,
+) {
+    assert!(acked > 20, "only {acked} writes were acknowledged");
+    let mut r = Recorder::new(group.ports(), start);
+    for k in 0..KEYS {
+        let key = format!("k{k}");
+        while r.read(key.as_bytes()).is_none() {}
+    }
+    history.extend(r.history);
+    linearizability::check(&history).unwrap();
+}
+
+/// Cut the leader off while clients write and read: the majority elects
+/// another and goes on, the old leader refuses writes, once healed all
+/// three agree, and the clients' history is linearizable.
 #[test]
 fn a_partitioned_minority_refuses_writes_and_heals() {
     let _alone = alone();
@@ -231,6 +233,12 @@ fn a_partitioned_minority_refuses_writes_and_heals() {
         .collect();
     let mut c = group.member(old).client();
     assert_eq!(c.cmd("SET before 1"), Value::status("OK"));
+    // Clients write and read throughout, on whichever member answers them;
+    // their history is checked last.
+    let start = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients = load(group.ports(), 3, KEYS, stop.clone(), start, 100_000);
+    std::thread::sleep(Duration::from_millis(500));
     let cut = format!("CLUSTER TEST-PARTITION {} {}", others[0], others[1]);
     assert_eq!(c.cmd(&cut), Value::status("OK"));
     // The majority elects a leader among itself.
@@ -263,24 +271,18 @@ fn a_partitioned_minority_refuses_writes_and_heals() {
     assert!(matches!(&read, Value::Error(_)), "{read:?}");
     assert_eq!(c.cmd("CLUSTER TEST-HEAL"), Value::status("OK"));
     let leader = group.wait_for_leader(&[]);
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, Ordering::Relaxed);
+    check_history(&group, clients.join().unwrap(), start);
+    let leader = group.agreed_leader(&[]).unwrap_or(leader);
     let mut l = group.member(leader).client();
     assert_eq!(l.cmd("SET after 1"), Value::status("OK"));
-    let applied: u64 = group
-        .member(leader)
-        .field("raft_last_applied_index")
-        .unwrap()
-        .parse()
-        .unwrap();
-    let want = group.contents(leader);
+    let want = group.all_agree();
     assert!(
         want.iter()
             .any(|(k, v)| k == b"during" && *v == Value::bulk("majority")),
         "{want:?}"
     );
-    for id in [old, others[0], others[1]] {
-        group.wait_applied(id, applied);
-        assert_eq!(group.contents(id), want, "node {id}");
-    }
 }
 
 /// A new member joins as a learner, catches up from a snapshot (the log
@@ -365,16 +367,10 @@ fn members_join_from_a_snapshot_are_promoted_and_removed() {
             .join(",")
     );
     assert_eq!(c.cmd("SET last 1"), Value::status("OK"));
-    let applied: u64 = group
-        .member(leader)
-        .field("raft_last_applied_index")
-        .unwrap()
-        .parse()
-        .unwrap();
-    group.wait_applied(4, applied);
-    let contents = group.contents(leader);
+    // The removed member hears nothing more: the others must agree.
+    group.member_mut(removed).kill();
+    let contents = group.all_agree();
     assert_eq!(contents.len(), 1002);
-    assert_eq!(group.contents(4), contents);
     let mut n = group.member(4).client();
     assert_eq!(n.cmd("READONLY"), Value::status("OK"));
     assert_eq!(n.cmd("HGET h a"), Value::bulk("1"));

@@ -35,6 +35,11 @@ fn node_id_arg(arg: &[u8]) -> Result<NodeId, Reply> {
         .ok_or_else(|| Reply::Error(format!("ERR Invalid node id '{}'", arg.escape_ascii())))
 }
 
+/// Node id arguments; the error reply for the first that is not one.
+fn node_ids(args: &[Vec<u8>]) -> Result<BTreeSet<NodeId>, Reply> {
+    args.iter().map(|a| node_id_arg(a)).collect()
+}
+
 fn membership_error(
     cluster: &Cluster,
     e: RaftError<NodeId, ClientWriteError<NodeId, Member>>,
@@ -79,11 +84,7 @@ pub async fn execute(_shared: &Arc<Shared>, cluster: &Cluster, args: &[Vec<u8>])
             }
         }
         ("promote", ids) if !ids.is_empty() => {
-            let ids = match ids
-                .iter()
-                .map(|a| node_id_arg(a))
-                .collect::<Result<BTreeSet<_>, _>>()
-            {
+            let ids = match node_ids(ids) {
                 Ok(ids) => ids,
                 Err(r) => return r,
             };
@@ -96,25 +97,14 @@ pub async fn execute(_shared: &Arc<Shared>, cluster: &Cluster, args: &[Vec<u8>])
                 Err(e) => membership_error(cluster, e),
             }
         }
-        ("remove", ids) if !ids.is_empty() => {
-            let ids = match ids
-                .iter()
-                .map(|a| node_id_arg(a))
-                .collect::<Result<BTreeSet<_>, _>>()
-            {
-                Ok(ids) => ids,
-                Err(r) => return r,
-            };
-            remove(cluster, ids).await
-        }
+        ("remove", ids) if !ids.is_empty() => match node_ids(ids) {
+            Ok(ids) => remove(cluster, ids).await,
+            Err(r) => r,
+        },
         ("test-partition", ids) if cluster.settings.test_hooks && !ids.is_empty() => {
-            match ids
-                .iter()
-                .map(|a| node_id_arg(a))
-                .collect::<Result<Vec<_>, _>>()
-            {
+            match node_ids(ids) {
                 Ok(ids) => {
-                    cluster.hooks.cut_off(&ids);
+                    cluster.hooks.cut_off(ids);
                     Reply::ok()
                 }
                 Err(r) => r,

@@ -46,7 +46,7 @@ pub struct Hooks {
 
 impl Hooks {
     /// From now on this node and `peers` do not hear each other.
-    pub fn cut_off(&self, peers: &[NodeId]) {
+    pub fn cut_off(&self, peers: impl IntoIterator<Item = NodeId>) {
         self.cut.write().extend(peers);
     }
 

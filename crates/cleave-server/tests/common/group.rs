@@ -2,15 +2,15 @@
 //! that follows the leader and records what it saw, for the failure tests.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::{Client, Value};
+use crate::common::{spawn_until_ready, Client, Value};
 use crate::linearizability::{Kind, Op};
 
 /// How long the tests wait for anything a group does (an election, a
@@ -73,17 +73,7 @@ impl Member {
             cmd.args(["--peer", p]);
         }
         cmd.args(&self.extra);
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start cleave-server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(line.contains("ready"), "node {}: {line:?}", self.addrs.id);
-        self.child = Some(child);
+        self.child = Some(spawn_until_ready(&mut cmd).0);
     }
 
     /// SIGKILL, and wait.
@@ -232,11 +222,7 @@ impl Group {
     pub fn wait_applied(&self, id: u64, index: u64) {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            let applied: u64 = self
-                .member(id)
-                .field("raft_last_applied_index")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
+            let applied = self.applied(id);
             if applied >= index {
                 return;
             }
@@ -246,6 +232,28 @@ impl Group {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The last log index member `id` has applied.
+    pub fn applied(&self, id: u64) -> u64 {
+        self.member(id)
+            .field("raft_last_applied_index")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits until each running member has applied what the leader has,
+    /// checks that they all hold the same keys and values, and returns
+    /// them.
+    pub fn all_agree(&self) -> Vec<(Vec<u8>, Value)> {
+        let leader = self.wait_for_leader(&[]);
+        let applied = self.applied(leader);
+        let want = self.contents(leader);
+        for m in self.members.iter().filter(|m| m.running()) {
+            self.wait_applied(m.addrs.id, applied);
+            assert_eq!(self.contents(m.addrs.id), want, "node {}", m.addrs.id);
+        }
+        want
     }
 
     /// Every key member `id` holds and what it holds (a string's value,

@@ -17,19 +17,9 @@ pub struct Server {
 impl Server {
     /// Starts a server on a free port over `dir`, with extra flags.
     pub fn start(dir: &Path, flags: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cleave-server"))
-            .arg("--dir")
-            .arg(dir)
-            .args(["--port", "0"])
-            .args(flags)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start cleave-server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cleave-server"));
+        cmd.arg("--dir").arg(dir).args(["--port", "0"]).args(flags);
+        let (child, line) = spawn_until_ready(&mut cmd);
         let port = line
             .split_whitespace()
             .find_map(|w| w.strip_suffix(',')?.rsplit(':').next()?.parse().ok())
@@ -57,6 +47,22 @@ impl Server {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         self.child.wait().unwrap()
     }
+}
+
+/// Starts `cmd` (a cleave-server) and waits for its start-up line, which
+/// it returns.
+pub fn spawn_until_ready(cmd: &mut Command) -> (Child, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start cleave-server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("ready"), "{line:?}");
+    (child, line)
 }
 
 impl Drop for Server {
