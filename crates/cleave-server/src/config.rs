@@ -160,8 +160,8 @@ fn parse_peer(s: &str) -> Result<(u64, Member), String> {
 }
 
 impl Args {
-    /// The cluster settings, if `--cluster` is on; `port` is the bound one.
-    pub fn cluster_settings(&self, port: u16) -> Result<Option<Settings>, String> {
+    /// The cluster settings, if `--cluster` is on.
+    pub fn cluster_settings(&self) -> Result<Option<Settings>, String> {
         if !self.cluster {
             return Ok(None);
         }
@@ -179,7 +179,7 @@ impl Args {
             id,
             me: Member {
                 raft: format!("{}:{raft_port}", self.bind),
-                redis: format!("{}:{port}", self.bind),
+                redis: format!("{}:{}", self.bind, self.port),
             },
             peers: self.peers.clone(),
             reads: self.cluster_reads,

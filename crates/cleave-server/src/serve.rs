@@ -24,15 +24,18 @@ pub fn run(args: Args) -> Result<(), String> {
     if let Some(command) = &args.command {
         return crate::cluster_cli::run(command);
     }
+    // Checked before anything is opened: a bad flag must not leave a
+    // standalone database where a member's directory was meant to be.
+    let settings = args.cluster_settings()?;
     // A cluster member keeps its database under `db-N/` and syncs its Raft
     // log, not the database (docs/cluster.md).
-    let (store, layout) = match (args.cluster, args.node_id) {
-        (true, Some(id)) => {
-            let (layout, live) = Layout::prepare(&args.dir, id)?;
+    let (store, layout) = match &settings {
+        Some(s) => {
+            let (layout, live) = Layout::prepare(&args.dir, s.id)?;
             let store = Store::open(&live, args.engine_options(), FsyncMode::No)?;
             (store, Some((layout, live)))
         }
-        _ => (
+        None => (
             Store::open(&args.dir, args.engine_options(), args.appendfsync)?,
             None,
         ),
@@ -52,8 +55,9 @@ pub fn run(args: Args) -> Result<(), String> {
         .map_err(|e| format!("listening on {}:{}: {e}", args.bind, args.port))?
         .port();
     let shared = Arc::new(Shared::new(store, args.limits(), args.fixed(port)));
-    if let Some(settings) = args.cluster_settings(port)? {
-        let (layout, live) = layout.ok_or("--cluster needs --node-id")?;
+    if let (Some(mut settings), Some((layout, live))) = (settings, layout) {
+        // With --port 0, the port bound is the one to redirect clients to.
+        settings.me.redis = format!("{}:{port}", args.bind);
         let cluster = rt.block_on(crate::cluster::start(&shared, settings, layout, live))?;
         let _ = shared.cluster.set(cluster);
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
 use openraft::{ChangeMembers, ServerState};
 
-use super::router::{slot, SLOTS};
+use super::router::{no_leader, slot, SLOTS};
 use super::types::{Member, NodeId};
 use super::Cluster;
 use crate::commands::parse_i64;
@@ -22,7 +22,8 @@ pub fn redis_node_id(id: NodeId) -> String {
     format!("{id:040x}")
 }
 
-fn host_port(addr: &str) -> (String, i64) {
+/// `host:port` split; port 0 if there is none.
+pub fn host_port(addr: &str) -> (String, i64) {
     match addr.rsplit_once(':') {
         Some((host, port)) => (host.to_string(), port.parse().unwrap_or(0)),
         None => (addr.to_string(), 0),
@@ -48,7 +49,7 @@ fn membership_error(
         RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => {
             match f.leader_node.or_else(|| cluster.leader().map(|l| l.1)) {
                 Some(m) => Reply::Error(format!("MOVED 0 {}", m.redis)),
-                None => Reply::error("CLUSTERDOWN The cluster is down: no leader is elected"),
+                None => no_leader(),
             }
         }
         other => Reply::Error(format!("ERR {other}")),

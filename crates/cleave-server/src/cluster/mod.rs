@@ -21,7 +21,7 @@ use cleave::log_store::LogOptions;
 use openraft::{ServerState, SnapshotPolicy};
 use tokio::net::TcpListener;
 
-pub use admin::{execute as admin, fields as info_fields, role};
+pub use admin::{execute as admin, fields as info_fields, host_port, role};
 pub use network::Hooks;
 pub use router::execute;
 pub use state_machine::Applied;

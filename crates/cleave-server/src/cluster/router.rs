@@ -73,8 +73,15 @@ fn redirect(cluster: &Cluster, args: &[Vec<u8>], leader: Option<NodeId>) -> Repl
     }
 }
 
-fn no_leader() -> Reply {
+/// Redis Cluster's error for a cluster that cannot serve, when no leader
+/// is known.
+pub fn no_leader() -> Reply {
     Reply::error("CLUSTERDOWN The cluster is down: no leader is elected")
+}
+
+/// A leader that has not heard from a majority lately.
+fn no_quorum() -> Reply {
+    Reply::error("CLUSTERDOWN The leader cannot reach a majority of the group")
 }
 
 type WriteReceiver = oneshot::Receiver<Answer>;
@@ -106,9 +113,7 @@ pub async fn execute(
                     pending.push((args, cluster.proposer.propose(command)));
                     continue;
                 }
-                Some(false) => {
-                    Reply::error("CLUSTERDOWN The leader cannot reach a majority of the group")
-                }
+                Some(false) => no_quorum(),
                 None => redirect(cluster, &args, None),
             },
             Route::Read => {
@@ -161,9 +166,7 @@ fn run_local(shared: &Shared, client: &mut Client, args: &[Vec<u8>]) -> Reply {
 fn read_refused(cluster: &Cluster, args: &[Vec<u8>], e: ReadRefusal) -> Reply {
     match e {
         ReadRefusal::NotLeader(leader) => redirect(cluster, args, leader),
-        ReadRefusal::NoQuorum => {
-            Reply::error("CLUSTERDOWN The leader cannot reach a majority of the group")
-        }
+        ReadRefusal::NoQuorum => no_quorum(),
         ReadRefusal::Stopped(why) => Reply::Error(format!("ERR Raft stopped: {why}")),
     }
 }

@@ -515,10 +515,9 @@ fn info_section(
                     l.push(("role", role.into()));
                     if role == "slave" {
                         if let Some((_, leader)) = cluster.leader() {
-                            let (host, port) =
-                                leader.redis.rsplit_once(':').unwrap_or((&leader.redis, ""));
-                            l.push(("master_host", host.into()));
-                            l.push(("master_port", port.into()));
+                            let (host, port) = crate::cluster::host_port(&leader.redis);
+                            l.push(("master_host", host));
+                            l.push(("master_port", port.to_string()));
                             l.push(("master_link_status", "up".into()));
                         } else {
                             l.push(("master_link_status", "down".into()));
