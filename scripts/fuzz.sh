@@ -13,7 +13,7 @@
 #   FUZZ_CODEGEN_UNITS=1                 cargo-fuzz's default: about 20% more
 #                                        executions per second, for long runs;
 #                                        16, the default here, builds faster on
-#                                        an idle machine (CI fuzzes 20 s each)
+#                                        an idle machine (CI fuzzes 10 s each)
 #
 # Installs what is missing: the nightly toolchain (rustup) and cargo-fuzz.
 set -euo pipefail
