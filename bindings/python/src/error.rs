@@ -19,13 +19,15 @@ pub(crate) enum Kind {
     InvalidArgument,
     Locked,
     Poisoned,
+    NoSpace,
     SpaceBudgetExceeded,
+    ReadOnly,
     Merge,
     UnsupportedFormat,
     Closed,
 }
 
-const KINDS: usize = 10;
+const KINDS: usize = 12;
 
 static CLASSES: [PyOnceLock<Py<PyType>>; KINDS] = [const { PyOnceLock::new() }; KINDS];
 
@@ -38,7 +40,9 @@ impl Kind {
             Kind::InvalidArgument => "InvalidArgumentError",
             Kind::Locked => "LockedError",
             Kind::Poisoned => "PoisonedError",
+            Kind::NoSpace => "NoSpaceError",
             Kind::SpaceBudgetExceeded => "SpaceBudgetExceededError",
+            Kind::ReadOnly => "ReadOnlyError",
             Kind::Merge => "MergeError",
             Kind::UnsupportedFormat => "UnsupportedFormatError",
             Kind::Closed => "ClosedError",
@@ -103,7 +107,21 @@ pub(crate) fn to_py(py: Python<'_>, error: cleave::Error) -> PyErr {
             e.setattr("path", path_str(dir))
         }),
         E::Poisoned(_) => new_error(py, Kind::Poisoned, message),
-        E::SpaceBudgetExceeded { dir, .. } => build(py, Kind::SpaceBudgetExceeded, message, |e| {
+        E::NoSpace { path, cause, .. } => {
+            let kind = match cause {
+                cleave::NoSpaceCause::Budget { .. } => Kind::SpaceBudgetExceeded,
+                _ => Kind::NoSpace,
+            };
+            build(py, kind, message, |e| {
+                if let cleave::NoSpaceCause::Device(source) = cause {
+                    if let Some(errno) = source.raw_os_error() {
+                        e.setattr("errno", errno)?;
+                    }
+                }
+                e.setattr("path", path_str(path))
+            })
+        }
+        E::ReadOnly { dir, .. } => build(py, Kind::ReadOnly, message, |e| {
             e.setattr("path", path_str(dir))
         }),
         E::MergeFailed { .. } => new_error(py, Kind::Merge, message),

@@ -42,6 +42,12 @@ impl Show for Duration {
     }
 }
 
+impl Show for cleave::WriteState {
+    fn show<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.to_string().into_bound_py_any(py)
+    }
+}
+
 impl Show for cleave::Error {
     fn show<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.to_string().into_bound_py_any(py)
@@ -147,6 +153,10 @@ show_struct!(CacheKindStats {
 });
 
 show_struct!(Stats {
+    write_state,
+    no_space_stops,
+    resumes,
+    jobs_postponed,
     levels,
     user_bytes_written,
     user_writes,

@@ -31,9 +31,9 @@ mod wal;
 pub use batch::WriteBatch;
 pub use db::{
     CacheKindStats, CheckpointInfo, Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats,
-    VerifyReport, GET_READS_BUCKETS,
+    VerifyReport, WriteState, GET_READS_BUCKETS,
 };
-pub use error::{Error, Result};
+pub use error::{Error, NoSpaceCause, Result};
 pub use gc::GcStats;
 pub use iter::DbIterator;
 pub use merge::{

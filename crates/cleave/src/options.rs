@@ -159,7 +159,8 @@ pub struct Options {
     /// 1 ms (or fail, with `space_budget_fail_writes`). Stalls count in
     /// `Stats::budget_stall_micros`.
     pub space_budget_bytes: u64,
-    /// Fail a write with `Error::SpaceBudgetExceeded` instead of stopping
+    /// Fail a write with `Error::NoSpace` (its cause `NoSpaceCause::Budget`)
+    /// instead of stopping
     /// or delaying it when usage has reached 127/128 of the budget, or the
     /// records the write appends to value logs would take it there;
     /// RocksDB's `SstFileManager` max-allowed-space behaves this way.
@@ -231,6 +232,12 @@ pub struct Options {
     /// and at most an eighth of `space_budget_bytes` for a table written while
     /// space was short).
     pub range_merge_idle: Duration,
+    /// How often a database that found its disk full (`Error::NoSpace`)
+    /// looks at the file system's free space, to resume writes, and to
+    /// retry the compactions and GC jobs it postponed, once there is room:
+    /// the longest a write waits after space is freed. RocksDB's
+    /// `SstFileManager` polls the same way.
+    pub no_space_poll_interval: Duration,
     /// `O_DIRECT` for sstable and value-file reads.
     pub use_direct_reads: bool,
     /// `O_DIRECT` for flush and compaction writes (sstables and value
@@ -329,6 +336,7 @@ impl Default for Options {
             correlated_garbage_ratio: 0.5,
             range_merge_sorted_runs: 8,
             range_merge_idle: Duration::from_secs(1),
+            no_space_poll_interval: Duration::from_secs(1),
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             max_open_files: 1000,
@@ -443,6 +451,9 @@ impl Options {
             && self.max_bytes_for_level_multiplier <= 100.0)
         {
             return bad("max_bytes_for_level_multiplier must be in [2, 100]");
+        }
+        if self.no_space_poll_interval.is_zero() {
+            return bad("no_space_poll_interval must be positive");
         }
         if self.max_background_jobs == 0 || self.max_background_jobs > 64 {
             return bad("max_background_jobs must be in [1, 64]");

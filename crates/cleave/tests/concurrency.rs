@@ -820,7 +820,13 @@ fn writers_appending_at_once_at_the_stop_level_leave_no_record_behind() {
     assert!(first.is_ok(), "the first writer, with room: {first:?}");
     let second = early.unwrap_or_else(|| result.recv_timeout(HANG_GUARD).unwrap());
     assert!(
-        matches!(second, Err(cleave::Error::SpaceBudgetExceeded { .. })),
+        matches!(
+            second,
+            Err(cleave::Error::NoSpace {
+                cause: cleave::NoSpaceCause::Budget { .. },
+                ..
+            })
+        ),
         "{second:?}"
     );
     let grown = db.space() - before;

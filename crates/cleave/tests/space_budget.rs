@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cleave::vfs::MemFs;
-use cleave::{Db, Error, Options, ReadOptions, WriteOptions};
+use cleave::{Db, Error, NoSpaceCause, Options, ReadOptions, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -220,17 +220,21 @@ fn past_the_stop_level_writes_fail_when_asked_to() {
         assert!(written < 10_000, "writes never failed");
     };
     match &err {
-        Error::SpaceBudgetExceeded {
-            dir,
-            usage_bytes,
-            budget_bytes,
+        Error::NoSpace {
+            path: dir,
+            op: "write",
+            cause:
+                NoSpaceCause::Budget {
+                    usage_bytes,
+                    budget_bytes,
+                },
         } => {
             assert_eq!(dir, Path::new("/db"));
             assert_eq!(*budget_bytes, budget);
             // Writers stop at 127/128 of the budget.
             assert!(*usage_bytes >= budget - budget / 128, "{usage_bytes}");
         }
-        e => panic!("expected SpaceBudgetExceeded, got {e}"),
+        e => panic!("expected NoSpace (budget), got {e}"),
     }
     assert!(err.to_string().contains("space budget"), "{err}");
     // Nothing of the failed write was applied, everything before it was,
@@ -382,10 +386,13 @@ fn an_impossible_budget_is_reported_once_and_fails_writes_when_asked() {
     let db = Db::open("/db", small.clone()).unwrap();
     assert_eq!(db.stats().budget_impossible, 1, "reported at open");
     match db.put(&wo, &key(0), &value(0, 1)) {
-        Err(Error::SpaceBudgetExceeded { budget_bytes, .. }) => {
+        Err(Error::NoSpace {
+            cause: NoSpaceCause::Budget { budget_bytes, .. },
+            ..
+        }) => {
             assert_eq!(budget_bytes, live / 2)
         }
-        r => panic!("expected SpaceBudgetExceeded, got {r:?}"),
+        r => panic!("expected NoSpace (budget), got {r:?}"),
     }
     // Reads go on.
     check(&db, &[0; KEYS]);

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cleave::vfs::{FaultFs, FaultOp, Fs, MemFs};
-use cleave::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
+use cleave::{Db, Error, NoSpaceCause, Options, ReadOptions, WriteBatch, WriteOptions};
 
 const DIR: &str = "/db";
 const BIG: usize = 8 << 10;
@@ -506,7 +506,10 @@ fn a_write_the_budget_refuses_takes_no_space() {
     for i in 0..200 {
         match db.put(&WriteOptions::default(), &key(i), &value(i, 0, BIG)) {
             Ok(()) => {}
-            Err(Error::SpaceBudgetExceeded { .. }) => {
+            Err(Error::NoSpace {
+                cause: NoSpaceCause::Budget { .. },
+                ..
+            }) => {
                 refused = Some(i);
                 break;
             }
@@ -521,7 +524,16 @@ fn a_write_the_budget_refuses_takes_no_space() {
     let before = db.space_report().unwrap().on_disk_bytes;
     for i in first..first + 50 {
         let r = db.put(&WriteOptions::default(), &key(i), &value(i, 0, BIG));
-        assert!(matches!(r, Err(Error::SpaceBudgetExceeded { .. })), "{r:?}");
+        assert!(
+            matches!(
+                r,
+                Err(Error::NoSpace {
+                    cause: NoSpaceCause::Budget { .. },
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
     }
     assert_eq!(db.space_report().unwrap().on_disk_bytes, before);
 }
@@ -563,6 +575,15 @@ fn a_write_whose_records_would_reach_the_stop_level_appends_nothing() {
     );
     let before = db.space_report().unwrap().on_disk_bytes;
     let r = db.put(&WriteOptions::default(), &key(100), &value(100, 0, BIG));
-    assert!(matches!(r, Err(Error::SpaceBudgetExceeded { .. })), "{r:?}");
+    assert!(
+        matches!(
+            r,
+            Err(Error::NoSpace {
+                cause: NoSpaceCause::Budget { .. },
+                ..
+            })
+        ),
+        "{r:?}"
+    );
     assert_eq!(db.space_report().unwrap().on_disk_bytes, before);
 }

@@ -39,10 +39,24 @@ class PoisonedError(Error):
     is reopened, since the state on disk is no longer known."""
 
 
-class SpaceBudgetExceededError(Error):
+class NoSpaceError(Error):
+    """No room to write: the file system is full (ENOSPC, in ``errno``) or
+    over its quota where cleave wrote ``path``. Nothing is damaged and
+    nothing of the write was applied: the database still serves reads, and
+    takes writes again by itself once there is room (or on
+    ``Db.resume()``)."""
+
+
+class SpaceBudgetExceededError(NoSpaceError):
     """A write would take the database past the stop level of its space
     budget, and ``space_budget_fail_writes`` asked for an error; nothing of
     the write was applied. ``path`` names the directory."""
+
+
+class ReadOnlyError(Error):
+    """The database was opened read-only (``cleave.open(...,
+    read_only=True)``): it takes no writes; ``path`` names the
+    directory."""
 
 
 class MergeError(Error):

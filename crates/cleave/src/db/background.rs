@@ -4,13 +4,14 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::gc::{Reservation, Schedule};
+use super::no_space;
 use super::{DbInner, State};
 use crate::base::limits::NUM_LEVELS;
 use crate::compaction::picker::{self, Busy, CompactionPlan, PushDownFor};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::manifest::version::Version;
 
 /// A compaction in progress: the files and output range the picker must
@@ -38,8 +39,13 @@ impl State {
 /// budget has.
 pub(super) fn run_flushes(db: &DbInner) {
     let mut st = db.state.lock();
+    let mut next_look = Instant::now();
     loop {
-        if st.bg_error.is_none() && !st.imm.is_empty() {
+        if st.no_space.is_some() && st.bg_error.is_none() && !st.shutting_down {
+            st = db.poll_no_space(st, &mut next_look);
+            continue;
+        }
+        if st.bg_error.is_none() && st.no_space.is_none() && !st.imm.is_empty() {
             debug_assert!(!st.flush_running, "one thread flushes");
             st.flush_running = true;
             drop(st);
@@ -79,6 +85,7 @@ pub(super) fn run(db: &DbInner) {
             db.bg_cv.wait(&mut st);
             continue;
         }
+        db.lift_postponement(&mut st);
         let sched = db.schedule(&st);
         let mut idle_wait = None;
         let jobs = st.compactions.len() + st.gc_jobs;
@@ -101,7 +108,9 @@ pub(super) fn run(db: &DbInner) {
         // them again. So GC also waits while they are due or running.
         // The state cannot change while the lock is held: one pick serves
         // both this check and the compaction turn below.
-        let mut compaction = db.pick_compaction(&st, &sched);
+        let mut compaction = db
+            .pick_compaction(&st, &sched)
+            .filter(|plan| fits(plan, sched.device_room));
         let merge = if compaction.is_none() {
             db.range_merge(&st, &sched)
         } else {
@@ -150,6 +159,11 @@ pub(super) fn run(db: &DbInner) {
             st = db.state.lock();
             continue;
         }
+        // Postponed jobs look at the free space again after a while.
+        if sched.device_room.is_some() {
+            let poll = db.opts.no_space_poll_interval;
+            idle_wait = Some(idle_wait.map_or(poll, |w: Duration| w.min(poll)));
+        }
         match idle_wait {
             Some(wait) => {
                 db.bg_cv.wait_for(&mut st, wait);
@@ -157,6 +171,24 @@ pub(super) fn run(db: &DbInner) {
             None => db.bg_cv.wait(&mut st),
         }
     }
+}
+
+/// Bytes a compaction may write before its inputs go: up to theirs
+/// (values re-separated aside), none for a move.
+fn compaction_output(plan: &CompactionPlan) -> u64 {
+    if plan.trivial_move {
+        return 0;
+    }
+    plan.inputs
+        .iter()
+        .chain(&plan.output_level_inputs)
+        .fold(0u64, |sum, f| sum.saturating_add(f.size))
+}
+
+/// Whether `plan` may run with `room` free bytes on the device (`None`:
+/// the disk is not short).
+fn fits(plan: &CompactionPlan, room: Option<u64>) -> bool {
+    room.is_none_or(|room| compaction_output(plan).saturating_add(no_space::MARGIN_BYTES) <= room)
 }
 
 /// What range merging has to do now.
@@ -168,8 +200,9 @@ enum RangeMerge {
 }
 
 /// Runs `plan` with the state lock released, registered as running.
-/// Returns the lock again, and the job's result. A failure poisons the
-/// database, a read error included: RocksDB (with its default
+/// Returns the lock again, and the job's result. A full disk postpones it
+/// (`no_space`); any other failure poisons the database, a read error
+/// included: RocksDB (with its default
 /// `paranoid_checks`) stops writes on any compaction error too, and
 /// picking the same inputs again at once would spin on a lasting fault
 /// while L0 grows. The inputs are untouched and the outputs removed, so
@@ -193,19 +226,16 @@ fn run_registered<'a>(
     // usage past the stop level for each push-down's length: GC could
     // start no job then, and ran none for a tenth of the 2 GiB
     // overwrite under a 1.25x budget.
-    let outputs = if plan.trivial_move {
-        0
-    } else {
-        plan.inputs
-            .iter()
-            .chain(&plan.output_level_inputs)
-            .fold(0u64, |sum, f| sum.saturating_add(f.size))
-    };
+    let outputs = compaction_output(&plan);
     let reservation = Reservation::new(&db.reserved, None, outputs);
     drop(st);
     let r = db.run_compaction(&plan, &version, &|bytes| reservation.written(bytes));
-    if let Err(e) = &r {
-        db.set_bg_error(e);
+    match &r {
+        // Its outputs are removed and its inputs untouched: it runs again
+        // once there is room for it.
+        Err(e) if e.is_device_full() => db.postpone(e, outputs),
+        Err(e) => db.set_bg_error(e),
+        Ok(()) => {}
     }
     // The plan and its Version are the last holders of the inputs: release
     // them so that the inputs are deleted before the job counts as done.
@@ -317,6 +347,20 @@ impl DbInner {
         loop {
             Self::check_bg_error(&st)?;
             let sched = self.schedule(&st);
+            if sched.device_room.is_some() {
+                // A job waiting for room no waiting here makes.
+                let running = st.flush_running || !st.compactions.is_empty() || st.gc_jobs > 0;
+                let stuck = self
+                    .pick_compaction(&st, &sched)
+                    .is_some_and(|plan| !fits(&plan, sched.device_room));
+                if !running && stuck {
+                    return Err(Error::io(
+                        &self.dir,
+                        "compaction",
+                        std::io::Error::from(std::io::ErrorKind::StorageFull),
+                    ));
+                }
+            }
             let idle = st.imm.is_empty()
                 && !st.flush_running
                 && st.compactions.is_empty()

@@ -3,6 +3,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::budget;
@@ -28,7 +29,7 @@ use crate::value_file::{
     Origin, Readahead, ValueClass, ValueFileBuilder, ValueFileOptions, ValueFileSummary,
     ValueHandle,
 };
-use crate::vfs::FileOptions;
+use crate::vfs::{FileOptions, Fs};
 
 /// How many times the target file size a last-level table written while
 /// space is short may reference at most (see `budget::MAX_OUTPUT_SHARE`).
@@ -109,6 +110,17 @@ impl Outputs {
 
     pub(super) fn value_file_bytes(&self) -> u64 {
         self.value_files.iter().map(|v| v.file_size).sum()
+    }
+
+    /// Removes every output: after a manifest write that a full disk
+    /// failed, which names none of them.
+    pub(super) fn remove(&self, fs: &dyn Fs, dir: &Path) {
+        for o in &self.tables {
+            let _ = fs.remove(&filename::sstable(dir, o.number));
+        }
+        for v in &self.value_files {
+            let _ = fs.remove(&filename::value_file(dir, v.number));
+        }
     }
 
     /// Adds every output to `edit`, sstables in `level`.
@@ -645,8 +657,15 @@ impl DbInner {
         outputs.add_to(&mut edit, plan.output_level);
         // On failure the manifest may or may not hold the edit (a failed
         // fsync says nothing about what reached the disk): keep the outputs;
-        // the next open removes them if the manifest does not name them.
-        self.apply_edit(edit)?;
+        // the next open removes them if the manifest does not name them. A
+        // full disk fails the write before the record is whole: it holds
+        // no edit, and the outputs go now, to give the space back.
+        if let Err(e) = self.apply_edit(edit) {
+            if e.is_device_full() {
+                outputs.remove(self.fs.as_ref(), &self.dir);
+            }
+            return Err(e);
+        }
         let read: u64 = plan
             .inputs
             .iter()

@@ -121,11 +121,14 @@ impl DbInner {
         // sstable, sealed first; those an earlier flush installed are
         // there already. Only flushes install logs, one at a time, so the
         // Version cannot gain them meanwhile.
+        let new_number = || self.versions.lock().new_file_number();
         let installs = self.logs.seal_for_install(
             log_refs
                 .keys()
                 .copied()
                 .filter(|&n| version.physical_file(n).is_none()),
+            &new_number,
+            self.opts.use_direct_io_for_flush_and_compaction,
         )?;
         // Only flushes change the delta store, one at a time: `version`'s
         // buckets are the current ones until this flush's edit.
@@ -143,8 +146,8 @@ impl DbInner {
         let mut edit = VersionEdit::default();
         outputs.add_to(&mut edit, 0);
         deltas.add_to(&mut edit);
-        for log in &installs {
-            edit.add_value_file(value_file_meta(log));
+        for (_, file) in &installs {
+            edit.add_value_file(value_file_meta(file));
         }
         {
             let mut v = self.versions.lock();
@@ -157,13 +160,19 @@ impl DbInner {
             if let Err(e) = v.log_and_apply(edit) {
                 drop(v);
                 self.set_bg_error(&e);
+                if e.is_device_full() {
+                    // Not in the manifest: a full disk fails a write whole
+                    // or leaves a torn record, never a complete one. The
+                    // retry writes them again.
+                    outputs.remove(self.fs.as_ref(), &self.dir);
+                }
                 return Err(e);
             }
             st = self.state.lock();
             st.current = v.current();
             // Readers taking their view from here on find the logs in
             // the Version.
-            let installed: Vec<_> = installs.iter().map(|s| s.number).collect();
+            let installed: Vec<_> = installs.iter().map(|(log, _)| *log).collect();
             self.logs.installed(&installed);
             st.imm.pop_front();
         }

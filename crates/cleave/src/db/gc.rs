@@ -11,6 +11,7 @@ use parking_lot::MutexGuard;
 
 use super::budget;
 use super::compact::value_file_meta;
+use super::no_space;
 use super::{DbInner, State};
 use crate::base::limits::NUM_LEVELS;
 use crate::base::{filename, FileNumber};
@@ -115,6 +116,10 @@ pub(super) struct Schedule {
     /// down to expose the garbage they hide, and no range merges, whose
     /// outputs take space before the files they empty are deleted.
     pub short: bool,
+    /// The file system's free bytes while the disk is short (`no_space`):
+    /// GC goes first, at `SHORT_GC_RATIO` at most, with jobs that fit, and
+    /// compactions run only if theirs fit.
+    pub device_room: Option<u64>,
 }
 
 /// GC totals since open, and the last job.
@@ -153,6 +158,7 @@ impl DbInner {
         let opts = self.gc_picker_options(sched.gc_ratio, sched.gc_room);
         picker::pick(&st.current, &opts, avoid).or_else(|| {
             let stuck = self.budget.bytes > 0
+                && sched.device_room.is_none()
                 && st.gc_jobs == 0
                 && sched.usage >= self.budget.target_bytes()
                 && self.purger.retained() == 0;
@@ -283,25 +289,33 @@ impl DbInner {
         let usage = self.space_usage(st);
         let (value_bytes, live_values) = Self::value_totals(&st.current);
         self.check_budget_fits(st, live_values);
-        let gc_ratio =
+        let device_room = self.device_room(st);
+        let mut gc_ratio =
             self.budget
                 .gc_ratio(self.opts.gc_garbage_ratio, usage, value_bytes, live_values);
+        let mut gc_room = self.budget.job_room(usage);
+        if let Some(room) = device_room {
+            gc_ratio = gc_ratio.min(no_space::SHORT_GC_RATIO);
+            gc_room = gc_room.min(room.saturating_sub(no_space::MARGIN_BYTES));
+        }
         let pressure = pressure::measure(
             &st.current,
             self.opts.max_bytes_for_level_multiplier,
             gc_ratio,
         );
         let threads = self.opts.pool_threads();
-        let short = self.budget.short(usage);
+        let short = self.budget.short(usage) || device_room.is_some();
         let mut sched = Schedule {
             gc_ratio,
-            gc_room: self.budget.job_room(usage),
+            gc_room,
             max_gc: 0,
-            gc_first: self.opts.dynamic_gc_threads && pressure.p_value > pressure.p_index,
+            gc_first: device_room.is_some()
+                || (self.opts.dynamic_gc_threads && pressure.p_value > pressure.p_index),
             gc_may_borrow: short || Self::gc_behind(&pressure, gc_ratio),
             pressure,
             usage,
             short,
+            device_room,
         };
         let gc_has_work = self.opts.enable_gc && {
             let mut avoid = self.logs.pinned();
@@ -318,6 +332,10 @@ impl DbInner {
         };
         if gc_has_work {
             max_gc = max_gc.max(self.budget.gc_threads(threads, usage));
+            if device_room.is_some() {
+                // GC is what frees space.
+                max_gc = threads;
+            }
         }
         self.gc_limiter.set_suspended(short);
         self.gc_max_jobs.store(max_gc, Ordering::Relaxed);
@@ -350,7 +368,8 @@ impl DbInner {
         // Reserved before the lock goes, so that the next pick sees the
         // room this job takes; released (first, on a panic) once its
         // inputs are deleted.
-        let reservation = Reservation::new(&self.reserved, Some(&self.gc_planned), plan.live_bytes);
+        let live_bytes = plan.live_bytes;
+        let reservation = Reservation::new(&self.reserved, Some(&self.gc_planned), live_bytes);
         drop(st);
         let r = self.run_gc(&plan, &version, &reservation);
         // As for compactions: the job's Version may be the last to name
@@ -359,9 +378,18 @@ impl DbInner {
         drop(version);
         self.delete_obsolete_files();
         drop(reservation);
-        registered.failed = r.is_err();
-        if r.is_err() {
-            self.gc_totals.lock().total.failed_jobs += 1;
+        match &r {
+            // Its outputs are removed and its inputs untouched: it runs
+            // again once there is room.
+            Err(e) if e.is_device_full() => {
+                registered.failed = false;
+                self.postpone(e, live_bytes);
+            }
+            Err(_) => {
+                registered.failed = true;
+                self.gc_totals.lock().total.failed_jobs += 1;
+            }
+            Ok(_) => registered.failed = false,
         }
         drop(registered);
         (self.state.lock(), r)

@@ -8,6 +8,7 @@ mod compact;
 mod estimate;
 mod flush;
 mod gc;
+mod no_space;
 mod open;
 mod purge;
 mod read;
@@ -51,7 +52,7 @@ use crate::wal::WalWriter;
 pub use checkpoint::CheckpointInfo;
 pub use snapshot::Snapshot;
 pub use space::{LevelSpace, SpaceReport};
-pub use stats::{CacheKindStats, LevelStats, Stats, GET_READS_BUCKETS};
+pub use stats::{CacheKindStats, LevelStats, Stats, WriteState, GET_READS_BUCKETS};
 pub use verify::VerifyReport;
 
 use background::RunningCompaction;
@@ -133,8 +134,13 @@ struct State {
     /// Files a GC job failed on, which background GC leaves alone until the
     /// next open (`gc_now` still tries them, and reports the error).
     gc_skip: HashSet<FileNumber>,
-    /// The first background or WAL failure; once set, writes are refused.
+    /// The first background or WAL failure other than a full disk; once
+    /// set, writes are refused until the database is reopened.
     bg_error: Option<Error>,
+    /// Set while a full disk keeps the database read-only (`no_space`).
+    no_space: Option<no_space::NoSpace>,
+    /// Set while compactions and GC jobs wait for room (`no_space`).
+    postponed: Option<no_space::Postponed>,
     shutting_down: bool,
     /// WAL files not yet obsolete, oldest first.
     live_wals: Vec<FileNumber>,
@@ -195,8 +201,20 @@ pub(crate) struct DbInner {
     gc_max_jobs: AtomicUsize,
     drop_cache: DropCache,
     next_job_id: AtomicU64,
-    _lock: Box<dyn FileLock>,
+    /// One resumption from the read-only state at a time.
+    resuming: Mutex<()>,
+    /// Opened with `Db::open_read_only`: writes nothing.
+    read_only: bool,
+    /// `None` for a read-only open.
+    _lock: Option<Box<dyn FileLock>>,
 }
+
+/// Opens a read-only open makes before it gives up: a writer's compaction,
+/// flush or manifest rotation can delete a file between the open's reading
+/// of the manifest and of the file.
+const READ_ONLY_OPEN_ATTEMPTS: usize = 10;
+/// The pause between them.
+const READ_ONLY_OPEN_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// An open database. `Send + Sync`: share it between threads by reference
 /// or in an `Arc`.
@@ -215,7 +233,7 @@ impl Db {
     /// Opens (or with `create_if_missing`, creates) the database in `path`,
     /// recovering from the manifest and the WALs.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        let inner = Arc::new(open::open(path.as_ref(), opts)?);
+        let inner = Arc::new(open::open(path.as_ref(), opts, false)?);
         let db = Db {
             inner,
             threads: Mutex::new(Vec::new()),
@@ -245,6 +263,36 @@ impl Db {
         Ok(db)
     }
 
+    /// Opens the database in `path` to read it, writing nothing there: no
+    /// lock, no manifest, WAL or value-file change, no removal of files
+    /// (RocksDB's `OpenForReadOnly`). What the WALs hold is replayed into
+    /// memory. It works beside a process that has the database open for
+    /// writing, and on a full disk or a read-only mount; it shows the
+    /// database as of the open (later writes by another process are not
+    /// seen). Files the writer deletes after the open (compacted, or
+    /// collected by GC) make reads that need them fail with an I/O error
+    /// naming the file, never with a wrong answer; an open that finds a
+    /// file gone in between retries, and fails with the last error after
+    /// a few tries. Writes, flushes, compactions and GC fail with
+    /// `Error::ReadOnly`; no background thread runs.
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let mut attempt = 0;
+        let inner = loop {
+            match open::open(path.as_ref(), opts.clone(), true) {
+                Ok(inner) => break inner,
+                Err(e) if attempt + 1 < READ_ONLY_OPEN_ATTEMPTS && !e.is_no_space() => {
+                    attempt += 1;
+                    std::thread::sleep(READ_ONLY_OPEN_RETRY);
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        Ok(Db {
+            inner: Arc::new(inner),
+            threads: Mutex::new(Vec::new()),
+        })
+    }
+
     /// Sets `key` to `value`.
     pub fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
@@ -269,6 +317,7 @@ impl Db {
 
     /// Applies `batch` atomically.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.inner.refuse_if_read_only("write")?;
         self.inner.write(opts, batch)
     }
 
@@ -325,6 +374,7 @@ impl Db {
     /// "sync every second"). Blocks while a write group appends; a failed
     /// sync poisons the database, as a failed synced write does.
     pub fn sync_wal(&self) -> Result<()> {
+        self.inner.refuse_if_read_only("sync_wal")?;
         self.inner.sync_wal()
     }
 
@@ -342,6 +392,7 @@ impl Db {
 
     /// Writes the memtable to an sstable and waits until it is durable.
     pub fn flush(&self) -> Result<()> {
+        self.inner.refuse_if_read_only("flush")?;
         self.inner.flush()
     }
 
@@ -356,12 +407,14 @@ impl Db {
     /// copy stay on disk until it ends. On failure the files it made are
     /// removed and `dir` holds no database.
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
+        self.inner.refuse_if_read_only("checkpoint")?;
         self.inner.checkpoint(dir.as_ref())
     }
 
     /// Compacts every level overlapping `[begin, end]` (user keys, inclusive;
     /// `None` is unbounded) down to the last level with data.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner.refuse_if_read_only("compact_range")?;
         self.inner.compact_range(begin, end)
     }
 
@@ -379,12 +432,14 @@ impl Db {
     /// collected (files written meanwhile are left for later). Waits for a
     /// running background GC job first. Returns what the jobs did.
     pub fn gc_now(&self) -> Result<GcStats> {
+        self.inner.refuse_if_read_only("gc")?;
         self.inner.gc_now(self.inner.opts.gc_garbage_ratio)
     }
 
     /// As [`Self::gc_now`] with another threshold, in (0, 1]: a tool
     /// reclaiming space, or a test collecting files with any garbage.
     pub fn gc_with_ratio(&self, garbage_ratio: f64) -> Result<GcStats> {
+        self.inner.refuse_if_read_only("gc")?;
         self.inner.gc_now(garbage_ratio)
     }
 
@@ -448,12 +503,41 @@ impl Db {
         self.inner.property(name)
     }
 
+    /// Takes writes again after a full disk made the database read-only
+    /// (`Error::NoSpace`), as RocksDB's `DB::Resume`: after a failed WAL
+    /// or value-log append, switches to a new WAL; then flushes every
+    /// memtable, and returns once writes are taken. The database does
+    /// this by itself once the file system has room for it (looking every
+    /// `no_space_poll_interval`); call this after freeing space to resume
+    /// at once. Blocks for the flushes. Returns at once if the database is
+    /// not read-only; `Error::NoSpace` if there is still no room (it stays
+    /// read-only), `Error::Poisoned` if an earlier failure other than a
+    /// full disk stopped it.
+    pub fn resume(&self) -> Result<()> {
+        self.inner.refuse_if_read_only("resume")?;
+        self.inner.resume()
+    }
+
+    /// Whether the database takes writes now, and if not, why (also in
+    /// [`Stats::write_state`]). Takes the state lock; reads nothing.
+    pub fn write_state(&self) -> WriteState {
+        if self.inner.read_only {
+            return WriteState::OpenedReadOnly;
+        }
+        DbInner::write_state(&self.inner.state.lock())
+    }
+
     /// Waits for background work, makes unlogged writes durable, and closes.
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }
 
     fn shutdown(&self) -> Result<()> {
+        if self.inner.read_only {
+            // It wrote nothing, and runs no thread.
+            self.inner.state.lock().shutting_down = true;
+            return Ok(());
+        }
         let result = self.inner.prepare_close();
         {
             let mut st = self.inner.state.lock();
@@ -464,27 +548,34 @@ impl Db {
             let _ = t.join();
         }
         // A poisoned database may hold writes that never reached an sstable
-        // or a synced WAL: say so instead of closing quietly.
-        let poisoned = Self::poison_status(&self.inner);
-        let sync = if poisoned.is_ok() {
+        // or a synced WAL: say so instead of closing quietly. One a full
+        // disk made read-only syncs what it wrote, but has no room to seal
+        // its value logs (the next open scans them); after a failed
+        // append it leaves the WAL that may end in part of a record.
+        let (poisoned, no_space) = {
+            let st = self.inner.state.lock();
+            (
+                DbInner::check_poisoned(&st),
+                st.no_space
+                    .as_ref()
+                    .map(|n| (n.write_path, n.cause.duplicate())),
+            )
+        };
+        let sync = match (&poisoned, no_space) {
+            (Err(_), _) => Ok(()),
             // Sealed, the value logs open whole next time, without a scan;
-            // `sync_wal` makes them durable (with their directory entries)
+            // the sync makes them durable (with their directory entries)
             // before the WAL.
-            self.inner
+            (Ok(()), None) => self
+                .inner
                 .logs
                 .seal_all()
-                .and_then(|()| self.inner.sync_wal())
-        } else {
-            Ok(())
+                .and_then(|()| self.inner.sync_wal()),
+            (Ok(()), Some((false, _))) => self.inner.sync_logs_and_wals(),
+            (Ok(()), Some((true, cause))) => Err(cause),
         };
         self.inner.delete_obsolete_files();
         poisoned.and(result).and(sync)
-    }
-}
-
-impl Db {
-    fn poison_status(inner: &DbInner) -> Result<()> {
-        DbInner::check_bg_error(&inner.state.lock())
     }
 }
 
@@ -497,9 +588,25 @@ impl Drop for Db {
 }
 
 impl DbInner {
+    /// Refuses `op`, which writes, on a database opened read-only.
+    fn refuse_if_read_only(&self, op: &'static str) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly {
+                dir: self.dir.clone(),
+                op,
+            });
+        }
+        Ok(())
+    }
+
     fn stats(&self) -> Stats {
         let mut s = Stats::from_counters(&self.counters);
         let st = self.state.lock();
+        s.write_state = if self.read_only {
+            WriteState::OpenedReadOnly
+        } else {
+            Self::write_state(&st)
+        };
         let targets = picker::level_targets(&st.current, &self.picker_opts).bytes;
         let scores = picker::scores(&st.current, &self.picker_opts);
         s.levels = (0..NUM_LEVELS)
@@ -617,13 +724,14 @@ impl DbInner {
             "cur-size-active-mem-table" => {
                 Some(self.state.lock().mem.approximate_memory_usage().to_string())
             }
-            "background-errors" => Some(
-                self.state
-                    .lock()
+            "background-errors" => {
+                let st = self.state.lock();
+                let error = st
                     .bg_error
                     .as_ref()
-                    .map_or_else(|| "0".to_string(), |e| format!("1: {e}")),
-            ),
+                    .or(st.no_space.as_ref().map(|n| &n.cause));
+                Some(error.map_or_else(|| "0".to_string(), |e| format!("1: {e}")))
+            }
             _ => None,
         }
     }
@@ -656,23 +764,6 @@ impl DbInner {
             }
         }
         Ok(())
-    }
-
-    /// Records the first background failure: from now on writes fail.
-    fn set_bg_error(&self, e: &Error) {
-        let mut st = self.state.lock();
-        if st.bg_error.is_none() {
-            st.bg_error = Some(e.duplicate());
-        }
-        drop(st);
-        self.bg_cv.notify_all();
-    }
-
-    fn check_bg_error(st: &State) -> Result<()> {
-        match &st.bg_error {
-            Some(e) => Err(Error::Poisoned(e.to_string())),
-            None => Ok(()),
-        }
     }
 
     /// Deletes sstables and value files no Version names anymore and WALs

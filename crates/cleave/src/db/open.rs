@@ -1,6 +1,7 @@
 //! Opening a database: lock, manifest recovery, WAL replay, orphan removal.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use super::budget::{Budget, Pacer};
 use super::compact::value_file_meta;
 use super::snapshot::SnapshotList;
 use super::stats::Counters;
-use super::{DbInner, State, WalState};
+use super::{DbInner, Immutable, LogRefs, State, WalState};
 use crate::base::filename::{self, FileKind};
 use crate::base::key::ValueKind;
 use crate::base::FileNumber;
@@ -33,12 +34,14 @@ use crate::value_log::{LogOptions, RecoveredLog, RecoveredLogs, ValueLogs};
 use crate::vfs::{CountingFs, Fs, UsageFs};
 use crate::wal::{self, WalWriter};
 
-pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
+/// Opens the database in `dir`; with `read_only`, writing nothing to it
+/// (see `Db::open_read_only`).
+pub(super) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
     opts.validate()?;
     // Every read the engine issues is counted, so that gets can report
     // what they read (Stats::get_disk_reads).
     if !opts.fs.exists(dir)? {
-        if !opts.create_if_missing {
+        if !opts.create_if_missing || read_only {
             return Err(Error::InvalidArgument(format!(
                 "{} does not exist and create_if_missing is false",
                 dir.display()
@@ -51,9 +54,15 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     let disk = Arc::new(UsageFs::new(opts.fs.clone(), dir)?);
     let reads = Arc::new(CountingFs::new(disk.clone()));
     let fs: Arc<dyn Fs> = reads.clone();
-    let lock = fs.lock(&filename::lock(dir))?;
+    // A read-only open takes no lock: it writes nothing, and works beside
+    // a process that holds the database open.
+    let lock = if read_only {
+        None
+    } else {
+        Some(fs.lock(&filename::lock(dir))?)
+    };
     let versions = if fs.exists(&filename::current(dir))? {
-        if opts.error_if_exists {
+        if opts.error_if_exists && !read_only {
             return Err(Error::InvalidArgument(format!(
                 "{} already holds a database and error_if_exists is true",
                 dir.display()
@@ -62,7 +71,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         VersionSet::recover(fs.clone(), dir, &opts)?
     } else {
         refuse_lost_current(fs.as_ref(), dir)?;
-        if !opts.create_if_missing {
+        if !opts.create_if_missing || read_only {
             return Err(Error::InvalidArgument(format!(
                 "{} holds no database (no CURRENT) and create_if_missing is false",
                 dir.display()
@@ -151,6 +160,8 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
             gc_busy: HashSet::new(),
             gc_skip: HashSet::new(),
             bg_error: None,
+            no_space: None,
+            postponed: None,
             shutting_down: false,
             live_wals: Vec::new(),
             last_write: Instant::now(),
@@ -186,6 +197,8 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         gc_max_jobs: AtomicUsize::new(0),
         drop_cache,
         next_job_id: AtomicU64::new(0),
+        resuming: Mutex::new(()),
+        read_only,
         opts,
         _lock: lock,
     };
@@ -197,6 +210,43 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     // A budget below the data it is opened over is reported now.
     inner.schedule(&inner.state.lock());
     Ok(inner)
+}
+
+/// What WAL replay does with each memtable it fills.
+enum Replay<'a> {
+    /// Writes it to L0 (added to the edit), as an open normally does.
+    Flush(&'a mut VersionEdit),
+    /// Keeps it in memory, its WALs live (RocksDB's
+    /// `avoid_flush_during_recovery`): an open on a full disk, and a
+    /// read-only open, which writes nothing.
+    Keep(&'a mut Vec<Kept>),
+}
+
+/// A replayed memtable kept in memory.
+struct Kept {
+    mem: Arc<MemTable>,
+    /// The first WAL holding its writes.
+    wal: FileNumber,
+    log_refs: LogRefs,
+}
+
+impl Replay<'_> {
+    fn memtable(
+        &mut self,
+        db: &DbInner,
+        mem: Arc<MemTable>,
+        wal: FileNumber,
+        log_refs: LogRefs,
+        logs: &mut RecoveredLogs,
+    ) -> Result<()> {
+        match self {
+            Replay::Flush(edit) => db.flush_recovered(&mem, &log_refs, logs, edit),
+            Replay::Keep(kept) => {
+                kept.push(Kept { mem, wal, log_refs });
+                Ok(())
+            }
+        }
+    }
 }
 
 /// A directory without CURRENT but with WALs, sstables or value files holds
@@ -271,9 +321,43 @@ impl DbInner {
             .map(|&(_, n)| n)
             .collect();
         wals.sort();
+        if self.read_only {
+            let mut kept = Vec::new();
+            self.replay_wals(log_number, &wals, Replay::Keep(&mut kept))?;
+            self.keep_replayed(kept, &wals, log_number);
+            return Ok(());
+        }
+        let first_new = self.versions.lock().next_file_number();
         let mut edit = VersionEdit::default();
-        self.replay_wals(log_number, &wals, &mut edit)?;
+        let flushed = self
+            .replay_wals(log_number, &wals, Replay::Flush(&mut edit))
+            .and_then(|()| self.start_wal(edit));
+        match flushed {
+            Ok(()) => self.remove_orphans(&BTreeSet::new()),
+            Err(e) if e.is_device_full() => {
+                log::warn!(
+                    "{}: no room to flush what the WALs hold; kept in memory, read-only until \
+                     there is room: {e}",
+                    self.dir.display()
+                );
+                // Nothing names what the attempt wrote.
+                self.remove_from(first_new)?;
+                *self.wal.lock() = WalState::default();
+                let mut kept = Vec::new();
+                self.replay_wals(log_number, &wals, Replay::Keep(&mut kept))?;
+                let adopted = self.keep_replayed(kept, &wals, log_number);
+                // No WAL to write to: resuming starts one.
+                self.set_write_error(&e);
+                // What a crash left behind frees room too.
+                self.remove_orphans(&adopted)
+            }
+            Err(e) => Err(e),
+        }
+    }
 
+    /// Starts a new WAL and logs `edit` (the flushes of the replayed WALs)
+    /// with it as the oldest WAL to replay.
+    fn start_wal(&self, mut edit: VersionEdit) -> Result<()> {
         let number = self.versions.lock().new_file_number();
         let recyclable = self.opts.recycle_wal > 0;
         let writer = WalWriter::create(self.fs.as_ref(), &self.dir, number, recyclable)?;
@@ -290,49 +374,93 @@ impl DbInner {
             st.live_wals = vec![number];
         }
         edit.log_number = Some(number);
-        self.apply_edit(edit)?;
-        self.remove_orphans()
+        self.apply_edit(edit)
+    }
+
+    /// Removes the files numbered `first` or later: those a recovery that
+    /// found the disk full wrote, which no manifest names (a full disk
+    /// fails a manifest write before CURRENT changes).
+    fn remove_from(&self, first: FileNumber) -> Result<()> {
+        for name in self.fs.list(&self.dir)? {
+            if filename::parse(&name).is_some_and(|(_, n)| n >= first) {
+                self.fs.remove(&self.dir.join(&name))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the memtables a replay kept in memory the immutable ones,
+    /// with `wals` (the WALs replayed, all of them live) holding their
+    /// writes; returns the value logs they point into.
+    fn keep_replayed(
+        &self,
+        kept: Vec<Kept>,
+        wals: &[FileNumber],
+        log_number: FileNumber,
+    ) -> BTreeSet<FileNumber> {
+        let mut adopted = BTreeSet::new();
+        let mut st = self.state.lock();
+        for k in kept {
+            adopted.extend(k.log_refs.keys().copied());
+            st.imm.push_back(Immutable {
+                mem: k.mem,
+                wal: k.wal,
+                log_refs: k.log_refs,
+                flushing: false,
+            });
+        }
+        // The mutable memtable is empty; the WAL named with it exists (or
+        // is the manifest's), so a flush logging it as the oldest to replay
+        // never names a missing one.
+        st.mem_wal = wals.last().copied().unwrap_or(log_number);
+        st.live_wals = wals.to_vec();
+        adopted
     }
 
     /// Every sstable and value file the manifest names must exist; with
-    /// `paranoid_checks` its footer and metadata must also read back.
+    /// `paranoid_checks` its footer and metadata must also read back. A
+    /// read-only open opens them all now, into the table and value-file
+    /// caches: a writer deleting one later takes nothing from its view
+    /// (up to `max_open_files`).
     fn check_live_files(&self, present: &[(FileKind, FileNumber)]) -> Result<()> {
         let present: HashSet<(FileKind, FileNumber)> = present.iter().copied().collect();
         let current = self.versions.lock().current();
+        let open_all = self.opts.paranoid_checks || self.read_only;
         for (_, file) in current.all_files() {
             if !present.contains(&(FileKind::Sstable, file.number)) {
-                return Err(Error::corruption(
-                    filename::sstable(&self.dir, file.number),
-                    0,
-                    "sstable named by the manifest is missing",
-                ));
+                return Err(self.missing(filename::sstable(&self.dir, file.number), "sstable"));
             }
-            if self.opts.paranoid_checks {
+            if open_all {
                 self.table_cache.get(file.number)?;
             }
         }
         for file in current.value_files() {
             if !present.contains(&(FileKind::ValueFile, file.number)) {
-                return Err(Error::corruption(
-                    filename::value_file(&self.dir, file.number),
-                    0,
-                    "value file named by the manifest is missing",
-                ));
+                let path = filename::value_file(&self.dir, file.number);
+                return Err(self.missing(path, "value file"));
             }
-            if self.opts.paranoid_checks {
+            if open_all {
                 self.values.file(file.number)?;
             }
         }
         for file in current.delta_files() {
             if !present.contains(&(FileKind::DeltaFile, file.number)) {
-                return Err(Error::corruption(
-                    filename::delta_file(&self.dir, file.number),
-                    0,
-                    "delta file named by the manifest is missing",
-                ));
+                let path = filename::delta_file(&self.dir, file.number);
+                return Err(self.missing(path, "delta file"));
             }
         }
         Ok(())
+    }
+
+    /// A `what` the manifest names is not there: a lost file, corruption;
+    /// to a read-only open, most likely deleted by the process writing
+    /// the database since the manifest was read.
+    fn missing(&self, path: std::path::PathBuf, what: &str) -> Error {
+        if self.read_only {
+            let why = format!("{what} named by the manifest is gone (deleted by a writer?)");
+            return Error::io(path, "open", std::io::Error::new(ErrorKind::NotFound, why));
+        }
+        Error::corruption(path, 0, format!("{what} named by the manifest is missing"))
     }
 
     /// Replays `wals` in order into memtables flushed to L0 (added to
@@ -350,18 +478,24 @@ impl DbInner {
         &self,
         log_number: FileNumber,
         wals: &[FileNumber],
-        edit: &mut VersionEdit,
+        mut replay: Replay<'_>,
     ) -> Result<()> {
         let mut mem = Arc::new(MemTable::new());
-        // Value logs the replayed handles point into, and those the
-        // memtable being rebuilt points into.
+        // Value logs the replayed handles point into, and the handles the
+        // memtable being rebuilt holds into each.
         let mut logs = RecoveredLogs::default();
-        let mut mem_logs = BTreeSet::new();
+        let mut mem_logs = LogRefs::new();
+        // The first WAL the memtable being rebuilt holds writes of.
+        let mut mem_wal = None;
         let mut max_seq = self.visible_seq.load(Ordering::Acquire);
         // Databases that never logged a WAL number have none to miss.
         if log_number.0 > 0 && wals.first() != Some(&log_number) {
+            let path = filename::wal(&self.dir, log_number);
+            if self.read_only {
+                return Err(self.missing(path, "oldest WAL to replay"));
+            }
             return Err(Error::corruption(
-                filename::wal(&self.dir, log_number),
+                path,
                 0,
                 "WAL missing: the manifest names it as the oldest WAL to replay",
             ));
@@ -392,7 +526,10 @@ impl DbInner {
                 let Some(points_into) = self.values_present(batch, &mut logs)? else {
                     break 'wals;
                 };
-                mem_logs.extend(points_into);
+                for log in points_into {
+                    *mem_logs.entry(log).or_default() += 1;
+                }
+                mem_wal.get_or_insert(number);
                 let mut s = *seq;
                 for e in batch.entries() {
                     let e = e?;
@@ -401,8 +538,10 @@ impl DbInner {
                 }
                 max_seq = max_seq.max(s.saturating_sub(1));
                 if mem.approximate_memory_usage() >= self.opts.write_buffer_size {
-                    self.flush_recovered(&mem, &std::mem::take(&mut mem_logs), &mut logs, edit)?;
-                    mem = Arc::new(MemTable::new());
+                    let full = std::mem::replace(&mut mem, Arc::new(MemTable::new()));
+                    let refs = std::mem::take(&mut mem_logs);
+                    let wal = mem_wal.take().unwrap_or(number);
+                    replay.memtable(self, full, wal, refs, &mut logs)?;
                 }
             }
             if let Some(damage) = contents.damage {
@@ -431,7 +570,22 @@ impl DbInner {
             }
         }
         if !mem.is_empty() {
-            self.flush_recovered(&mem, &mem_logs, &mut logs, edit)?;
+            let wal = mem_wal.unwrap_or(log_number);
+            replay.memtable(self, mem, wal, mem_logs, &mut logs)?;
+        }
+        if let Replay::Keep(kept) = &replay {
+            // The logs the kept memtables point into stay readable, and
+            // pinned, until their flushes install them.
+            let mut adopted = BTreeSet::new();
+            for k in kept.iter() {
+                adopted.extend(k.log_refs.keys().copied());
+                self.logs
+                    .pin(&k.log_refs.iter().map(|(&n, &c)| (n, c)).collect::<Vec<_>>());
+            }
+            for n in adopted {
+                let records = logs.0.get(&n).map_or(0, |l| l.records() as u64);
+                self.logs.adopt_cut(n, records)?;
+            }
         }
         self.visible_seq.store(max_seq, Ordering::Release);
         Ok(())
@@ -508,11 +662,11 @@ impl DbInner {
     fn flush_recovered(
         &self,
         mem: &Arc<MemTable>,
-        mem_logs: &BTreeSet<FileNumber>,
+        mem_logs: &LogRefs,
         logs: &mut RecoveredLogs,
         edit: &mut VersionEdit,
     ) -> Result<()> {
-        for n in mem_logs {
+        for n in mem_logs.keys() {
             let Some(log) = logs.0.get_mut(n) else {
                 continue;
             };
@@ -537,9 +691,10 @@ impl DbInner {
         Ok(())
     }
 
-    /// Removes files of ours that no live state names: leftovers of a crash
-    /// in the middle of a flush, compaction or manifest rotation.
-    fn remove_orphans(&self) -> Result<()> {
+    /// Removes files of ours that no live state names but those in `keep`
+    /// (value logs memtables kept in memory point into): leftovers of a
+    /// crash in the middle of a flush, compaction or manifest rotation.
+    fn remove_orphans(&self, keep: &BTreeSet<FileNumber>) -> Result<()> {
         let (live, log_number, manifest) = {
             let v = self.versions.lock();
             (v.live_file_numbers(), v.log_number(), v.manifest_number())
@@ -550,7 +705,7 @@ impl DbInner {
             };
             let orphan = match kind {
                 FileKind::Sstable | FileKind::ValueFile | FileKind::DeltaFile => {
-                    !live.contains(&number)
+                    !live.contains(&number) && !keep.contains(&number)
                 }
                 FileKind::Wal => number < log_number,
                 FileKind::Manifest => number != manifest,

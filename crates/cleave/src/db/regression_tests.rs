@@ -52,7 +52,7 @@ fn recovery_does_not_truncate_a_replayed_wal() {
     {
         // No background threads: memtables are switched but never flushed,
         // as when flushes fall behind the writers.
-        let inner = open::open(Path::new(DIR), options(Arc::new(mem.clone()))).unwrap();
+        let inner = open::open(Path::new(DIR), options(Arc::new(mem.clone())), false).unwrap();
         // Unlogged bulk writes fill each memtable, so each logged write
         // switches it first; the WALs hold only the small logged writes.
         let big = vec![b'x'; 20 << 10];
@@ -208,7 +208,7 @@ fn a_missing_wal_fails_the_open_naming_it() {
     {
         // No background threads: the memtables stay unflushed, so all
         // three WALs stay live.
-        let inner = open::open(Path::new(DIR), options(Arc::new(mem.clone()))).unwrap();
+        let inner = open::open(Path::new(DIR), options(Arc::new(mem.clone())), false).unwrap();
         let big = vec![b'x'; 20 << 10];
         let unlogged = WriteOptions {
             sync: false,
@@ -312,7 +312,7 @@ fn replay_stops_before_a_wal_that_follows_a_lost_tail() {
     let mem = MemFs::new();
     {
         // No background threads: the memtable switch keeps both WALs.
-        let inner = open::open(Path::new(DIR), recycling(mem.clone())).unwrap();
+        let inner = open::open(Path::new(DIR), recycling(mem.clone()), false).unwrap();
         let nosync = WriteOptions::default();
         let unlogged = WriteOptions {
             sync: false,

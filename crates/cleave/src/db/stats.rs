@@ -2,9 +2,43 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use crate::base::limits::NUM_LEVELS;
 use crate::gc::GcStats;
+
+/// Whether a database takes writes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WriteState {
+    /// It does.
+    #[default]
+    ReadWrite,
+    /// The disk was full: reads go on, writes fail with `Error::NoSpace`
+    /// (`cause`, the failure) until there is room, for `since` so far.
+    NoSpace { cause: String, since: Duration },
+    /// Opened with `Db::open_read_only`.
+    OpenedReadOnly,
+    /// An earlier failure (`cause`) stops writes until a reopen.
+    Poisoned { cause: String },
+}
+
+impl std::fmt::Display for WriteState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteState::ReadWrite => write!(f, "read-write"),
+            WriteState::NoSpace { cause, since } => write!(
+                f,
+                "read-only for {:.1} s, until there is room: {cause}",
+                since.as_secs_f64()
+            ),
+            WriteState::OpenedReadOnly => write!(f, "read-only (opened read-only)"),
+            WriteState::Poisoned { cause } => {
+                write!(f, "poisoned, refusing writes until reopened: {cause}")
+            }
+        }
+    }
+}
 
 /// Monotonic counters, updated without locks.
 #[derive(Debug, Default)]
@@ -46,6 +80,9 @@ pub(crate) struct Counters {
     pub budget_slowdown_writes: AtomicU64,
     pub budget_stopped_writes: AtomicU64,
     pub budget_impossible: AtomicU64,
+    pub no_space_stops: AtomicU64,
+    pub resumes: AtomicU64,
+    pub jobs_postponed: AtomicU64,
     /// Entries compactions read from their upper (non-output) level, and
     /// entries they dropped as shadowed: how much of what sits in upper
     /// levels hides an older version (the hidden-garbage estimate).
@@ -106,6 +143,13 @@ pub struct LevelStats {
 /// A point-in-time copy of the engine's statistics.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
+    /// Whether the database takes writes, and if not, why.
+    pub write_state: WriteState,
+    /// Times a full disk made the database read-only, times it resumed,
+    /// and compactions and GC jobs a full disk postponed.
+    pub no_space_stops: u64,
+    pub resumes: u64,
+    pub jobs_postponed: u64,
     pub levels: Vec<LevelStats>,
     /// Bytes of keys and values passed to writes.
     pub user_bytes_written: u64,
@@ -288,6 +332,9 @@ impl Stats {
             budget_slowdown_writes: get(&c.budget_slowdown_writes),
             budget_stopped_writes: get(&c.budget_stopped_writes),
             budget_impossible: get(&c.budget_impossible),
+            no_space_stops: get(&c.no_space_stops),
+            resumes: get(&c.resumes),
+            jobs_postponed: get(&c.jobs_postponed),
             gets: get(&c.gets),
             get_disk_reads: get(&c.get_disk_reads),
             gets_by_disk_reads: c.gets_by_disk_reads.each_ref().map(get),
@@ -337,6 +384,11 @@ impl Stats {
         let mb = |b: u64| b as f64 / (1 << 20) as f64;
         let ratio = |n: u64, d: u64| if d == 0 { 0.0 } else { n as f64 / d as f64 };
         let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "state: {}; {} full-disk stops, {} resumes, {} jobs postponed",
+            self.write_state, self.no_space_stops, self.resumes, self.jobs_postponed
+        );
         let _ = writeln!(s, "Level  Files    Size(MB)  Values(MB)  Target(MB)  Score");
         for (i, l) in self.levels.iter().enumerate().take(NUM_LEVELS) {
             let _ = writeln!(

@@ -12,7 +12,7 @@ use super::budget;
 use super::gc::Reservation;
 use super::stats::add;
 use super::{DbInner, Immutable, State};
-use crate::base::{FileNumber, ValueKind};
+use crate::base::{filename, FileNumber, ValueKind};
 use crate::batch::WriteBatch;
 use crate::compaction::picker::{self, PushDownFor};
 use crate::error::{Error, Result};
@@ -40,6 +40,10 @@ pub(super) struct Writer {
     opts: WriteOptions,
     /// A request to switch the memtable (from `flush`), not a write.
     force_switch: bool,
+    /// A switch that resumes writes after a full disk: it leaves the
+    /// current WAL, which may end in part of a record, unsynced and
+    /// unnamed as the next one's predecessor length (`Db::resume`).
+    resume: bool,
     /// Records the batch's handles point to, per value log.
     appended: Vec<(FileNumber, u64)>,
     /// Bytes of those records.
@@ -47,6 +51,26 @@ pub(super) struct Writer {
     /// Bytes of the keys and values the caller's batch holds.
     user_bytes: u64,
     done: Mutex<Option<Result<()>>>,
+}
+
+impl Writer {
+    fn switch(resume: bool) -> Writer {
+        Writer {
+            batch: Mutex::new(None),
+            opts: WriteOptions::default(),
+            force_switch: true,
+            resume,
+            appended: Vec::new(),
+            log_bytes: 0,
+            user_bytes: 0,
+            done: Mutex::new(None),
+        }
+    }
+
+    /// The memtable switch that resumes writes after a full disk.
+    pub(super) fn resume() -> Writer {
+        Self::switch(true)
+    }
 }
 
 #[derive(Default)]
@@ -82,8 +106,9 @@ impl DbInner {
                 Err(e) => {
                     // Earlier records of the failed log may be what
                     // committed writes point to, and it can no longer be
-                    // sealed: as after a failed WAL write, stop writing.
-                    self.set_bg_error(&e);
+                    // sealed: as after a failed WAL write, stop writing
+                    // (until there is room, after a full disk).
+                    self.set_write_error(&e);
                     return Err(e);
                 }
             }
@@ -98,6 +123,7 @@ impl DbInner {
             batch: Mutex::new(Some(batch)),
             opts: *opts,
             force_switch: false,
+            resume: false,
             appended: appended.clone(),
             log_bytes,
             user_bytes,
@@ -170,11 +196,7 @@ impl DbInner {
             let appends = self.logs.append_bound(batch)?;
             let usage = self.space_usage(&st);
             if self.budget.fill(usage.saturating_add(appends)) >= budget::STOP_AT {
-                return Err(Error::SpaceBudgetExceeded {
-                    dir: self.dir.clone(),
-                    usage_bytes: usage,
-                    budget_bytes: self.budget.bytes,
-                });
+                return Err(Error::over_budget(&self.dir, usage, self.budget.bytes));
             }
             // Taken under the state lock, as every writer's check is.
             return Ok(Some(Reservation::new(&self.reserved, None, appends)));
@@ -183,7 +205,7 @@ impl DbInner {
     }
 
     /// Waits in the queue; the writer at the front leads a group.
-    fn enqueue(&self, w: Writer) -> Result<()> {
+    pub(super) fn enqueue(&self, w: Writer) -> Result<()> {
         let w = Arc::new(w);
         let mut q = self.writers.lock();
         q.queue.push_back(w.clone());
@@ -258,10 +280,10 @@ impl DbInner {
             return Ok(());
         };
         if leader.force_switch {
-            return self.make_room_for_write(true, 0);
+            return self.make_room_for_write(true, 0, leader.resume);
         }
         let bytes = group.iter().map(|w| w.user_bytes).sum();
-        self.make_room_for_write(false, bytes)?;
+        self.make_room_for_write(false, bytes, false)?;
         let mut batches: Vec<WriteBatch> =
             group.iter().filter_map(|w| w.batch.lock().take()).collect();
         let mut wal = self.wal.lock();
@@ -299,8 +321,9 @@ impl DbInner {
             });
             if let Err(e) = logged {
                 // The WAL may now hold part of the group: refuse all
-                // further writes rather than guess what is durable.
-                self.set_bg_error(&e);
+                // further writes rather than guess what is durable (after
+                // a full disk, until a new WAL replaces it).
+                self.set_write_error(&e);
                 return Err(e);
             }
         }
@@ -342,6 +365,12 @@ impl DbInner {
     /// write acknowledged before the call is in a WAL this syncs.
     pub(super) fn sync_wal(&self) -> Result<()> {
         Self::check_bg_error(&self.state.lock())?;
+        self.sync_logs_and_wals()
+    }
+
+    /// `sync_wal` without its check: also a read-only database's last
+    /// step at close, when a full disk failed no append.
+    pub(super) fn sync_logs_and_wals(&self) -> Result<()> {
         let mut wal = self.wal.lock();
         // The values the WAL records point to are durable first.
         let synced = self.logs.sync().and_then(|()| {
@@ -357,15 +386,22 @@ impl DbInner {
     /// Makes sure the memtable has room, switching it (and the WAL) when it
     /// is full or `force` is set, and slowing or stopping the writer while
     /// background work is behind or the space budget asks it to: a group
-    /// of `bytes` is paced at the rate the budget allows.
+    /// of `bytes` is paced at the rate the budget allows. With `resume`,
+    /// switches at once, while the database is read-only after a full disk
+    /// (see `Writer::resume`).
     /// REQUIRES: called by the write leader only.
-    fn make_room_for_write(&self, mut force: bool, bytes: u64) -> Result<()> {
+    fn make_room_for_write(&self, mut force: bool, bytes: u64, resume: bool) -> Result<()> {
         let mut allow_delay = !force;
         // A flush request (`force`) makes no room for data: the budget
         // never holds it back, also after its switch.
         let mut budgeted = !force && self.budget.bytes > 0;
         let mut budget_stopped = false;
         let mut st = self.state.lock();
+        if resume {
+            Self::check_poisoned(&st)?;
+            drop(self.switch_memtable(st, true)?);
+            return Ok(());
+        }
         loop {
             Self::check_bg_error(&st)?;
             if st.shutting_down && !force {
@@ -422,11 +458,7 @@ impl DbInner {
                         let hopeless = self.nothing_reclaims(&st);
                         let past_stop = self.budget.fill(usage) >= budget::STOP_AT;
                         if self.opts.space_budget_fail_writes && past_stop {
-                            return Err(Error::SpaceBudgetExceeded {
-                                dir: self.dir.clone(),
-                                usage_bytes: usage,
-                                budget_bytes: self.budget.bytes,
-                            });
+                            return Err(Error::over_budget(&self.dir, usage, self.budget.bytes));
                         }
                         if !hopeless {
                             if !budget_stopped {
@@ -481,7 +513,7 @@ impl DbInner {
                 }
                 continue;
             }
-            st = self.switch_memtable(st)?;
+            st = self.switch_memtable(st, false)?;
             force = false;
         }
     }
@@ -533,12 +565,19 @@ impl DbInner {
                     || self.pick_gc(st, &self.schedule(st)).is_some()))
     }
 
-    /// Seals the memtable and starts a new one with a new WAL.
-    fn switch_memtable<'a>(&'a self, st: MutexGuard<'a, State>) -> Result<MutexGuard<'a, State>> {
+    /// Seals the memtable and starts a new one with a new WAL. With
+    /// `leave_current`, the WAL written so far is closed without a sync:
+    /// a failed append may have left part of a record in it, and its
+    /// memtables are flushed before any write goes to the new one.
+    fn switch_memtable<'a>(
+        &'a self,
+        st: MutexGuard<'a, State>,
+        leave_current: bool,
+    ) -> Result<MutexGuard<'a, State>> {
         drop(st);
+        let number = self.versions.lock().new_file_number();
         let switched = (|| {
             let mut wal = self.wal.lock();
-            let number = self.versions.lock().new_file_number();
             // Named in the new WAL's header, so replay notices if it goes
             // missing or loses its tail.
             let previous = wal.current.as_ref().map(WalWriter::as_previous);
@@ -555,19 +594,20 @@ impl DbInner {
                 }
             };
             // Synced by the next synced write (see `WalState`).
-            if let Some(old) = wal.current.replace(new) {
+            let old = wal.current.replace(new);
+            if let Some(old) = old.filter(|_| !leave_current) {
                 wal.unsynced.push(old);
             }
             wal.dir_synced = false;
-            Ok::<FileNumber, Error>(number)
+            Ok::<(), Error>(())
         })();
-        let number = match switched {
-            Ok(n) => n,
-            Err(e) => {
-                self.set_bg_error(&e);
-                return Err(e);
-            }
-        };
+        if let Err(e) = switched {
+            // A WAL cut short after its creation would stop replay before
+            // the WALs that follow it.
+            let _ = self.fs.remove(&filename::wal(&self.dir, number));
+            self.set_write_error(&e);
+            return Err(e);
+        }
         // Made before the lock that every read takes: its filter may be
         // megabytes to zero.
         let fresh = Arc::new(self.opts.new_memtable());
@@ -592,15 +632,7 @@ impl DbInner {
     /// call is in sstables.
     pub(super) fn flush(&self) -> Result<()> {
         let target = self.state.lock().mem_wal;
-        self.enqueue(Writer {
-            batch: Mutex::new(None),
-            opts: WriteOptions::default(),
-            force_switch: true,
-            appended: Vec::new(),
-            log_bytes: 0,
-            user_bytes: 0,
-            done: Mutex::new(None),
-        })?;
+        self.enqueue(Writer::switch(false))?;
         let mut st = self.state.lock();
         loop {
             Self::check_bg_error(&st)?;
@@ -615,7 +647,7 @@ impl DbInner {
     pub(super) fn prepare_close(&self) -> Result<()> {
         let unlogged = {
             let st = self.state.lock();
-            st.mem_has_unlogged && st.bg_error.is_none()
+            st.mem_has_unlogged && st.bg_error.is_none() && st.no_space.is_none()
         };
         if unlogged {
             self.flush()

@@ -312,6 +312,11 @@ impl VersionSet {
         n
     }
 
+    /// The number [`Self::new_file_number`] hands out next.
+    pub(crate) fn next_file_number(&self) -> FileNumber {
+        FileNumber(self.next_file_number)
+    }
+
     /// Makes sure `number` is never handed out again (a file found on disk
     /// that the manifest does not cover, such as a WAL created after the
     /// last edit).
@@ -335,6 +340,12 @@ impl VersionSet {
 
     pub(crate) fn log_number(&self) -> FileNumber {
         self.log_number
+    }
+
+    /// Whether the next edit starts a new manifest: none is open yet, or
+    /// the last write to it failed.
+    pub(crate) fn rotates_next(&self) -> bool {
+        self.manifest.is_none()
     }
 
     pub(crate) fn manifest_number(&self) -> FileNumber {

@@ -113,6 +113,13 @@ enum LogState {
     Sealed(ValueFileSummary),
     /// Sealed without a record; its file is garbage.
     Empty,
+    /// Takes no appends and has no footer, but its first `records` records
+    /// are whole: an append found the disk full (`Error::NoSpace`), or the
+    /// log was found unsealed at an open that could not install it (a full
+    /// disk, a read-only open). Its flush installs it as recovery does a
+    /// log a crash cut (`RecoveredLog::install`): a sealed copy of those
+    /// records, which hosts the log's logical file.
+    Cut { records: u64 },
     /// A write, the seal or its sync failed: what was appended may not be
     /// durable, and never will be.
     Failed,
@@ -127,6 +134,7 @@ impl LogFile {
                 self.path.display()
             )));
         };
+        let records = b.num_records();
         let appended = b.add(key, 0, value).and_then(|h| {
             // Handed to the OS now: a read of the handle may come next.
             b.flush()?;
@@ -134,6 +142,9 @@ impl LogFile {
         });
         match &appended {
             Ok((_, size)) => self.written.store(*size, Ordering::Relaxed),
+            // The records before are whole in the file: a later flush
+            // installs them once there is room.
+            Err(e) if e.is_device_full() => *st = LogState::Cut { records },
             Err(_) => *st = LogState::Failed,
         }
         appended
@@ -156,6 +167,9 @@ impl LogFile {
             }
             LogState::Closed(_) => self.sync_closed(&mut st).map(drop),
             LogState::Sealed(_) | LogState::Empty => Ok(()),
+            // Its whole records are in the file, which a sync makes durable
+            // (with whatever part of a record follows them).
+            LogState::Cut { .. } => self.fs.sync_file(&self.path),
             // A synced write whose value is here must not be acknowledged:
             // its record may never reach the disk.
             LogState::Failed => Err(self.failed()),
@@ -185,8 +199,10 @@ impl LogFile {
 
     /// Seals the log (record index, properties, footer, sync) if it is not
     /// sealed yet, and returns what it holds; `None` for a log that never
-    /// got a record (its file is then garbage).
-    pub(crate) fn seal(&self) -> Result<Option<ValueFileSummary>> {
+    /// got a record (its file is then garbage). A cut log is installed
+    /// through a copy of its whole records into a file `seal.new_number`
+    /// names.
+    pub(crate) fn seal(&self, seal: &SealCopy<'_>) -> Result<Option<ValueFileSummary>> {
         self.close()?;
         let mut st = self.state.lock();
         match &*st {
@@ -194,8 +210,44 @@ impl LogFile {
             LogState::Sealed(s) => Ok(Some(s.clone())),
             LogState::Empty => Ok(None),
             LogState::Failed => Err(self.failed()),
+            &LogState::Cut { records } => {
+                let summary = self.seal_cut(records, seal)?;
+                *st = LogState::Sealed(summary.clone());
+                Ok(Some(summary))
+            }
             LogState::Open { .. } => unreachable!("closed above, and a log never reopens"),
         }
+    }
+
+    /// Installs a cut log whose first `records` records are whole.
+    fn seal_cut(&self, records: u64, seal: &SealCopy<'_>) -> Result<ValueFileSummary> {
+        let mut found = RecoveredLog::open(self.fs.as_ref(), seal.dir, self.number)?;
+        if (found.records() as u64) < records {
+            return Err(Error::corruption(
+                &self.path,
+                0,
+                format!(
+                    "value log holds {} whole records, {records} were appended to it",
+                    found.records()
+                ),
+            ));
+        }
+        let installed = found.install(self.fs.as_ref(), seal.dir, seal.new_number, seal.direct)?;
+        installed.ok_or_else(|| {
+            Error::corruption(&self.path, 0, "value log vanished while it was installed")
+        })
+    }
+
+    /// Whether the log is installed through a copy, which leaves its own
+    /// file garbage.
+    fn copied(&self) -> bool {
+        matches!(&*self.state.lock(), LogState::Sealed(s) if s.number != self.number)
+    }
+
+    /// Whether the log stopped taking appends with its records whole but
+    /// unsealed (see `LogState::Cut`).
+    fn is_cut(&self) -> bool {
+        matches!(&*self.state.lock(), LogState::Cut { .. })
     }
 
     /// Syncs a closed log. REQUIRES: `st` is `Closed`.
@@ -285,6 +337,14 @@ impl LogReads {
         let log = self.logs.get(&handle.logical_file)?;
         Some(log.read(handle, key, seq).map(Arc::new))
     }
+}
+
+/// What sealing a cut log needs to write its copy.
+pub(crate) struct SealCopy<'a> {
+    pub dir: &'a Path,
+    pub new_number: &'a dyn Fn() -> FileNumber,
+    /// Direct I/O for the copy (`use_direct_io_for_flush_and_compaction`).
+    pub direct: bool,
 }
 
 /// A batch whose big values went to logs.
@@ -567,12 +627,21 @@ impl ValueLogs {
     }
 
     /// Seals every log in `numbers` that is not sealed yet (taking it out
-    /// of its slot first if writers still append to it) and returns the
-    /// summaries of those holding records: the logs a flush installs.
+    /// of its slot first if writers still append to it) and returns, by
+    /// log, the summaries of those holding records: the value files a
+    /// flush installs (a cut log's copy, `LogState::Cut`, names another
+    /// file). `new_number` names a copy.
     pub(crate) fn seal_for_install(
         &self,
         numbers: impl Iterator<Item = FileNumber>,
-    ) -> Result<Vec<ValueFileSummary>> {
+        new_number: &dyn Fn() -> FileNumber,
+        direct: bool,
+    ) -> Result<Vec<(FileNumber, ValueFileSummary)>> {
+        let seal = SealCopy {
+            dir: &self.dir,
+            new_number,
+            direct,
+        };
         let logs = self.open.lock().clone();
         let mut sealed = Vec::new();
         for n in numbers {
@@ -589,15 +658,17 @@ impl ValueLogs {
                     *s = None;
                 }
             }
-            if let Some(summary) = log.seal()? {
-                sealed.push(summary);
+            if let Some(summary) = log.seal(&seal)? {
+                sealed.push((n, summary));
             }
         }
         Ok(sealed)
     }
 
-    /// Forgets the logs the Version now holds. REQUIRES: under the same
-    /// lock as the Version's install (see [`Self::reads`]).
+    /// Forgets the logs the Version now holds, and removes the files of
+    /// those installed through a copy (readers holding one read on from
+    /// their open file). REQUIRES: under the same lock as the Version's
+    /// install (see [`Self::reads`]).
     pub(crate) fn installed(&self, numbers: &[FileNumber]) {
         if numbers.is_empty() {
             return;
@@ -605,22 +676,65 @@ impl ValueLogs {
         let mut open = self.open.lock();
         let mut logs = (**open).clone();
         for n in numbers {
-            logs.remove(n);
+            if let Some(log) = logs.remove(n) {
+                if log.copied() {
+                    // An orphan now; the next open would remove it too.
+                    let _ = self.fs.remove(&log.path);
+                }
+            }
         }
         *open = Arc::new(logs);
     }
 
     /// Seals every log not yet in the Version (at close), so the next open
-    /// finds whole, durable files instead of scanning.
+    /// finds whole, durable files instead of scanning; a cut log is left
+    /// as it is, for the next open's scan.
     pub(crate) fn seal_all(&self) -> Result<()> {
         for slot in &self.slots {
             slot.lock().take();
         }
         let logs = self.open.lock().clone();
-        for log in logs.values() {
-            log.seal()?;
+        let no_copy = || unreachable!("a cut log is not sealed at close");
+        let seal = SealCopy {
+            dir: &self.dir,
+            new_number: &no_copy,
+            direct: false,
+        };
+        for log in logs.values().filter(|l| !l.is_cut()) {
+            log.seal(&seal)?;
         }
         Ok(())
+    }
+
+    /// Makes log `number`, found at open holding `records` whole records
+    /// and not installed, readable through the logs' views until a flush
+    /// installs it (see `LogState::Cut`).
+    pub(crate) fn adopt_cut(&self, number: FileNumber, records: u64) -> Result<()> {
+        let path = filename::value_file(&self.dir, number);
+        let reader = self.fs.open(&path, FileOptions { direct: false })?;
+        let log = Arc::new(LogFile {
+            fs: self.fs.clone(),
+            number,
+            path,
+            written: AtomicU64::new(reader.len()),
+            reader,
+            state: Mutex::new(LogState::Cut { records }),
+        });
+        let mut open = self.open.lock();
+        let mut logs = (**open).clone();
+        logs.insert(number, log);
+        *open = Arc::new(logs);
+        Ok(())
+    }
+
+    /// Bytes of the logs that stopped with their records unsealed: a flush
+    /// copies them before it installs them.
+    pub(crate) fn cut_bytes(&self) -> u64 {
+        let logs = self.open.lock().clone();
+        logs.values()
+            .filter(|l| l.is_cut())
+            .map(|l| l.written.load(Ordering::Relaxed))
+            .sum()
     }
 
     pub(crate) fn pin(&self, appended: &[(FileNumber, u64)]) {
@@ -737,7 +851,7 @@ mod tests {
         assert!(logs.sync().is_err());
         fault.heal();
         assert!(matches!(logs.sync(), Err(Error::Poisoned(_))));
-        let sealed = logs.seal_for_install([FileNumber(11)].into_iter());
+        let sealed = logs.seal_for_install([FileNumber(11)].into_iter(), &|| FileNumber(99), false);
         assert!(matches!(sealed, Err(Error::Poisoned(_))));
     }
 

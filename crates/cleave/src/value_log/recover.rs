@@ -89,6 +89,11 @@ impl RecoveredLog {
         })
     }
 
+    /// Intact records found, from the first on.
+    pub(crate) fn records(&self) -> usize {
+        self.found.as_ref().map_or(0, |f| f.places.len())
+    }
+
     /// Whether the record `h` names is intact here: the ordinal is one of
     /// the log's intact records, at the handle's offset and length.
     pub(crate) fn holds(&self, h: &ValueHandle) -> bool {

@@ -62,14 +62,44 @@ struct Strike {
     torn: bool,
 }
 
+/// A disk of a fixed size ([`FaultFs::set_capacity`]).
+#[derive(Debug)]
+struct Disk {
+    bytes: u64,
+    used: u64,
+}
+
 #[derive(Debug, Default)]
 struct Control {
     counts: [AtomicU64; FaultOp::ALL.len()],
     injected: AtomicU64,
     rule: Mutex<Option<Rule>>,
+    disk: Mutex<Option<Disk>>,
 }
 
 impl Control {
+    /// Takes `bytes` of the disk for a write: all of them, or, on a full
+    /// disk, the number that fit (the rest of the write fails).
+    fn take_space(&self, bytes: u64) -> std::result::Result<(), u64> {
+        let mut disk = self.disk.lock();
+        let Some(d) = disk.as_mut() else {
+            return Ok(());
+        };
+        let room = d.bytes.saturating_sub(d.used);
+        if bytes <= room {
+            d.used += bytes;
+            return Ok(());
+        }
+        d.used = d.bytes;
+        Err(room)
+    }
+
+    fn free_space(&self, bytes: u64) {
+        if let Some(d) = self.disk.lock().as_mut() {
+            d.used = d.used.saturating_sub(bytes);
+        }
+    }
+
     fn check(&self, op: FaultOp, path: &Path) -> Result<()> {
         match self.strike(op, path) {
             Some(strike) => Err(injected_error(op, path, strike.kind)),
@@ -194,6 +224,50 @@ impl FaultFs {
         *self.control.rule.lock() = None;
     }
 
+    /// Makes the file system a disk of `bytes` bytes, of which the files in
+    /// `dir` take what they hold now; `None` lifts the limit. Appends past
+    /// it write what fits and fail with `StorageFull` (ENOSPC); removing,
+    /// truncating or renaming over a file frees its bytes (a file with
+    /// several hard links is counted, and freed, once per name);
+    /// [`Fs::free_space`] says what is left.
+    pub fn set_capacity(&self, dir: &Path, bytes: Option<u64>) -> Result<()> {
+        let Some(bytes) = bytes else {
+            *self.control.disk.lock() = None;
+            return Ok(());
+        };
+        let mut used = 0u64;
+        for name in self.inner.list(dir)? {
+            used += self.len_of(&dir.join(name));
+        }
+        *self.control.disk.lock() = Some(Disk { bytes, used });
+        Ok(())
+    }
+
+    /// Leaves no room on the disk [`Self::set_capacity`] made.
+    pub fn fill(&self) {
+        if let Some(d) = self.control.disk.lock().as_mut() {
+            d.bytes = d.used;
+        }
+    }
+
+    /// Grows the disk [`Self::set_capacity`] made by `bytes`.
+    pub fn add_capacity(&self, bytes: u64) {
+        if let Some(d) = self.control.disk.lock().as_mut() {
+            d.bytes = d.bytes.saturating_add(bytes);
+        }
+    }
+
+    /// Bytes of the file at `path`; 0 for none.
+    fn len_of(&self, path: &Path) -> u64 {
+        self.inner
+            .open(path, FileOptions::default())
+            .map_or(0, |f| f.len())
+    }
+
+    fn has_disk(&self) -> bool {
+        self.control.disk.lock().is_some()
+    }
+
     /// How many operations of `op` have been attempted.
     pub fn count(&self, op: FaultOp) -> u64 {
         let idx = FaultOp::ALL.iter().position(|&o| o == op).unwrap_or(0);
@@ -209,19 +283,34 @@ impl FaultFs {
 impl Fs for FaultFs {
     fn create(&self, path: &Path, opts: FileOptions) -> Result<Box<dyn WritableFile>> {
         self.control.check(FaultOp::Create, path)?;
+        let replaced = if self.has_disk() {
+            self.len_of(path)
+        } else {
+            0
+        };
+        let inner = self.inner.create(path, opts)?;
+        self.control.free_space(replaced);
         Ok(Box::new(FaultWritable {
-            inner: self.inner.create(path, opts)?,
+            inner,
             path: path.to_path_buf(),
             control: self.control.clone(),
+            allocated: 0,
         }))
     }
 
     fn reopen_at(&self, path: &Path, at: u64, opts: FileOptions) -> Result<Box<dyn WritableFile>> {
         self.control.check(FaultOp::Create, path)?;
+        // Written over in place: only bytes past its end take space.
+        let allocated = if self.has_disk() {
+            self.len_of(path)
+        } else {
+            0
+        };
         Ok(Box::new(FaultWritable {
             inner: self.inner.reopen_at(path, at, opts)?,
             path: path.to_path_buf(),
             control: self.control.clone(),
+            allocated,
         }))
     }
 
@@ -236,12 +325,22 @@ impl Fs for FaultFs {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         self.control.check(FaultOp::Rename, from)?;
-        self.inner.rename(from, to)
+        let replaced = if self.has_disk() { self.len_of(to) } else { 0 };
+        self.inner.rename(from, to)?;
+        self.control.free_space(replaced);
+        Ok(())
     }
 
     fn remove(&self, path: &Path) -> Result<()> {
         self.control.check(FaultOp::Remove, path)?;
-        self.inner.remove(path)
+        let freed = if self.has_disk() {
+            self.len_of(path)
+        } else {
+            0
+        };
+        self.inner.remove(path)?;
+        self.control.free_space(freed);
+        Ok(())
     }
 
     fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
@@ -318,25 +417,46 @@ impl Fs for FaultFs {
     fn read_batch_mode(&self) -> ReadBatchMode {
         self.inner.read_batch_mode()
     }
+
+    fn free_space(&self, dir: &Path) -> Result<u64> {
+        match self.control.disk.lock().as_ref() {
+            Some(d) => Ok(d.bytes.saturating_sub(d.used)),
+            None => self.inner.free_space(dir),
+        }
+    }
 }
 
 struct FaultWritable {
     inner: Box<dyn WritableFile>,
     path: PathBuf,
     control: Arc<Control>,
+    /// Bytes of the file that take disk space already.
+    allocated: u64,
 }
 
 impl WritableFile for FaultWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        match self.control.strike(FaultOp::Append, &self.path) {
-            Some(strike) => {
-                if strike.torn {
-                    self.inner.append(&data[..data.len() / 2])?;
-                }
-                Err(injected_error(FaultOp::Append, &self.path, strike.kind))
+        if let Some(strike) = self.control.strike(FaultOp::Append, &self.path) {
+            if strike.torn {
+                self.inner.append(&data[..data.len() / 2])?;
             }
-            None => self.inner.append(data),
+            return Err(injected_error(FaultOp::Append, &self.path, strike.kind));
         }
+        let end = self.inner.len() + data.len() as u64;
+        let grows = end.saturating_sub(self.allocated);
+        if let Err(room) = self.control.take_space(grows) {
+            // A short write, as a full disk leaves: what fits lands.
+            let fits = data.len() - (grows - room) as usize;
+            self.inner.append(&data[..fits])?;
+            self.allocated = self.allocated.max(self.inner.len());
+            return Err(Error::io(
+                &self.path,
+                "write",
+                std::io::Error::from(ErrorKind::StorageFull),
+            ));
+        }
+        self.allocated = self.allocated.max(end);
+        self.inner.append(data)
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -423,7 +543,7 @@ mod tests {
         f.append(b"whole").unwrap();
         let err = f.append(b"0123456789").unwrap_err();
         assert!(
-            matches!(&err, Error::Io { op: "write", source, .. } if source.kind() == ErrorKind::StorageFull),
+            matches!(&err, Error::NoSpace { op: "write", .. }) && err.is_device_full(),
             "{err}"
         );
         assert_eq!(f.len(), 10, "half of the failed append landed");

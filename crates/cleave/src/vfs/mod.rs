@@ -134,6 +134,15 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     fn read_batch_mode(&self) -> ReadBatchMode {
         ReadBatchMode::Pread
     }
+
+    /// Bytes an unprivileged writer may still write to the file system
+    /// holding `dir` (`statvfs`'s available blocks), which a database on a
+    /// full disk watches to resume; `u64::MAX` where the file system has no
+    /// such limit (the default).
+    fn free_space(&self, dir: &Path) -> Result<u64> {
+        let _ = dir;
+        Ok(u64::MAX)
+    }
 }
 
 /// A file being written from start to end.

@@ -305,6 +305,23 @@ impl Fs for OsFs {
         self.batch
     }
 
+    fn free_space(&self, dir: &Path) -> Result<u64> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
+            Error::InvalidArgument(format!("path {} holds a NUL byte", dir.display()))
+        })?;
+        let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+        // SAFETY: `c` is a NUL-terminated path and `st` is a valid place
+        // for the struct statvfs fills.
+        let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+        if rc != 0 {
+            return Err(Error::io(dir, "statvfs", std::io::Error::last_os_error()));
+        }
+        // SAFETY: statvfs succeeded, so it filled `st`.
+        let st = unsafe { st.assume_init() };
+        Ok(st.f_bavail.saturating_mul(st.f_frsize))
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         let file = OpenOptions::new()
             .read(true)

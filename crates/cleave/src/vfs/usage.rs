@@ -265,6 +265,10 @@ impl Fs for UsageFs {
     fn read_batch_mode(&self) -> ReadBatchMode {
         self.inner.read_batch_mode()
     }
+
+    fn free_space(&self, dir: &Path) -> Result<u64> {
+        self.inner.free_space(dir)
+    }
 }
 
 #[cfg(test)]

@@ -65,6 +65,10 @@ pub(crate) struct WalWriter {
     /// Whether records carry the file's number (see the module comment).
     recyclable: bool,
     scratch: Vec<u8>,
+    /// Bytes up to the end of the last record whose append succeeded: a
+    /// failed append (a full disk) may leave part of a record past it,
+    /// which the next WAL's header must not count as written.
+    whole_len: u64,
 }
 
 impl WalWriter {
@@ -121,6 +125,7 @@ impl WalWriter {
             writer: RecordWriter::new(file),
             recyclable,
             scratch: Vec::new(),
+            whole_len: 0,
         };
         w.append(&[&header(number, previous, recyclable)])?;
         Ok(w)
@@ -138,7 +143,7 @@ impl WalWriter {
     pub(crate) fn as_previous(&self) -> Previous {
         Previous {
             number: self.number,
-            len: self.writer.len(),
+            len: self.whole_len,
         }
     }
 
@@ -155,6 +160,8 @@ impl WalWriter {
         }
         self.writer.add_raw(&self.scratch)?;
         self.writer.flush()?;
+        self.whole_len += self.scratch.len() as u64;
+        debug_assert_eq!(self.whole_len, self.writer.len());
         Ok(self.scratch.len() as u64)
     }
 

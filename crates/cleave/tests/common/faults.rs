@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cleave::vfs::{FaultFs, Fs, MemFs};
-use cleave::{Db, Error, Options, ReadOptions, WriteOptions};
+use cleave::{Db, Error, NoSpaceCause, Options, ReadOptions, WriteOptions, WriteState};
 
 pub const DIR: &str = "/db";
 
@@ -117,6 +117,17 @@ impl Oracle {
         self.maybe.entry(k(i)).or_default().insert(v(i, round));
     }
 
+    /// Adds what `other` recorded, of keys this oracle has not seen.
+    pub fn merge(&mut self, other: &Oracle) {
+        self.acked.extend(other.acked.clone());
+        for (key, values) in &other.maybe {
+            self.maybe
+                .entry(key.clone())
+                .or_default()
+                .extend(values.clone());
+        }
+    }
+
     pub fn acked_len(&self) -> usize {
         self.acked.len()
     }
@@ -181,10 +192,22 @@ pub fn check(db: &Db, oracle: &Oracle, ctx: &str) {
 }
 
 /// Asserts that `err` is an I/O error of `kind` whose message names a file
-/// whose name contains `name`.
+/// whose name contains `name`: a full disk's (`StorageFull`, on a write)
+/// is `Error::NoSpace`.
 pub fn assert_io(err: &Error, name: &str, kind: ErrorKind, ctx: &str) {
     match err {
-        Error::Io { path, source, .. } => {
+        Error::Io { path, source, .. }
+        | Error::NoSpace {
+            path,
+            cause: NoSpaceCause::Device(source),
+            ..
+        } => {
+            assert_eq!(
+                matches!(err, Error::NoSpace { .. }),
+                kind == ErrorKind::StorageFull
+                    && !matches!(err, Error::Io { op, .. } if op.contains("sync")),
+                "{ctx}: {err:?}"
+            );
             assert_eq!(source.kind(), kind, "{ctx}: {err}");
             assert!(
                 path.to_string_lossy().contains(name),
@@ -203,6 +226,29 @@ pub fn assert_poisoned(err: &Error, name: &str, ctx: &str) {
     assert!(
         err.to_string().contains(name),
         "{ctx}: the poison must name the failed file: {err}"
+    );
+}
+
+/// Asserts that a full disk made `db` read-only: writes and flushes fail
+/// with `Error::NoSpace` naming a file whose name contains `name`, and
+/// `write_state` and the background-errors property say so.
+pub fn assert_read_only(db: &Db, name: &str, ctx: &str) {
+    for err in [
+        db.put(&SYNC, b"refused", b"x").unwrap_err(),
+        db.flush().unwrap_err(),
+    ] {
+        assert_io(&err, name, ErrorKind::StorageFull, ctx);
+    }
+    assert!(
+        matches!(db.write_state(), WriteState::NoSpace { .. }),
+        "{ctx}: {}",
+        db.write_state()
+    );
+    assert!(
+        db.property("cleave.background-errors")
+            .unwrap()
+            .starts_with("1: "),
+        "{ctx}"
     );
 }
 
