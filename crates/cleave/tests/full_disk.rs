@@ -119,7 +119,7 @@ fn key(t: usize, i: usize) -> Vec<u8> {
 /// 8 KiB (separated) for most keys, 100 bytes for every fifth; the bytes
 /// name the write.
 fn value(t: usize, i: usize, round: usize) -> Vec<u8> {
-    let len = if i % 5 == 0 { 100 } else { 8 << 10 };
+    let len = if i.is_multiple_of(5) { 100 } else { 8 << 10 };
     let mut v = format!("t{t}-i{i}-r{round}-").into_bytes();
     v.resize(len, b'a' + (i % 26) as u8);
     v
