@@ -157,6 +157,7 @@ show_struct!(Stats {
     no_space_stops,
     resumes,
     jobs_postponed,
+    fs_free_bytes,
     levels,
     user_bytes_written,
     user_writes,

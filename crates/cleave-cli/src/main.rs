@@ -249,7 +249,23 @@ fn run(cli: Cli) -> Result<bool> {
         merge_operator,
         ..Options::default()
     };
-    let db = match Db::open(&dir, opts) {
+    // Reading commands write nothing: they work beside a process that has
+    // the database open, on a full disk and on a read-only mount.
+    let reads_only = matches!(
+        cli.command,
+        Command::Get { .. }
+            | Command::Scan { .. }
+            | Command::Stats
+            | Command::Space
+            | Command::Verify { .. }
+            | Command::Dump { .. }
+    );
+    let opened = if reads_only {
+        Db::open_read_only(&dir, opts)
+    } else {
+        Db::open(&dir, opts)
+    };
+    let db = match opened {
         Ok(db) => db,
         // For `verify`, a database that does not open is a problem found,
         // not a failure of the tool.
@@ -355,6 +371,23 @@ fn run(cli: Cli) -> Result<bool> {
     Ok(success)
 }
 
+/// The error and its causes on one line, each cause once: the engine's
+/// messages already end with the OS error they carry as their source.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line.replace('\n', " ")
+}
+
 fn main() {
     // A bug in the tool or the engine is still one line, not a backtrace,
     // and the status of any other error.
@@ -388,7 +421,7 @@ fn main() {
             }) {
                 std::process::exit(0);
             }
-            eprintln!("cleave: error: {}", format!("{e:#}").replace('\n', " "));
+            eprintln!("cleave: error: {}", one_line(&e));
             std::process::exit(2);
         }
     }

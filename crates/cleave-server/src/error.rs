@@ -38,10 +38,27 @@ impl CmdError {
             CmdError::Syntax => "ERR syntax error".into(),
             CmdError::Overflow => "ERR increment or decrement would overflow".into(),
             CmdError::Reply(s) => s.clone(),
+            // Redis refuses writes it cannot persist (a full disk under
+            // its AOF) with MISCONF, and goes on serving reads; so does
+            // the engine, read-only until there is room.
+            CmdError::Engine(e @ cleave::Error::NoSpace { .. }) if device_full(e) => {
+                format!("MISCONF Errors writing to the database: {e}")
+            }
             // kvrocks answers engine failures with ERR and the engine's text.
             CmdError::Engine(e) => format!("ERR {e}"),
         })
     }
+}
+
+/// A full file system, as opposed to the space budget's refusal.
+fn device_full(e: &cleave::Error) -> bool {
+    matches!(
+        e,
+        cleave::Error::NoSpace {
+            cause: cleave::NoSpaceCause::Device(_),
+            ..
+        }
+    )
 }
 
 impl From<cleave::Error> for CmdError {

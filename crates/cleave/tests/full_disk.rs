@@ -7,15 +7,16 @@
 //! no loop device), it says so and passes: `tests/no_space.rs` runs the
 //! same scenarios on the fault-injecting `Fs`'s disk of a fixed size.
 
+#[path = "common/mount.rs"]
+mod mount;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cleave::{Db, Error, NoSpaceCause, Options, ReadOptions, WriteOptions, WriteState};
+use mount::Mounted;
 
-/// The file system each test makes.
-const DISK_BYTES: u64 = 64 << 20;
 /// A file written before the database, deleted to free space.
 const BALLAST_BYTES: usize = 12 << 20;
 /// The ballast of a database that fills the disk with its WAL: a flush
@@ -24,78 +25,6 @@ const BALLAST_BYTES: usize = 12 << 20;
 const WAL_BALLAST_BYTES: usize = 36 << 20;
 /// Long enough for anything these databases do.
 const PATIENCE: Duration = Duration::from_secs(120);
-
-/// A loop-mounted ext4 image, unmounted and removed when dropped.
-struct Mounted {
-    mount: PathBuf,
-    _tmp: tempfile::TempDir,
-}
-
-impl Mounted {
-    /// `None` (said on stderr) where this machine cannot mount.
-    fn ext4(test: &str) -> Option<Mounted> {
-        let tmp = tempfile::tempdir().ok()?;
-        let image = tmp.path().join("disk.img");
-        let mount = tmp.path().join("mnt");
-        std::fs::create_dir(&mount).ok()?;
-        std::fs::File::create(&image)
-            .ok()?
-            .set_len(DISK_BYTES)
-            .ok()?;
-        let made = run("mkfs.ext4", &["-q", "-F", &image.to_string_lossy()])
-            && run(
-                "mount",
-                &[
-                    "-o",
-                    "loop",
-                    &image.to_string_lossy(),
-                    &mount.to_string_lossy(),
-                ],
-            );
-        if !made {
-            eprintln!("{test}: skipped, this machine cannot mount an ext4 image (root and a loop device are needed); tests/no_space.rs covers it on FaultFs");
-            return None;
-        }
-        Some(Mounted { mount, _tmp: tmp })
-    }
-
-    fn db(&self) -> PathBuf {
-        self.mount.join("db")
-    }
-
-    /// Writes a ballast file of `bytes`.
-    fn ballast(&self, bytes: usize) {
-        std::fs::write(self.mount.join("ballast"), vec![7u8; bytes]).unwrap();
-    }
-
-    fn free_ballast(&self) {
-        std::fs::remove_file(self.mount.join("ballast")).unwrap();
-    }
-
-    fn remount(&self, how: &str) {
-        assert!(run(
-            "mount",
-            &[
-                "-o",
-                &format!("remount,{how}"),
-                &self.mount.to_string_lossy()
-            ]
-        ));
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        run("umount", &["-l", &self.mount.to_string_lossy()]);
-    }
-}
-
-fn run(cmd: &str, args: &[&str]) -> bool {
-    Command::new(cmd)
-        .args(args)
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 fn options() -> Options {
     Options {

@@ -10,6 +10,7 @@ use crate::glob;
 use crate::keyspace::{self, META};
 use crate::resp::Reply;
 use crate::store::FsyncMode;
+use cleave::WriteState;
 
 type Result = std::result::Result<Reply, CmdError>;
 
@@ -410,10 +411,11 @@ fn human(bytes: u64) -> String {
     }
 }
 
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 9] = [
     "server",
     "clients",
     "memory",
+    "persistence",
     "stats",
     "replication",
     "cluster",
@@ -495,6 +497,29 @@ fn info_section(
             l.push(("maxmemory", "0".into()));
             l.push(("maxmemory_policy", "noeviction".into()));
             "Memory"
+        }
+        "persistence" => {
+            let db = shared.store.db();
+            let stats = db.stats();
+            // Redis's own fields, as its AOF would set them: a full disk
+            // fails writes, and the last write's status says so.
+            let (state, reason) = match &stats.write_state {
+                WriteState::ReadWrite => ("read-write", "none"),
+                WriteState::NoSpace { .. } => ("read-only", "no_space"),
+                WriteState::Poisoned { .. } => ("read-only", "poisoned"),
+                _ => ("read-only", "opened_read_only"),
+            };
+            l.push(("loading", "0".into()));
+            l.push(("aof_enabled", "1".into()));
+            let status = if state == "read-write" { "ok" } else { "err" };
+            l.push(("aof_last_write_status", status.into()));
+            l.push(("cleave_write_state", state.into()));
+            l.push(("cleave_write_state_reason", reason.into()));
+            let free = stats.fs_free_bytes.map_or(-1, |b| b as i64);
+            l.push(("cleave_fs_free_bytes", free.to_string()));
+            l.push(("cleave_no_space_stops", stats.no_space_stops.to_string()));
+            l.push(("cleave_resumes", stats.resumes.to_string()));
+            "Persistence"
         }
         "stats" => {
             let s = &shared.stats;

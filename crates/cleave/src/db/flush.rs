@@ -121,13 +121,11 @@ impl DbInner {
         // sstable, sealed first; those an earlier flush installed are
         // there already. Only flushes install logs, one at a time, so the
         // Version cannot gain them meanwhile.
-        let new_number = || self.versions.lock().new_file_number();
         let installs = self.logs.seal_for_install(
             log_refs
                 .keys()
                 .copied()
                 .filter(|&n| version.physical_file(n).is_none()),
-            &new_number,
             self.opts.use_direct_io_for_flush_and_compaction,
         )?;
         // Only flushes change the delta store, one at a time: `version`'s
@@ -146,8 +144,8 @@ impl DbInner {
         let mut edit = VersionEdit::default();
         outputs.add_to(&mut edit, 0);
         deltas.add_to(&mut edit);
-        for (_, file) in &installs {
-            edit.add_value_file(value_file_meta(file));
+        for log in &installs {
+            edit.add_value_file(value_file_meta(log));
         }
         {
             let mut v = self.versions.lock();
@@ -172,7 +170,7 @@ impl DbInner {
             st.current = v.current();
             // Readers taking their view from here on find the logs in
             // the Version.
-            let installed: Vec<_> = installs.iter().map(|(log, _)| *log).collect();
+            let installed: Vec<_> = installs.iter().map(|s| s.number).collect();
             self.logs.installed(&installed);
             st.imm.pop_front();
         }

@@ -601,6 +601,11 @@ impl DbInner {
 
     fn stats(&self) -> Stats {
         let mut s = Stats::from_counters(&self.counters);
+        s.fs_free_bytes = self
+            .fs
+            .free_space(&self.dir)
+            .ok()
+            .filter(|&b| b != u64::MAX);
         let st = self.state.lock();
         s.write_state = if self.read_only {
             WriteState::OpenedReadOnly

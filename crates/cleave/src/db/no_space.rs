@@ -33,6 +33,10 @@ use crate::manifest::edit::VersionEdit;
 /// file's worth must still fit.
 pub(super) const MARGIN_BYTES: u64 = 16 << 10;
 
+/// Room for writes a resumption waits for beyond the flushes it runs (a
+/// memtable's, if smaller).
+const RESUME_HEADROOM_BYTES: u64 = 1 << 20;
+
 /// While the disk is short, GC collects files with at least this share of
 /// garbage: every job frees space, and the more garbage the less it copies
 /// for it.
@@ -161,8 +165,10 @@ impl DbInner {
     }
 
     /// Free bytes resuming needs: the flushes of the memtables waiting
-    /// (each writes about its size), the copies of the cut value logs, and
-    /// a memtable's room for the writes after.
+    /// (each writes about its size; their WALs go only after the last),
+    /// a margin, and room for the writes after, so that the first of them
+    /// does not fill the disk again at once. Value logs cut by the full
+    /// disk are sealed in place, which takes a record index's room.
     fn resume_needs(&self, st: &State, write_path: bool) -> u64 {
         let mut memtables: u64 = st
             .imm
@@ -172,10 +178,10 @@ impl DbInner {
         if write_path {
             memtables += st.mem.approximate_memory_usage() as u64;
         }
+        let headroom = (self.opts.write_buffer_size as u64).min(RESUME_HEADROOM_BYTES);
         memtables
-            .saturating_add(self.logs.cut_bytes())
-            .saturating_add(self.opts.write_buffer_size as u64)
             .saturating_add(MARGIN_BYTES)
+            .saturating_add(headroom)
     }
 
     /// The flush thread's turn while the database is read-only: every

@@ -670,9 +670,8 @@ impl DbInner {
             let Some(log) = logs.0.get_mut(n) else {
                 continue;
             };
-            let new_number = || self.versions.lock().new_file_number();
             let direct = self.opts.use_direct_io_for_flush_and_compaction;
-            if let Some(summary) = log.install(self.fs.as_ref(), &self.dir, &new_number, direct)? {
+            if let Some(summary) = log.install(self.fs.as_ref(), direct)? {
                 edit.add_value_file(value_file_meta(&summary));
             }
         }

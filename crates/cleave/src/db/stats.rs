@@ -150,6 +150,9 @@ pub struct Stats {
     pub no_space_stops: u64,
     pub resumes: u64,
     pub jobs_postponed: u64,
+    /// Bytes the file system holding the database has free (`None` where
+    /// it has no such limit, or did not say).
+    pub fs_free_bytes: Option<u64>,
     pub levels: Vec<LevelStats>,
     /// Bytes of keys and values passed to writes.
     pub user_bytes_written: u64,
@@ -384,9 +387,12 @@ impl Stats {
         let mb = |b: u64| b as f64 / (1 << 20) as f64;
         let ratio = |n: u64, d: u64| if d == 0 { 0.0 } else { n as f64 / d as f64 };
         let mut s = String::new();
+        let free = self
+            .fs_free_bytes
+            .map_or_else(|| "unknown".to_string(), |b| format!("{:.1} MB", mb(b)));
         let _ = writeln!(
             s,
-            "state: {}; {} full-disk stops, {} resumes, {} jobs postponed",
+            "state: {}; file system {free} free; {} full-disk stops, {} resumes, {} jobs postponed",
             self.write_state, self.no_space_stops, self.resumes, self.jobs_postponed
         );
         let _ = writeln!(s, "Level  Files    Size(MB)  Values(MB)  Target(MB)  Score");

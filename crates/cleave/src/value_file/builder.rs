@@ -63,11 +63,46 @@ impl ValueFileBuilder {
                 direct: opts.direct_writes,
             },
         )?;
-        Ok(ValueFileBuilder {
+        Ok(Self::new(file, path, number, opts, 0))
+    }
+
+    /// Takes up file `path`, whose records a writer left unsealed (a full
+    /// disk cut an append, or a crash came first), to seal it in place:
+    /// cuts it at `end`, the end of its last whole record, and goes on
+    /// from there. The caller counts each record before `end` with
+    /// [`Self::count_existing`], then finishes.
+    pub(crate) fn resume(
+        fs: &dyn Fs,
+        path: PathBuf,
+        number: FileNumber,
+        opts: ValueFileOptions,
+        end: u64,
+    ) -> Result<ValueFileBuilder> {
+        fs.truncate(&path, end)?;
+        // The records durable (and the cut) before the tail goes on them.
+        fs.sync_file(&path)?;
+        let file = fs.reopen_at(
+            &path,
+            end,
+            FileOptions {
+                direct: opts.direct_writes,
+            },
+        )?;
+        Ok(Self::new(file, path, number, opts, end))
+    }
+
+    fn new(
+        file: Box<dyn WritableFile>,
+        path: PathBuf,
+        number: FileNumber,
+        opts: ValueFileOptions,
+        offset: u64,
+    ) -> ValueFileBuilder {
+        ValueFileBuilder {
             file,
             path,
             number,
-            offset: 0,
+            offset,
             next_ordinal: 0,
             entries: Vec::new(),
             hosted: BTreeMap::new(),
@@ -83,7 +118,25 @@ impl ValueFileBuilder {
             index_block_bytes: INDEX_BLOCK_TARGET_BYTES,
             warm: None,
             opts,
-        })
+        }
+    }
+
+    /// Counts record `r`, `len` bytes at `offset`, already in the file
+    /// [`Self::resume`] took up, in the properties and the record index.
+    pub(crate) fn count_existing(&mut self, r: &ValueRecord, offset: u64, len: u32) {
+        debug_assert!(offset + u64::from(len) <= self.offset);
+        if r.logical_file == self.number {
+            self.next_ordinal = self.next_ordinal.max(r.ordinal + 1);
+        }
+        self.account(
+            r.logical_file,
+            r.ordinal,
+            &r.key,
+            r.seq,
+            r.value.len(),
+            offset,
+            len,
+        );
     }
 
     /// Puts the record index blocks this builder writes into `cache` with

@@ -117,8 +117,8 @@ enum LogState {
     /// are whole: an append found the disk full (`Error::NoSpace`), or the
     /// log was found unsealed at an open that could not install it (a full
     /// disk, a read-only open). Its flush installs it as recovery does a
-    /// log a crash cut (`RecoveredLog::install`): a sealed copy of those
-    /// records, which hosts the log's logical file.
+    /// log a crash cut (`RecoveredLog::install`): sealed in place after
+    /// its last whole record.
     Cut { records: u64 },
     /// A write, the seal or its sync failed: what was appended may not be
     /// durable, and never will be.
@@ -199,10 +199,9 @@ impl LogFile {
 
     /// Seals the log (record index, properties, footer, sync) if it is not
     /// sealed yet, and returns what it holds; `None` for a log that never
-    /// got a record (its file is then garbage). A cut log is installed
-    /// through a copy of its whole records into a file `seal.new_number`
-    /// names.
-    pub(crate) fn seal(&self, seal: &SealCopy<'_>) -> Result<Option<ValueFileSummary>> {
+    /// got a record (its file is then garbage). A cut log is sealed in
+    /// place after its last whole record, with direct writes if `direct`.
+    pub(crate) fn seal(&self, direct: bool) -> Result<Option<ValueFileSummary>> {
         self.close()?;
         let mut st = self.state.lock();
         match &*st {
@@ -211,7 +210,7 @@ impl LogFile {
             LogState::Empty => Ok(None),
             LogState::Failed => Err(self.failed()),
             &LogState::Cut { records } => {
-                let summary = self.seal_cut(records, seal)?;
+                let summary = self.seal_cut(records, direct)?;
                 *st = LogState::Sealed(summary.clone());
                 Ok(Some(summary))
             }
@@ -219,9 +218,10 @@ impl LogFile {
         }
     }
 
-    /// Installs a cut log whose first `records` records are whole.
-    fn seal_cut(&self, records: u64, seal: &SealCopy<'_>) -> Result<ValueFileSummary> {
-        let mut found = RecoveredLog::open(self.fs.as_ref(), seal.dir, self.number)?;
+    /// Seals a cut log whose first `records` records are whole.
+    fn seal_cut(&self, records: u64, direct: bool) -> Result<ValueFileSummary> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let mut found = RecoveredLog::open(self.fs.as_ref(), dir, self.number)?;
         if (found.records() as u64) < records {
             return Err(Error::corruption(
                 &self.path,
@@ -232,16 +232,10 @@ impl LogFile {
                 ),
             ));
         }
-        let installed = found.install(self.fs.as_ref(), seal.dir, seal.new_number, seal.direct)?;
+        let installed = found.install(self.fs.as_ref(), direct)?;
         installed.ok_or_else(|| {
             Error::corruption(&self.path, 0, "value log vanished while it was installed")
         })
-    }
-
-    /// Whether the log is installed through a copy, which leaves its own
-    /// file garbage.
-    fn copied(&self) -> bool {
-        matches!(&*self.state.lock(), LogState::Sealed(s) if s.number != self.number)
     }
 
     /// Whether the log stopped taking appends with its records whole but
@@ -337,14 +331,6 @@ impl LogReads {
         let log = self.logs.get(&handle.logical_file)?;
         Some(log.read(handle, key, seq).map(Arc::new))
     }
-}
-
-/// What sealing a cut log needs to write its copy.
-pub(crate) struct SealCopy<'a> {
-    pub dir: &'a Path,
-    pub new_number: &'a dyn Fn() -> FileNumber,
-    /// Direct I/O for the copy (`use_direct_io_for_flush_and_compaction`).
-    pub direct: bool,
 }
 
 /// A batch whose big values went to logs.
@@ -627,21 +613,14 @@ impl ValueLogs {
     }
 
     /// Seals every log in `numbers` that is not sealed yet (taking it out
-    /// of its slot first if writers still append to it) and returns, by
-    /// log, the summaries of those holding records: the value files a
-    /// flush installs (a cut log's copy, `LogState::Cut`, names another
-    /// file). `new_number` names a copy.
+    /// of its slot first if writers still append to it) and returns the
+    /// summaries of those holding records: the logs a flush installs. A
+    /// cut log (`LogState::Cut`) is sealed with direct writes if `direct`.
     pub(crate) fn seal_for_install(
         &self,
         numbers: impl Iterator<Item = FileNumber>,
-        new_number: &dyn Fn() -> FileNumber,
         direct: bool,
-    ) -> Result<Vec<(FileNumber, ValueFileSummary)>> {
-        let seal = SealCopy {
-            dir: &self.dir,
-            new_number,
-            direct,
-        };
+    ) -> Result<Vec<ValueFileSummary>> {
         let logs = self.open.lock().clone();
         let mut sealed = Vec::new();
         for n in numbers {
@@ -658,17 +637,15 @@ impl ValueLogs {
                     *s = None;
                 }
             }
-            if let Some(summary) = log.seal(&seal)? {
-                sealed.push((n, summary));
+            if let Some(summary) = log.seal(direct)? {
+                sealed.push(summary);
             }
         }
         Ok(sealed)
     }
 
-    /// Forgets the logs the Version now holds, and removes the files of
-    /// those installed through a copy (readers holding one read on from
-    /// their open file). REQUIRES: under the same lock as the Version's
-    /// install (see [`Self::reads`]).
+    /// Forgets the logs the Version now holds. REQUIRES: under the same
+    /// lock as the Version's install (see [`Self::reads`]).
     pub(crate) fn installed(&self, numbers: &[FileNumber]) {
         if numbers.is_empty() {
             return;
@@ -676,12 +653,7 @@ impl ValueLogs {
         let mut open = self.open.lock();
         let mut logs = (**open).clone();
         for n in numbers {
-            if let Some(log) = logs.remove(n) {
-                if log.copied() {
-                    // An orphan now; the next open would remove it too.
-                    let _ = self.fs.remove(&log.path);
-                }
-            }
+            logs.remove(n);
         }
         *open = Arc::new(logs);
     }
@@ -694,14 +666,8 @@ impl ValueLogs {
             slot.lock().take();
         }
         let logs = self.open.lock().clone();
-        let no_copy = || unreachable!("a cut log is not sealed at close");
-        let seal = SealCopy {
-            dir: &self.dir,
-            new_number: &no_copy,
-            direct: false,
-        };
         for log in logs.values().filter(|l| !l.is_cut()) {
-            log.seal(&seal)?;
+            log.seal(false)?;
         }
         Ok(())
     }
@@ -725,16 +691,6 @@ impl ValueLogs {
         logs.insert(number, log);
         *open = Arc::new(logs);
         Ok(())
-    }
-
-    /// Bytes of the logs that stopped with their records unsealed: a flush
-    /// copies them before it installs them.
-    pub(crate) fn cut_bytes(&self) -> u64 {
-        let logs = self.open.lock().clone();
-        logs.values()
-            .filter(|l| l.is_cut())
-            .map(|l| l.written.load(Ordering::Relaxed))
-            .sum()
     }
 
     pub(crate) fn pin(&self, appended: &[(FileNumber, u64)]) {
@@ -851,7 +807,7 @@ mod tests {
         assert!(logs.sync().is_err());
         fault.heal();
         assert!(matches!(logs.sync(), Err(Error::Poisoned(_))));
-        let sealed = logs.seal_for_install([FileNumber(11)].into_iter(), &|| FileNumber(99), false);
+        let sealed = logs.seal_for_install([FileNumber(11)].into_iter(), false);
         assert!(matches!(sealed, Err(Error::Poisoned(_))));
     }
 

@@ -7,8 +7,9 @@
 //! keeps a batch only if every record its handles name is among them, and
 //! the flush of the replayed memtables installs the logs they point into:
 //! as it is, if it is sealed and every record its footer counts is intact;
-//! else through a sealed copy of its intact records, which hosts the log's
-//! logical file (the log itself becomes an orphan).
+//! else sealed in place: cut after its last intact record, with the record
+//! index and footer written there (no copy: a log cut by a full disk is
+//! sealed so too, where a copy would need room for all of it).
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
@@ -106,13 +107,11 @@ impl RecoveredLog {
     }
 
     /// The value file that puts this log in the Version, the first time
-    /// it is asked for: the log itself if sealed and whole, else a sealed
-    /// copy of its intact records in a new file `new_number()` names.
+    /// it is asked for: the log itself, sealed in place after its intact
+    /// records unless it is sealed and whole already.
     pub(crate) fn install(
         &mut self,
         fs: &dyn Fs,
-        dir: &Path,
-        new_number: &dyn Fn() -> FileNumber,
         direct_writes: bool,
     ) -> Result<Option<ValueFileSummary>> {
         // A handle into a missing log ended replay before its batch.
@@ -128,22 +127,25 @@ impl RecoveredLog {
                 whole.clone()
             }
             None => {
-                let number = new_number();
+                // Sealed in place: cut after its last whole record, its
+                // record index and footer written there. Each record keeps
+                // its own codec byte.
                 let opts = ValueFileOptions {
                     compression: crate::Compression::None,
                     direct_writes,
                     origin: Origin::ValueLog,
                     class: ValueClass::Cold,
                 };
-                let path = filename::value_file(dir, number);
-                let mut copy = ValueFileBuilder::create(fs, path, number, opts)?;
+                let end = found.places.last().map_or(0, |&(o, l)| o + u64::from(l));
+                let mut sealed =
+                    ValueFileBuilder::resume(fs, self.path.clone(), self.number, opts, end)?;
                 for (ordinal, &(offset, len)) in found.places.iter().enumerate() {
                     let raw = found.reader.read_at(offset, len as usize)?;
                     let record =
                         record_from_raw(&self.path, offset, self.number, ordinal as u64, raw)?;
-                    copy.add_moved(&record)?;
+                    sealed.count_existing(&record, offset, len);
                 }
-                copy.finish()?
+                sealed.finish()?
             }
         };
         self.installed = true;

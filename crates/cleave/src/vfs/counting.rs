@@ -166,6 +166,10 @@ impl Fs for CountingFs {
         self.inner.read_batch_mode()
     }
 
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        self.inner.truncate(path, len)
+    }
+
     fn free_space(&self, dir: &Path) -> Result<u64> {
         self.inner.free_space(dir)
     }

@@ -418,6 +418,17 @@ impl Fs for FaultFs {
         self.inner.read_batch_mode()
     }
 
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let before = if self.has_disk() {
+            self.len_of(path)
+        } else {
+            0
+        };
+        self.inner.truncate(path, len)?;
+        self.control.free_space(before.saturating_sub(len));
+        Ok(())
+    }
+
     fn free_space(&self, dir: &Path) -> Result<u64> {
         match self.control.disk.lock().as_ref() {
             Some(d) => Ok(d.bytes.saturating_sub(d.used)),

@@ -194,6 +194,22 @@ impl MemFs {
 }
 
 impl Fs for MemFs {
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let f = self
+            .state
+            .lock()
+            .live
+            .get(path)
+            .cloned()
+            .ok_or_else(|| not_found(path, "truncate"))?;
+        let mut f = f.lock();
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        f.data.truncate(len);
+        f.stale.truncate(len);
+        f.synced = f.synced.min(len);
+        Ok(())
+    }
+
     fn create(&self, path: &Path, _opts: FileOptions) -> Result<Box<dyn WritableFile>> {
         let mut st = self.state.lock();
         if let Some(parent) = path.parent() {

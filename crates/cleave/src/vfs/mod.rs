@@ -135,6 +135,19 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
         ReadBatchMode::Pread
     }
 
+    /// Cuts the file at `path` to `len` bytes (no more than it holds): a
+    /// value log that a full disk cut in the middle of a record is sealed
+    /// after its last whole one. Durable with the file's next sync. The
+    /// default refuses (`Unsupported`).
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let _ = len;
+        Err(crate::error::Error::io(
+            path,
+            "truncate",
+            std::io::Error::from(std::io::ErrorKind::Unsupported),
+        ))
+    }
+
     /// Bytes an unprivileged writer may still write to the file system
     /// holding `dir` (`statvfs`'s available blocks), which a database on a
     /// full disk watches to resume; `u64::MAX` where the file system has no

@@ -305,6 +305,14 @@ impl Fs for OsFs {
         self.batch
     }
 
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_len(len))
+            .map_err(|e| Error::io(path, "truncate", e))
+    }
+
     fn free_space(&self, dir: &Path) -> Result<u64> {
         use std::os::unix::ffi::OsStrExt;
         let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| {

@@ -266,6 +266,19 @@ impl Fs for UsageFs {
         self.inner.read_batch_mode()
     }
 
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let files = self.files.lock();
+        self.inner.truncate(path, len)?;
+        if let Some(entry) = files.get(path) {
+            if let Some(size) = entry.lock().as_mut() {
+                let cut = size.saturating_sub(len);
+                *size -= cut;
+                self.total.fetch_sub(cut, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
     fn free_space(&self, dir: &Path) -> Result<u64> {
         self.inner.free_space(dir)
     }
