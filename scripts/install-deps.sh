@@ -5,12 +5,13 @@
 # a C compiler for zstd-sys, matplotlib for scripts/suite.py's plots, and
 # numpy for scripts/cleaning_model.py, redis-tools (redis-cli,
 # redis-benchmark) and redis-server for cleave-server's tests and
-# comparisons, and python3-venv for redis-py's virtualenv.
+# comparisons, python3-venv for redis-py's virtualenv, and e2fsprogs and
+# mount for the full-disk tests' loop-mounted ext4 images.
 # Idempotent: installs only what is missing. Needs root (or sudo) for apt.
 set -euo pipefail
 
 packages=(build-essential librocksdb-dev libclang-dev rocksdb-tools python3 python3-matplotlib python3-numpy
-  python3-venv redis-tools redis-server)
+  python3-venv redis-tools redis-server e2fsprogs mount)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

@@ -27,6 +27,16 @@ cargo run --release --all-features -p cleave-stress -- crash \
 # from several threads, killed and checked (CLEAVE_LOGSTORE_STRESS_SECONDS).
 cargo run --release --all-features -p cleave-stress -- logs-crash \
   --seconds "${CLEAVE_LOGSTORE_STRESS_SECONDS:-40}"
+# The full-disk loop: fill a small ext4 file system of its own (a loop
+# device, so root), check every acknowledged write while the database is
+# read-only, free space, and wait for writes to resume by themselves
+# (CLEAVE_FILL_STRESS_SECONDS).
+if [ "$(id -u)" = 0 ]; then
+  cargo run --release --all-features -p cleave-stress -- fill \
+    --seconds "${CLEAVE_FILL_STRESS_SECONDS:-30}"
+else
+  echo "cleave-stress fill: skipped, it mounts a file system and needs root"
+fi
 # Debian's python3 has Debian's matplotlib, whatever python3 comes first on PATH.
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3

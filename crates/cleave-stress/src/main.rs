@@ -4,6 +4,7 @@
 
 mod config;
 mod driver;
+mod fill;
 mod judge;
 mod logs;
 mod state;
@@ -76,6 +77,28 @@ enum Command {
         kill_min_ms: u64,
         #[arg(long, default_value_t = 2000)]
         kill_max_ms: u64,
+    },
+    /// The full-disk loop: fills a small ext4 file system of its own (a loop
+    /// device; needs root) beside a ballast file until every write fails,
+    /// checks every acknowledged write while the database is read-only,
+    /// frees the ballast and waits for writes to resume by themselves,
+    /// makes room, and repeats; every third cycle reopens on the full
+    /// disk. Prints what a full disk costs (the time to the first write
+    /// after space is freed, write and read rates around it).
+    Fill {
+        /// Working directory (the image and its mount point); a new
+        /// temporary one by default, removed on success.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Size of the file system, MiB.
+        #[arg(long, default_value_t = 96)]
+        disk_mib: u64,
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
     /// The log store's writer (started by `logs-crash`).
     LogsRun {
@@ -182,6 +205,21 @@ fn main() -> Result<()> {
                 logs,
                 seed,
                 kill_after: kill_window(kill_min_ms, kill_max_ms),
+            })
+        }),
+        Command::Fill {
+            dir,
+            seconds,
+            disk_mib,
+            threads,
+            seed,
+        } => in_work_dir(dir, |dir| {
+            fill::run(&fill::FillArgs {
+                dir,
+                duration: Duration::from_secs(seconds),
+                disk_mib,
+                threads,
+                seed,
             })
         }),
         Command::LogsRun {
