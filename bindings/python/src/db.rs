@@ -52,8 +52,19 @@ impl PyDb {
         path: PathBuf,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyDb> {
-        let OpenOptions { engine, write } = options::parse(py, kwargs)?;
-        let db = py.detach(|| Db::open(&path, engine)).or_raise(py)?;
+        let OpenOptions {
+            engine,
+            write,
+            read_only,
+        } = options::parse(py, kwargs)?;
+        let opened = py.detach(|| {
+            if read_only {
+                Db::open_read_only(&path, engine)
+            } else {
+                Db::open(&path, engine)
+            }
+        });
+        let db = opened.or_raise(py)?;
         Ok(PyDb {
             db: RwLock::new(Some(db)),
             closed: AtomicBool::new(false),
@@ -491,6 +502,20 @@ impl PyDb {
     /// may lose. Costs an fsync.
     fn sync_wal(&self, py: Python<'_>) -> PyResult<()> {
         self.run(py, Db::sync_wal)
+    }
+
+    /// Takes writes again after a full disk made the database read-only
+    /// (`cleave.NoSpaceError`), at once rather than at its next look at
+    /// the free space: flushes what is pending. Raises `NoSpaceError` if
+    /// there is still no room.
+    fn resume(&self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, Db::resume)
+    }
+
+    /// Whether the database takes writes: "read-write", or why not.
+    #[getter]
+    fn write_state(&self, py: Python<'_>) -> PyResult<String> {
+        self.run(py, |db| Ok(db.write_state().to_string()))
     }
 
     /// Waits until no flush, compaction or GC job is pending or running.

@@ -28,7 +28,10 @@ use pyo3::types::PyDict;
 /// "append:SEP", "fieldupdate:FIELDSxLEN"), `prefix_extractor` a fixed
 /// prefix length and `range_merge_idle` in seconds; and the default write
 /// options of every write: `sync` (fsync the WAL before a write returns,
-/// False by default) and `disable_wal`. An unknown option, a wrong type or
+/// False by default) and `disable_wal`. `read_only=True` opens without
+/// writing anything to the directory (no lock: beside a process that has
+/// it open, on a full disk or a read-only mount); writes then raise
+/// `cleave.ReadOnlyError`. An unknown option, a wrong type or
 /// a value the engine refuses raises `cleave.InvalidArgumentError` naming
 /// it; a directory another process (or `Db`) holds raises
 /// `cleave.LockedError`. Recovery replays the WAL: it costs a read of it.

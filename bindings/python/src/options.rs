@@ -19,6 +19,8 @@ pub(crate) struct OpenOptions {
     pub engine: Options,
     /// The default of every write's `sync` (and `disable_wal`).
     pub write: WriteOptions,
+    /// `Db::open_read_only`: writes nothing to the directory.
+    pub read_only: bool,
 }
 
 /// How one kind of option is read from Python and shown to it.
@@ -288,6 +290,7 @@ engine_options! {
     correlated_garbage_ratio: Real,
     range_merge_sorted_runs: Count,
     range_merge_idle: Seconds,
+    no_space_poll_interval: Seconds,
     use_direct_reads: Flag,
     use_direct_io_for_flush_and_compaction: Flag,
     max_open_files: Count,
@@ -310,6 +313,7 @@ fn python_defaults() -> OpenOptions {
             ..Options::default()
         },
         write: WriteOptions::default(),
+        read_only: false,
     }
 }
 
@@ -324,6 +328,7 @@ pub(crate) fn parse(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyRes
         match name.as_str() {
             "sync" => opts.write.sync = Flag::extract(py, &name, &value)?,
             "disable_wal" => opts.write.disable_wal = Flag::extract(py, &name, &value)?,
+            "read_only" => opts.read_only = Flag::extract(py, &name, &value)?,
             _ => {
                 if !set_engine_option(py, &mut opts.engine, &name, &value)? {
                     return Err(invalid_argument(py, format!("unknown option {name:?}")));
@@ -341,5 +346,6 @@ pub(crate) fn defaults<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
     show_engine_options(py, &opts.engine, &dict)?;
     dict.set_item("sync", opts.write.sync)?;
     dict.set_item("disable_wal", opts.write.disable_wal)?;
+    dict.set_item("read_only", opts.read_only)?;
     Ok(dict)
 }

@@ -13,7 +13,9 @@ SUBCLASSES = [
     cleave.InvalidArgumentError,
     cleave.LockedError,
     cleave.PoisonedError,
+    cleave.NoSpaceError,
     cleave.SpaceBudgetExceededError,
+    cleave.ReadOnlyError,
     cleave.MergeError,
     cleave.UnsupportedFormatError,
     cleave.ClosedError,
@@ -27,6 +29,8 @@ def test_hierarchy():
         assert cls.__module__ == "cleave._errors"
     assert issubclass(cleave.IOError, OSError)
     assert issubclass(cleave.InvalidArgumentError, ValueError)
+    # A budget's refusal is a full disk of the database's own making.
+    assert issubclass(cleave.SpaceBudgetExceededError, cleave.NoSpaceError)
     assert len(set(SUBCLASSES)) == len(SUBCLASSES)
 
 
@@ -207,3 +211,37 @@ def test_space_budget_exceeded(path):
         written = i
     with cleave.open(path) as db:
         assert sum(1 for _ in db) == written
+
+
+def test_read_only_open_beside_a_writer(path):
+    """read_only=True takes no lock: it opens beside a Db that has the
+    directory open, replays its WAL, and refuses every write."""
+    with cleave.open(path) as writer:
+        for i in range(500):
+            writer[b"%05d" % i] = b"v%d" % i
+        writer.flush()
+        writer[b"only-in-the-wal"] = b"yes"
+        assert writer.write_state == "read-write"
+        writer.resume()
+        with pytest.raises(cleave.LockedError):
+            cleave.open(path)
+        with cleave.open(path, read_only=True) as reader:
+            assert reader[b"only-in-the-wal"] == b"yes"
+            assert sum(1 for _ in reader) == 501
+            assert reader.write_state == "read-only (opened read-only)"
+            assert "opened read-only" in reader.stats()["write_state"]
+            for write in (
+                lambda: reader.put(b"k", b"v"),
+                lambda: reader.delete(b"00001"),
+                reader.flush,
+                reader.resume,
+            ):
+                with pytest.raises(cleave.ReadOnlyError) as info:
+                    write()
+                assert info.value.path == str(path)
+
+
+def test_read_only_open_of_no_database_creates_nothing(tmp_path):
+    with pytest.raises(cleave.InvalidArgumentError):
+        cleave.open(tmp_path / "none", read_only=True)
+    assert not (tmp_path / "none").exists()
