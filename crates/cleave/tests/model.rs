@@ -325,6 +325,17 @@ fn run(seed: u64, ops: usize) -> Seen {
                 let report = db.verify();
                 assert!(report.is_ok(), "{ctx}: after reopen: {report}");
             }
+            97 if rng.gen_bool(0.5) => {
+                // A read-only open beside the writer, which holds the
+                // lock: it replays the WALs (and unsealed value logs) into
+                // memory and holds the model whole, writing nothing.
+                let reader = Db::open_read_only(dir, random_options(&fs, &mut rng)).unwrap();
+                assert_eq!(contents(&reader), model, "{ctx}: read-only open");
+                let report = reader.verify();
+                assert!(report.is_ok(), "{ctx}: read-only open: {report}");
+                assert!(reader.put(&wo, b"k", b"v").is_err());
+                reader.close().unwrap();
+            }
             97 => {
                 // A checkpoint holds the model whole, even after a power
                 // loss right after it returns, and checks out; the source

@@ -358,6 +358,9 @@ pub(crate) struct ValueLogs {
     recent: Option<Arc<RecentValues>>,
     /// A log was created since the directory was last synced.
     dir_dirty: AtomicBool,
+    /// An open adopted logs it found unsealed (`adopt_cut`), which reads
+    /// go to even with logs off.
+    adopted: AtomicBool,
     counters: Arc<LogCounters>,
 }
 
@@ -385,6 +388,7 @@ impl ValueLogs {
             pins: Mutex::default(),
             recent,
             dir_dirty: AtomicBool::new(false),
+            adopted: AtomicBool::new(false),
             counters: Arc::default(),
         }
     }
@@ -406,9 +410,9 @@ impl ValueLogs {
     /// log the view's memtables point into is either in its Version or
     /// here.
     pub(crate) fn reads(&self) -> LogReads {
-        if !self.enabled() {
+        if !self.enabled() && !self.adopted.load(Ordering::Acquire) {
             // Every get takes a view: no lock and no clones when logs are
-            // off (none is ever open then).
+            // off (none is open then, but those an open adopted).
             return LogReads::default();
         }
         LogReads {
@@ -690,6 +694,7 @@ impl ValueLogs {
         let mut logs = (**open).clone();
         logs.insert(number, log);
         *open = Arc::new(logs);
+        self.adopted.store(true, Ordering::Release);
         Ok(())
     }
 
