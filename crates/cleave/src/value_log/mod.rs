@@ -845,4 +845,57 @@ mod tests {
             .unwrap()
             .is_none());
     }
+
+    /// An append that finds the disk full leaves the log cut: the records
+    /// before stay readable, a sync makes them durable, and once there is
+    /// room the flush that installs the log seals it in place after its
+    /// last whole record, with no copy; the failed record is gone.
+    #[test]
+    fn a_log_a_full_disk_cut_is_sealed_in_place() {
+        let mem = MemFs::new();
+        mem.create_dir_all(Path::new("/db")).unwrap();
+        let fault = Arc::new(FaultFs::new(Arc::new(mem.clone())));
+        let logs = logs(fault.clone());
+        let next = AtomicU64::new(10);
+        let new_number = || FileNumber(next.fetch_add(1, Ordering::Relaxed));
+        let first = logs
+            .separate(&batch(b"a", 500), &new_number)
+            .unwrap()
+            .unwrap();
+        fault
+            .set_capacity(
+                Path::new("/db"),
+                Some(mem.file_len(Path::new("/db/000010.vf")).unwrap() as u64 + 100),
+            )
+            .unwrap();
+        let Err(err) = logs.separate(&batch(b"b", 500), &new_number) else {
+            panic!("an append past the disk's end succeeded");
+        };
+        assert!(err.is_device_full(), "{err}");
+        // Half a record past the whole one.
+        assert!(mem.file_len(Path::new("/db/000010.vf")).unwrap() > 600);
+        let reads = logs.reads();
+        let h = ValueHandle::decode(first.batch.entries().next().unwrap().unwrap().value).unwrap();
+        assert_eq!(*reads.read(&h, b"a", 0).unwrap().unwrap(), vec![7; 500]);
+        logs.sync().unwrap();
+        fault.set_capacity(Path::new("/db"), None).unwrap();
+        let sealed = logs
+            .seal_for_install([FileNumber(10)].into_iter(), false)
+            .unwrap();
+        assert_eq!(sealed.len(), 1);
+        assert_eq!(sealed[0].number, FileNumber(10), "sealed in place");
+        assert_eq!(sealed[0].properties.num_records, 1);
+        let path = PathBuf::from("/db/000010.vf");
+        assert_eq!(mem.file_len(&path).unwrap() as u64, sealed[0].file_size);
+        let file = crate::value_file::ValueFile::open(
+            fault.as_ref(),
+            path,
+            FileNumber(10),
+            FileOptions::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(file.properties().num_records, 1);
+        file.verify().unwrap();
+    }
 }
