@@ -29,6 +29,8 @@ pub struct FillArgs {
     pub disk_mib: u64,
     pub threads: usize,
     pub seed: u64,
+    /// `Options::no_space_poll_interval`.
+    pub poll: Duration,
 }
 
 /// What the loop did and measured.
@@ -135,7 +137,7 @@ impl Drop for Disk {
     }
 }
 
-fn options() -> Options {
+fn options(poll: Duration) -> Options {
     Options {
         create_if_missing: true,
         write_buffer_size: 1 << 20,
@@ -145,7 +147,7 @@ fn options() -> Options {
         big_value_threshold: 16 << 10,
         enable_gc: true,
         gc_garbage_ratio: 0.3,
-        no_space_poll_interval: Duration::from_millis(50),
+        no_space_poll_interval: poll,
         use_direct_reads: true,
         use_direct_io_for_flush_and_compaction: true,
         ..Options::default()
@@ -302,7 +304,7 @@ pub fn run(args: &FillArgs) -> Result<Summary> {
     let mut rng = StdRng::seed_from_u64(args.seed);
     let mut models: Vec<Model> = (0..args.threads).map(|_| Model::default()).collect();
     let mut next = vec![0u64; args.threads];
-    let mut db = Db::open(&db_dir, options())?;
+    let mut db = Db::open(&db_dir, options(args.poll))?;
     let mut summary = Summary::default();
     let measure = Duration::from_millis(300);
     let os = OsFs::new();
@@ -326,7 +328,7 @@ pub fn run(args: &FillArgs) -> Result<Summary> {
             // Closed and opened again while full: the WAL's writes the
             // open cannot flush stay in memory.
             drop(db);
-            db = Db::open(&db_dir, options())?;
+            db = Db::open(&db_dir, options(args.poll))?;
             for (t, m) in models.iter().enumerate() {
                 m.check(
                     &db,
@@ -390,7 +392,7 @@ pub fn run(args: &FillArgs) -> Result<Summary> {
     let report = db.verify();
     ensure!(report.is_ok(), "verify: {:?}", report.problems);
     db.close()?;
-    let db = Db::open(&db_dir, options())?;
+    let db = Db::open(&db_dir, options(args.poll))?;
     for (t, m) in models.iter().enumerate() {
         m.check(&db, &format!("reopened at the end, writer {t}"))?;
     }

@@ -99,6 +99,10 @@ enum Command {
         threads: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// How often a read-only database looks at the free space, ms
+        /// (`no_space_poll_interval`; the engine's default is 1000).
+        #[arg(long, default_value_t = 50)]
+        poll_ms: u64,
     },
     /// The log store's writer (started by `logs-crash`).
     LogsRun {
@@ -213,6 +217,7 @@ fn main() -> Result<()> {
             disk_mib,
             threads,
             seed,
+            poll_ms,
         } => in_work_dir(dir, |dir| {
             fill::run(&fill::FillArgs {
                 dir,
@@ -220,6 +225,7 @@ fn main() -> Result<()> {
                 disk_mib,
                 threads,
                 seed,
+                poll: Duration::from_millis(poll_ms),
             })
         }),
         Command::LogsRun {
