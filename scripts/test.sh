@@ -33,7 +33,7 @@ cargo run --release --all-features -p cleave-stress -- logs-crash \
 # (CLEAVE_FILL_STRESS_SECONDS).
 if [ "$(id -u)" = 0 ]; then
   cargo run --release --all-features -p cleave-stress -- fill \
-    --seconds "${CLEAVE_FILL_STRESS_SECONDS:-30}"
+    --seconds "${CLEAVE_FILL_STRESS_SECONDS:-60}"
 else
   echo "cleave-stress fill: skipped, it mounts a file system and needs root"
 fi

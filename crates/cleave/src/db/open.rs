@@ -537,12 +537,24 @@ impl DbInner {
                     s += 1;
                 }
                 max_seq = max_seq.max(s.saturating_sub(1));
-                if mem.approximate_memory_usage() >= self.opts.write_buffer_size {
+                // Kept memtables are cut at WAL boundaries only: the
+                // flush of each retires its WAL whole. One that straddled
+                // two WALs would leave its flushed part in a WAL a crash
+                // replays again, pointing at values GC may have collected
+                // since, which would end that replay early.
+                let keeps = matches!(replay, Replay::Keep(_));
+                if !keeps && mem.approximate_memory_usage() >= self.opts.write_buffer_size {
                     let full = std::mem::replace(&mut mem, Arc::new(MemTable::new()));
                     let refs = std::mem::take(&mut mem_logs);
                     let wal = mem_wal.take().unwrap_or(number);
                     replay.memtable(self, full, wal, refs, &mut logs)?;
                 }
+            }
+            if matches!(replay, Replay::Keep(_)) && !mem.is_empty() {
+                let full = std::mem::replace(&mut mem, Arc::new(MemTable::new()));
+                let refs = std::mem::take(&mut mem_logs);
+                replay.memtable(self, full, number, refs, &mut logs)?;
+                mem_wal = None;
             }
             if let Some(damage) = contents.damage {
                 // A recyclable WAL's read reports damage when a valid record
@@ -574,11 +586,17 @@ impl DbInner {
             replay.memtable(self, mem, wal, mem_logs, &mut logs)?;
         }
         if let Replay::Keep(kept) = &replay {
-            // The logs the kept memtables point into stay readable, and
-            // pinned, until their flushes install them.
+            // Every log the kept memtables point into stays pinned until their flushes (GC must not
+            // collect a record only they reference); those outside the
+            // Version (found whole by the replay) are adopted, readable
+            // until those flushes install them.
             let mut adopted = BTreeSet::new();
             for k in kept.iter() {
-                adopted.extend(k.log_refs.keys().copied());
+                adopted.extend(
+                    k.log_refs
+                        .keys()
+                        .filter(|n| logs.0.get(n).is_some_and(|l| l.records() > 0)),
+                );
                 self.logs
                     .pin(&k.log_refs.iter().map(|(&n, &c)| (n, c)).collect::<Vec<_>>());
             }
@@ -591,9 +609,9 @@ impl DbInner {
         Ok(())
     }
 
-    /// The value logs the handles of `batch` point into, outside the
-    /// Version, if every record they name is intact in its log; `None` if
-    /// one is missing or damaged.
+    /// The value logs the handles of `batch` point into, one per handle, if
+    /// every record they name outside the Version is intact in its log;
+    /// `None` if one is missing or damaged.
     fn values_present(
         &self,
         batch: &WriteBatch,
@@ -610,6 +628,7 @@ impl DbInner {
             let h = ValueHandle::decode(e.value).map_err(|d| {
                 Error::corruption("<replayed batch>", 0, format!("value handle: {}", d.0))
             })?;
+            points_into.push(h.logical_file);
             if version.physical_file(h.logical_file).is_some() {
                 continue;
             }
@@ -624,7 +643,6 @@ impl DbInner {
             if !log.holds(&h) {
                 return Ok(None);
             }
-            points_into.push(h.logical_file);
         }
         Ok(Some(points_into))
     }

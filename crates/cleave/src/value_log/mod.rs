@@ -186,8 +186,21 @@ impl LogFile {
                 Ok(())
             }
             LogState::Open { builder, .. } => {
-                *st = LogState::Closed(builder.finish_unsynced()?);
-                Ok(())
+                // Every record was handed to the OS as it was appended: a
+                // full disk under the footer leaves them whole.
+                let records = builder.num_records();
+                match builder.finish_unsynced() {
+                    Ok(summary) => {
+                        *st = LogState::Closed(summary);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        if e.is_device_full() {
+                            *st = LogState::Cut { records };
+                        }
+                        Err(e)
+                    }
+                }
             }
             LogState::Failed => Err(self.failed()),
             other => {
