@@ -199,6 +199,8 @@ show_struct!(Stats {
     merges_full,
     merge_operands_combined,
     merges_failed,
+    expired_entries,
+    expired_value_bytes,
     delta_bytes_written,
     delta_buckets_collected,
     delta_bucket_splits,

@@ -25,7 +25,10 @@ pub struct Parts {
 }
 
 fn entry_line(e: &Entry, form: Form) -> String {
-    let head = format!("{} seq:{} {}", form.show(&e.key), e.seq, e.kind.name());
+    let mut head = format!("{} seq:{} {}", form.show(&e.key), e.seq, e.kind.name());
+    if let Some(at) = e.expires_at {
+        head.push_str(&format!(" expires_at_ms:{at}"));
+    }
     match (e.kind, &e.handle) {
         (EntryKind::Deletion, _) => head,
         (_, Some(h)) => format!(

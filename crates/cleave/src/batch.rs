@@ -4,7 +4,8 @@
 //! receives may also hold value handles, for values already written to a
 //! value log.
 
-use crate::base::coding::{put_fixed32, put_fixed64, put_length_prefixed, Decoder};
+use crate::base::coding::{put_fixed32, put_fixed64, put_length_prefixed, put_varint64, Decoder};
+use crate::base::expiry::{self, EXPIRY_LEN};
 use crate::base::key::{ValueKind, MAX_SEQ};
 use crate::base::limits::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::base::SeqNo;
@@ -57,6 +58,18 @@ impl WriteBatch {
         self.rep.push(ValueKind::Value as u8);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
+        self.count += 1;
+    }
+
+    /// Sets `key` to `value` until `expires_at_ms` (milliseconds since the
+    /// Unix epoch, as [`crate::Options::clock`] reads them): from that
+    /// millisecond on, reads find nothing for `key` (no older value shows
+    /// through) and compaction drops the entry, its value unread.
+    pub fn put_with_expiry(&mut self, key: &[u8], value: &[u8], expires_at_ms: u64) {
+        self.rep.push(ValueKind::ExpiringValue as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_varint64(&mut self.rep, (EXPIRY_LEN + value.len()) as u64);
+        expiry::join(&mut self.rep, expires_at_ms, value);
         self.count += 1;
     }
 
@@ -120,10 +133,13 @@ impl WriteBatch {
                     e.key.len()
                 )));
             }
-            if e.value.len() > MAX_VALUE_SIZE {
+            let value_len = expiry::split(e.kind, e.value)
+                .map_err(|d| Error::InvalidArgument(d.0.to_string()))?
+                .value
+                .len();
+            if value_len > MAX_VALUE_SIZE {
                 return Err(Error::InvalidArgument(format!(
-                    "value of {} bytes exceeds the limit of {MAX_VALUE_SIZE}",
-                    e.value.len()
+                    "value of {value_len} bytes exceeds the limit of {MAX_VALUE_SIZE}"
                 )));
             }
             bytes += (e.key.len() + e.value.len()) as u64;
@@ -180,9 +196,14 @@ fn skip_entry(d: &mut Decoder<'_>) -> Option<()> {
     match kind {
         ValueKind::Deletion => Some(()),
         ValueKind::Value | ValueKind::Merge => d.length_prefixed().ok().map(|_| ()),
+        ValueKind::ExpiringValue => {
+            let stored = d.length_prefixed().ok()?;
+            expiry::split(kind, stored).ok().map(|_| ())
+        }
         // Replay resolves the handle: it must decode.
-        ValueKind::ValueRef => {
-            let handle = d.length_prefixed().ok()?;
+        ValueKind::ValueRef | ValueKind::ExpiringValueRef => {
+            let stored = d.length_prefixed().ok()?;
+            let handle = expiry::split(kind, stored).ok()?.value;
             ValueHandle::decode(handle).ok().map(|_| ())
         }
     }

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::base::compression::{COMPRESSION_LZ4, COMPRESSION_NONE, COMPRESSION_ZSTD};
+use crate::base::expiry;
 use crate::base::filename::{self, FileKind};
 use crate::base::key::{self, ValueKind};
 use crate::base::{FileNumber, InternalIterator};
@@ -50,12 +51,14 @@ impl EntryKind {
         }
     }
 
+    /// The kind of an entry of `kind`, an expiring one as its kind without
+    /// the expiry (`Entry::expires_at` has that).
     fn of(kind: ValueKind) -> EntryKind {
         match kind {
-            ValueKind::Value => EntryKind::Value,
+            ValueKind::Value | ValueKind::ExpiringValue => EntryKind::Value,
             ValueKind::Deletion => EntryKind::Deletion,
             ValueKind::Merge => EntryKind::Merge,
-            ValueKind::ValueRef => EntryKind::ValueRef,
+            ValueKind::ValueRef | ValueKind::ExpiringValueRef => EntryKind::ValueRef,
         }
     }
 }
@@ -104,15 +107,19 @@ pub struct Entry {
     pub value: Vec<u8>,
     /// The decoded handle of a separated value.
     pub handle: Option<Handle>,
+    /// When the entry expires, in milliseconds since the Unix epoch, if it
+    /// was written with a time to live.
+    pub expires_at: Option<u64>,
 }
 
 impl Entry {
     /// An entry of the file `path`; a handle that does not decode is
     /// corruption there (the readers give no finer offset).
-    fn new(path: &Path, key: &[u8], seq: u64, kind: ValueKind, value: &[u8]) -> Result<Entry> {
-        let handle = match kind {
+    fn new(path: &Path, key: &[u8], seq: u64, kind: ValueKind, stored: &[u8]) -> Result<Entry> {
+        let split = expiry::split(kind, stored).map_err(|e| Error::corruption(path, 0, e.0))?;
+        let handle = match split.kind {
             ValueKind::ValueRef => Some(
-                ValueHandle::decode(value)
+                ValueHandle::decode(split.value)
                     .map_err(|e| Error::corruption(path, 0, e.0))?
                     .into(),
             ),
@@ -122,8 +129,9 @@ impl Entry {
             key: key.to_vec(),
             seq,
             kind: EntryKind::of(kind),
-            value: value.to_vec(),
+            value: split.value.to_vec(),
             handle,
+            expires_at: split.expires_at,
         })
     }
 }

@@ -28,6 +28,7 @@ mod value_log;
 pub mod vfs;
 mod wal;
 
+pub use base::expiry::{Clock, ManualClock, SystemClock};
 pub use batch::WriteBatch;
 pub use db::{
     CacheKindStats, CheckpointInfo, Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats,

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::base::expiry::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::merge::{MergeOperator, MAX_NAME_LEN};
 use crate::prefix::{PrefixExtractor, MAX_NAME_LEN as MAX_PREFIX_NAME_LEN};
@@ -253,6 +254,12 @@ pub struct Options {
     /// merges. Its name is stored with the first merge written, and a
     /// database holding merges opens only with an operator of that name.
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// The time that expiry (`WriteBatch::put_with_expiry`,
+    /// `Db::put_with_ttl`) is measured against; the system's clock by
+    /// default. An entry is hidden from the millisecond it expires, and a
+    /// clock set back shows again entries that expired but that no
+    /// compaction has dropped yet.
+    pub clock: Arc<dyn Clock>,
     /// Adds each key's prefix to its table's bloom filter, so that an
     /// iterator whose bounds confine it to one prefix (the lower bound has
     /// prefix P, the upper bound starts with P or is the first key past
@@ -342,6 +349,7 @@ impl Default for Options {
             max_open_files: 1000,
             max_manifest_file_size: 64 << 20,
             merge_operator: None,
+            clock: Arc::new(SystemClock),
             prefix_extractor: None,
             memtable_bloom_size_ratio: 0.0,
             enable_delta_separation: false,

@@ -26,6 +26,12 @@ pub(crate) enum ValueKind {
     ValueRef = 2,
     /// A merge operand. Reserved for the merge operator.
     Merge = 3,
+    /// A value with a time to live: the stored value is the expiry and the
+    /// value (`base::expiry`).
+    ExpiringValue = 4,
+    /// A separated value with a time to live: the expiry and a value
+    /// handle.
+    ExpiringValueRef = 5,
 }
 
 /// Kind byte used in seek keys: larger than every real kind, so that a seek
@@ -39,7 +45,29 @@ impl ValueKind {
             1 => Some(ValueKind::Value),
             2 => Some(ValueKind::ValueRef),
             3 => Some(ValueKind::Merge),
+            4 => Some(ValueKind::ExpiringValue),
+            5 => Some(ValueKind::ExpiringValueRef),
             _ => None,
+        }
+    }
+
+    /// Whether the stored value starts with an expiry.
+    pub(crate) fn is_expiring(self) -> bool {
+        matches!(self, ValueKind::ExpiringValue | ValueKind::ExpiringValueRef)
+    }
+
+    /// Whether the stored value is (after any expiry) a value handle.
+    pub(crate) fn is_ref(self) -> bool {
+        matches!(self, ValueKind::ValueRef | ValueKind::ExpiringValueRef)
+    }
+
+    /// The kind without its expiry: `Value` or `ValueRef` for the
+    /// expiring kinds, the kind itself for the others.
+    pub(crate) fn without_expiry(self) -> ValueKind {
+        match self {
+            ValueKind::ExpiringValue => ValueKind::Value,
+            ValueKind::ExpiringValueRef => ValueKind::ValueRef,
+            k => k,
         }
     }
 }

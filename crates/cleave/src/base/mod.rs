@@ -3,6 +3,7 @@
 pub(crate) mod checksum;
 pub(crate) mod coding;
 pub(crate) mod compression;
+pub(crate) mod expiry;
 pub(crate) mod filename;
 mod iterator;
 pub(crate) mod key;

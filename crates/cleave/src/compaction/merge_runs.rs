@@ -210,6 +210,14 @@ impl<'a> MergeRuns<'a> {
             End::Base { ikey, value } => match key::tag(ikey) as u8 {
                 t if t == ValueKind::Value as u8 => Some(Some(value.clone())),
                 t if t == ValueKind::Deletion as u8 => Some(None),
+                // The operands outlive the value's expiry (a read after it
+                // merges them onto nothing): a merged value could carry
+                // neither the expiry nor none.
+                t if t == ValueKind::ExpiringValue as u8
+                    || t == ValueKind::ExpiringValueRef as u8 =>
+                {
+                    None
+                }
                 _ => match self.read_base {
                     Some(read) => Some(Some(read(&user_key, key::seq(ikey), value)?)),
                     None => None,

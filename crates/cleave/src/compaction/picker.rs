@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use crate::base::limits::NUM_LEVELS;
 use crate::base::FileNumber;
+use crate::manifest::file_meta::EXPIRY_POINTS;
 use crate::manifest::{FileMeta, Version, VersionEdit};
 use crate::options::Options;
 
@@ -237,6 +238,11 @@ impl Busy {
         self.outputs.extend(other.outputs.iter().cloned());
     }
 
+    /// Holds `n` busy as if a compaction read it.
+    pub(crate) fn add_file(&mut self, n: FileNumber) {
+        self.files.insert(n);
+    }
+
     pub(crate) fn contains_file(&self, n: FileNumber) -> bool {
         self.files.contains(&n)
     }
@@ -446,6 +452,96 @@ pub(crate) fn pick_range_merge(
         plan.range_merge = true;
         (!busy.conflicts(&plan)).then_some(plan)
     })
+}
+
+/// Whether a table holds enough expired values, at `now`, for a compaction
+/// of it alone to be worth its cost: at least half the bytes of its
+/// values with an expiry, and at least a quarter of the table's own bytes
+/// (what the compaction rewrites). A table with a few expiring entries
+/// among many that do not is left to the compactions that size picks.
+pub(crate) fn expired_enough(f: &FileMeta, now: u64) -> bool {
+    f.expiry.is_some_and(|x| {
+        let expired = x.expired_bytes(now);
+        expired > 0
+            && expired.saturating_mul(2) >= x.value_bytes
+            && expired.saturating_mul(4) >= f.size
+    })
+}
+
+/// The compaction that drops the most expired values, from a table below
+/// L0 that holds enough of them (`expired_enough`): into the next level, or
+/// in the last level into itself (RocksDB's TTL compaction, driven by the
+/// expiries the tables record instead of their age). Expired entries then
+/// go, and their values turn to garbage without being read.
+pub(crate) fn pick_expired(
+    v: &Version,
+    opts: &PickerOptions,
+    now: u64,
+    busy: &Busy,
+) -> Option<CompactionPlan> {
+    let last = last_level(v)?;
+    let mut order: Vec<(u64, usize, usize)> = Vec::new();
+    for level in 1..=last {
+        for (i, f) in v.files(level).iter().enumerate() {
+            if !busy.contains_file(f.number) && expired_enough(f, now) {
+                let expired = f.expiry.map_or(0, |x| x.expired_bytes(now));
+                order.push((expired, level, i));
+            }
+        }
+    }
+    // Most expired bytes first.
+    order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    order.into_iter().find_map(|(_, level, i)| {
+        let files = v.files(level);
+        let (lo, hi) = clean_cut(files, i, i + 1);
+        let output_level = if level == last { last } else { level + 1 };
+        let mut plan = plan_into(v, opts, level, output_level, files.get(lo..hi)?.to_vec())?;
+        // A move would carry the expired entries along.
+        plan.trivial_move = false;
+        (!busy.conflicts(&plan)).then_some(plan)
+    })
+}
+
+/// When a table's expired values may next make `pick_expired` choose it:
+/// the earliest expiry still to come, or, for a table whose expiries have
+/// begun, `recheck` from `now`. None when no table has an expiry.
+pub(crate) fn next_expiry_check(v: &Version, now: u64, recheck: u64) -> Option<u64> {
+    (1..NUM_LEVELS)
+        .flat_map(|l| v.files(l))
+        .filter_map(|f| {
+            let x = f.expiry?;
+            let latest = x.points[EXPIRY_POINTS - 1];
+            if now < x.earliest() {
+                Some(x.earliest())
+            } else {
+                (!expired_enough(f, now) && now < latest).then(|| now.saturating_add(recheck))
+            }
+        })
+        .min()
+}
+
+/// The last-level tables in `[begin, end]` holding an expired entry at
+/// `now`, compacted into their level: what a manual compaction adds after
+/// moving everything down, since it does not rewrite the last level
+/// otherwise (RocksDB rewrites it for a compaction filter).
+pub(crate) fn pick_expired_in_last_level(
+    v: &Version,
+    opts: &PickerOptions,
+    now: u64,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+    busy: &Busy,
+) -> Option<CompactionPlan> {
+    let last = last_level(v)?;
+    let files = v.files(last);
+    let i = files.iter().position(|f| {
+        f.overlaps(begin, end)
+            && !busy.contains_file(f.number)
+            && f.expiry.is_some_and(|x| x.earliest() <= now)
+    })?;
+    let (lo, hi) = clean_cut(files, i, i + 1);
+    let plan = plan_into(v, opts, last, last, files.get(lo..hi)?.to_vec())?;
+    (!busy.conflicts(&plan)).then_some(plan)
 }
 
 /// What a push-down is for.

@@ -159,6 +159,13 @@ pub(super) fn run(db: &DbInner) {
             st = db.state.lock();
             continue;
         }
+        // Tables whose values expire are looked at again when they may
+        // have expired enough.
+        let now = db.opts.clock.now_ms();
+        if let Some(at) = picker::next_expiry_check(&st.current, now, EXPIRY_RECHECK_MS) {
+            let wait = Duration::from_millis(at.saturating_sub(now).clamp(1, EXPIRY_RECHECK_MS));
+            idle_wait = Some(idle_wait.map_or(wait, |w: Duration| w.min(wait)));
+        }
         // Postponed jobs look at the free space again after a while.
         if sched.device_room.is_some() {
             let poll = db.opts.no_space_poll_interval;
@@ -190,6 +197,10 @@ fn compaction_output(plan: &CompactionPlan) -> u64 {
 fn fits(plan: &CompactionPlan, room: Option<u64>) -> bool {
     room.is_none_or(|room| compaction_output(plan).saturating_add(no_space::MARGIN_BYTES) <= room)
 }
+
+/// How often the pool looks again at tables whose values have begun to
+/// expire but not enough for a compaction (`picker::pick_expired`): 1 s.
+const EXPIRY_RECHECK_MS: u64 = 1000;
 
 /// What range merging has to do now.
 enum RangeMerge {
@@ -267,7 +278,10 @@ impl DbInner {
     /// found the manifest grown past a measurement.
     fn pick_compaction(&self, st: &State, sched: &Schedule) -> Option<CompactionPlan> {
         let busy = st.busy();
-        let plan = picker::pick(&st.current, &self.picker_opts, &busy);
+        let plan = picker::pick(&st.current, &self.picker_opts, &busy).or_else(|| {
+            let now = self.opts.clock.now_ms();
+            picker::pick_expired(&st.current, &self.picker_opts, now, &busy)
+        });
         if plan.is_some() || !sched.short {
             return plan;
         }
@@ -306,15 +320,16 @@ impl DbInner {
     /// data, waiting for conflicting background compactions.
     pub(super) fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.flush()?;
-        for level in 0..NUM_LEVELS - 1 {
+        'levels: for level in 0..NUM_LEVELS - 1 {
             loop {
                 let mut st = self.state.lock();
                 Self::check_bg_error(&st)?;
                 let last = (0..NUM_LEVELS).rev().find(|&l| st.current.num_files(l) > 0);
                 // L0 files overlap each other, so L0 is compacted even when
-                // it alone holds data; the last level is not rewritten.
+                // it alone holds data; the last level is rewritten only
+                // where entries have expired.
                 if last.is_none_or(|last| level > 0 && level >= last) {
-                    return Ok(());
+                    break 'levels;
                 }
                 if st.current.overlapping_files(level, begin, end).is_empty() {
                     break;
@@ -337,7 +352,35 @@ impl DbInner {
                 }
             }
         }
-        Ok(())
+        // Each last-level table with an expired entry once, at one time.
+        let now = self.opts.clock.now_ms();
+        let mut done = std::collections::HashSet::new();
+        loop {
+            let mut st = self.state.lock();
+            Self::check_bg_error(&st)?;
+            let mut busy = st.busy();
+            for &n in &done {
+                busy.add_file(n);
+            }
+            match picker::pick_expired_in_last_level(
+                &st.current,
+                &self.picker_opts,
+                now,
+                begin,
+                end,
+                &busy,
+            ) {
+                Some(plan) => {
+                    done.extend(plan.input_numbers());
+                    let version = st.current.clone();
+                    let (st, r) = run_registered(self, st, plan, version, false);
+                    r?;
+                    Self::check_bg_error(&st)?;
+                }
+                None if st.compactions.is_empty() => return Ok(()),
+                None => self.bg_cv.wait(&mut st),
+            }
+        }
     }
 
     /// Waits until no flush, compaction, GC or range merge is pending or

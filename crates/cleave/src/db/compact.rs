@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::budget;
 use super::stats::add;
 use super::DbInner;
+use crate::base::expiry;
 use crate::base::filename::FileKind;
 use crate::base::key::{self, ValueKind};
 use crate::base::{filename, FileNumber, InternalKey, SeqNo};
@@ -17,6 +18,7 @@ use crate::compaction::merge_runs::{MergeRuns, ReadBase};
 use crate::compaction::picker::{self, CompactionPlan};
 use crate::compaction::stream::DropRules;
 use crate::error::{Error, Result};
+use crate::iter::expiry::ExpiryView;
 use crate::iter::level::LevelIterator;
 use crate::iter::merging::MergingIterator;
 use crate::iter::value_source::ValueSource;
@@ -66,6 +68,7 @@ impl Output {
                     bytes,
                 })
                 .collect(),
+            expiry: s.expiry,
             ..FileMeta::default()
         }
     }
@@ -154,22 +157,24 @@ pub(super) struct Reseparate {
 impl Reseparate {
     /// Whether the entry `ikey` with stored value `raw` is a handle into
     /// one of `files`; the handle, if so.
-    fn handle_of(&self, ikey: &[u8], raw: &[u8]) -> Result<Option<ValueHandle>> {
-        if key::tag(ikey) as u8 != ValueKind::ValueRef as u8 {
+    fn handle_of(&self, ikey: &[u8], stored: &[u8]) -> Result<Option<ValueHandle>> {
+        let Some(kind) = ValueKind::from_u8(key::tag(ikey) as u8).filter(|k| k.is_ref()) else {
             return Ok(None);
-        }
-        let handle = ValueHandle::decode(raw).map_err(|e| {
-            Error::corruption(
-                "<compaction input>",
-                0,
-                format!(
-                    "value handle of key {:?} at seq {}: {}",
-                    key::user_key(ikey).escape_ascii().to_string(),
-                    key::seq(ikey),
-                    e.0
-                ),
-            )
-        })?;
+        };
+        let handle = expiry::split(kind, stored)
+            .map_err(|e| e.0)
+            .and_then(|s| ValueHandle::decode(s.value).map_err(|e| e.0))
+            .map_err(|e| {
+                Error::corruption(
+                    "<compaction input>",
+                    0,
+                    format!(
+                        "value handle of key {:?} at seq {}: {e}",
+                        key::user_key(ikey).escape_ascii().to_string(),
+                        key::seq(ikey),
+                    ),
+                )
+            })?;
         Ok(self.files.contains(&handle.logical_file).then_some(handle))
     }
 }
@@ -265,8 +270,9 @@ impl DbInner {
                 .resolve(ValueKind::ValueRef, raw, user_key, seq, None)?
                 .to_vec())
         };
+        let mut view = ExpiryView::for_compaction(input, self.opts.clock.now_ms())?;
         let mut input = MergeRuns::new(
-            input,
+            &mut view,
             self.opts.merge_operator.clone(),
             &snapshots,
             &nothing_below,
@@ -355,12 +361,23 @@ impl DbInner {
                 builder = Some((number, b));
             }
             let value = input.value();
+            // `decide` parsed the key.
+            let kind = ValueKind::from_u8(key::tag(ikey) as u8).unwrap_or(ValueKind::Value);
+            // An expiring entry keeps its expiry in front of whatever it
+            // is written with.
+            let split = expiry::split(kind, value)
+                .map_err(|e| Error::corruption("<compaction input>", 0, e.0))?;
             let separated_key;
             let moved_handle = match reseparate.as_deref_mut() {
                 Some(r) => match r.handle_of(ikey, value)? {
-                    Some(old) => {
-                        Some(self.reseparate_value(r, ikey, value, &old, &mut moved, created)?)
-                    }
+                    Some(old) => Some(self.reseparate_value(
+                        r,
+                        ikey,
+                        split.value,
+                        &old,
+                        &mut moved,
+                        created,
+                    )?),
                     None => None,
                 },
                 None => None,
@@ -368,12 +385,15 @@ impl DbInner {
             let (out_key, out_value) = if let Some(handle) = moved_handle {
                 // Same key and kind, a handle into the new file.
                 handle_buf.clear();
+                if let Some(at) = split.expires_at {
+                    expiry::join(&mut handle_buf, at, &[]);
+                }
                 handle.encode(&mut handle_buf);
                 (ikey, handle_buf.as_slice())
             } else if separate
                 && (flush || (input.merged() && !short))
-                && value.len() >= self.opts.min_value_size
-                && key::tag(ikey) as u8 == ValueKind::Value as u8
+                && split.value.len() >= self.opts.min_value_size
+                && split.kind == ValueKind::Value
             {
                 let seq = key::seq(ikey);
                 let vb = if flush {
@@ -384,10 +404,17 @@ impl DbInner {
                     // new value file per output, as `correlated` counts.
                     self.moved_file(&mut moved, created)?
                 };
-                let handle = vb.add(user_key, seq, value)?;
+                let handle = vb.add(user_key, seq, split.value)?;
                 handle_buf.clear();
+                let kind = match split.expires_at {
+                    Some(at) => {
+                        expiry::join(&mut handle_buf, at, &[]);
+                        ValueKind::ExpiringValueRef
+                    }
+                    None => ValueKind::ValueRef,
+                };
                 handle.encode(&mut handle_buf);
-                separated_key = InternalKey::new(user_key, seq, ValueKind::ValueRef);
+                separated_key = InternalKey::new(user_key, seq, kind);
                 (separated_key.encoded(), handle_buf.as_slice())
             } else {
                 (ikey, value)
@@ -437,6 +464,10 @@ impl DbInner {
         add(&self.counters.merges_full, merges.full);
         add(&self.counters.merge_operands_combined, merges.partial);
         add(&self.counters.merges_failed, merges.failed);
+        drop(input);
+        let expired = view.expired();
+        add(&self.counters.expired_entries, expired.entries);
+        add(&self.counters.expired_value_bytes, expired.value_bytes);
         Ok(())
     }
 

@@ -300,6 +300,37 @@ impl Db {
         self.write(opts, b)
     }
 
+    /// Sets `key` to `value` for `ttl`, measured from now by
+    /// `Options::clock`: from then on reads find nothing for `key`, and
+    /// compaction drops the entry without reading its value, whose bytes
+    /// become garbage in the space report. A merge operand written over
+    /// the value outlives its expiry and then merges onto nothing.
+    pub fn put_with_ttl(
+        &self,
+        opts: &WriteOptions,
+        key: &[u8],
+        value: &[u8],
+        ttl: std::time::Duration,
+    ) -> Result<()> {
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let expires_at_ms = self.inner.opts.clock.now_ms().saturating_add(ttl_ms);
+        self.put_with_expiry(opts, key, value, expires_at_ms)
+    }
+
+    /// Sets `key` to `value` until `expires_at_ms`, milliseconds since the
+    /// Unix epoch (see [`WriteBatch::put_with_expiry`]).
+    pub fn put_with_expiry(
+        &self,
+        opts: &WriteOptions,
+        key: &[u8],
+        value: &[u8],
+        expires_at_ms: u64,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put_with_expiry(key, value, expires_at_ms);
+        self.write(opts, b)
+    }
+
     /// Writes a merge operand for `key`, which `Options::merge_operator`
     /// combines with the key's value when it is read or compacted.
     pub fn merge(&self, opts: &WriteOptions, key: &[u8], operand: &[u8]) -> Result<()> {

@@ -14,8 +14,8 @@ use super::compact::value_file_meta;
 use super::snapshot::SnapshotList;
 use super::stats::Counters;
 use super::{DbInner, Immutable, LogRefs, State, WalState};
+use crate::base::expiry;
 use crate::base::filename::{self, FileKind};
-use crate::base::key::ValueKind;
 use crate::base::FileNumber;
 use crate::batch::WriteBatch;
 use crate::compaction::picker::PickerOptions;
@@ -621,11 +621,14 @@ impl DbInner {
         let mut points_into = Vec::new();
         for e in batch.entries() {
             let e = e?;
-            if e.kind != ValueKind::ValueRef {
+            if !e.kind.is_ref() {
                 continue;
             }
             // The batch decoded, so its handles do.
-            let h = ValueHandle::decode(e.value).map_err(|d| {
+            let raw = expiry::split(e.kind, e.value)
+                .map_err(|d| Error::corruption("<replayed batch>", 0, d.0))?
+                .value;
+            let h = ValueHandle::decode(raw).map_err(|d| {
                 Error::corruption("<replayed batch>", 0, format!("value handle: {}", d.0))
             })?;
             points_into.push(h.logical_file);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::purge::PurgeOnDrop;
 use super::stats::{add, GET_READS_BUCKETS};
 use super::DbInner;
+use crate::base::expiry;
 use crate::base::key::{self, InternalKey, ValueKind};
 use crate::base::SeqNo;
 use crate::delta::reader::Pending;
@@ -59,18 +60,41 @@ enum Base {
 
 /// A key's entries as a lookup walks them, newest first, until one that
 /// is not a merge operand.
-#[derive(Default)]
 struct Walk {
+    /// The time expiry is measured against: an entry expired by then is a
+    /// deletion.
+    now: u64,
     operands: Operands,
     base: Option<Base>,
     /// The sequence number of the entry `base` came from.
     base_seq: SeqNo,
+    /// Why an entry could not be read (an expiring entry too short for its
+    /// expiry), which ended the walk.
+    damaged: Option<&'static str>,
 }
 
 impl Walk {
+    fn new(now: u64) -> Self {
+        Walk {
+            now,
+            operands: Operands::default(),
+            base: None,
+            base_seq: 0,
+            damaged: None,
+        }
+    }
+
     /// Takes the next older entry, of sequence `seq`; false once the walk
     /// has found what the key's value rests on.
-    fn take(&mut self, kind: ValueKind, value: &[u8], seq: SeqNo) -> bool {
+    fn take(&mut self, kind: ValueKind, stored: &[u8], seq: SeqNo) -> bool {
+        let (kind, value) = match expiry::as_seen(kind, stored, self.now) {
+            Ok(seen) => seen,
+            Err(e) => {
+                self.damaged = Some(e.0);
+                self.base = Some(Base::None);
+                return false;
+            }
+        };
         self.base_seq = seq;
         self.base = Some(match kind {
             ValueKind::Merge => {
@@ -83,6 +107,11 @@ impl Walk {
                 raw: value.to_vec(),
                 seq,
             },
+            // `as_seen` took the expiry off.
+            ValueKind::ExpiringValue | ValueKind::ExpiringValueRef => {
+                self.damaged = Some("expiring entry not seen through its expiry");
+                Base::None
+            }
         });
         false
     }
@@ -91,19 +120,26 @@ impl Walk {
         self.base.is_some()
     }
 
-    fn finish(self) -> Lookup {
+    fn finish(self, user_key: &[u8]) -> Result<Lookup> {
+        if let Some(reason) = self.damaged {
+            return Err(Error::corruption(
+                "<expiring entry>",
+                0,
+                format!("key {:?}: {reason}", user_key.escape_ascii().to_string()),
+            ));
+        }
         let base = self.base.unwrap_or(Base::None);
         if !self.operands.is_empty() {
-            return Lookup::Merge {
+            return Ok(Lookup::Merge {
                 operands: self.operands,
                 base,
-            };
+            });
         }
-        match base {
+        Ok(match base {
             Base::None => Lookup::Done(None),
             Base::Inline(v) => Lookup::Done(Some(v)),
             Base::Separated { raw, seq } => Lookup::Separated { raw, seq },
-        }
+        })
     }
 }
 
@@ -111,6 +147,8 @@ impl Walk {
 /// logs its memtables point into that the Version does not hold yet.
 pub(super) struct ReadView {
     pub seq: SeqNo,
+    /// The time expiry is measured against (`Options::clock`).
+    pub now: u64,
     pub mems: Vec<Arc<MemTable>>,
     pub version: Arc<Version>,
     pub logs: LogReads,
@@ -128,6 +166,7 @@ impl DbInner {
         mems.extend(st.imm.iter().rev().map(|i| i.mem.clone()));
         ReadView {
             seq,
+            now: self.opts.clock.now_ms(),
             mems,
             version: st.current.clone(),
             // Under the state lock, as a flush installs logs: each log is
@@ -223,11 +262,11 @@ impl DbInner {
     /// value beneath them is read while it does (multi_get reads its
     /// values in one batch instead).
     fn lookup(&self, view: &ReadView, user_key: &[u8], overlap: bool) -> Result<Lookup> {
-        let mut walk = Walk::default();
+        let mut walk = Walk::new(view.now);
         for mem in &view.mems {
             self.walk_memtable(mem, user_key, view.seq, &mut walk);
             if walk.ended() {
-                return Ok(walk.finish());
+                return walk.finish(user_key);
             }
         }
         // The delta store's deltas are older than any memtable entry and
@@ -257,7 +296,7 @@ impl DbInner {
         }
         operands.append(&walk.operands);
         walk.operands = operands;
-        Ok(walk.finish())
+        walk.finish(user_key)
     }
 
     /// Walks the levels' entries of `user_key` into `walk`, newest first.
@@ -491,6 +530,7 @@ impl DbInner {
         DbIterator::new(
             source(),
             view.seq,
+            view.now,
             opts.lower_bound.clone(),
             opts.upper_bound.clone(),
             values,

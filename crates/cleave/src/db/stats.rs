@@ -64,6 +64,8 @@ pub(crate) struct Counters {
     pub merges_full: AtomicU64,
     pub merge_operands_combined: AtomicU64,
     pub merges_failed: AtomicU64,
+    pub expired_entries: AtomicU64,
+    pub expired_value_bytes: AtomicU64,
     pub delta_bytes_written: AtomicU64,
     pub delta_buckets_collected: AtomicU64,
     pub delta_bucket_splits: AtomicU64,
@@ -228,6 +230,12 @@ pub struct Stats {
     pub merges_full: u64,
     pub merge_operands_combined: u64,
     pub merges_failed: u64,
+    /// Expired entries flushes and compactions dropped or turned into
+    /// deletions, and the bytes of their values (inline, or the
+    /// value-file records their handles name: garbage from then on, and
+    /// never read to expire).
+    pub expired_entries: u64,
+    pub expired_value_bytes: u64,
     /// The delta store (key-delta separation): bytes flushes wrote to it
     /// (garbage collection included); buckets garbage collected, split,
     /// merged pairwise, and folded (the store full, their deltas moved
@@ -319,6 +327,8 @@ impl Stats {
             merges_full: get(&c.merges_full),
             merge_operands_combined: get(&c.merge_operands_combined),
             merges_failed: get(&c.merges_failed),
+            expired_entries: get(&c.expired_entries),
+            expired_value_bytes: get(&c.expired_value_bytes),
             delta_bytes_written: get(&c.delta_bytes_written),
             delta_buckets_collected: get(&c.delta_buckets_collected),
             delta_bucket_splits: get(&c.delta_bucket_splits),
@@ -433,6 +443,14 @@ impl Stats {
             self.merge_operands_combined,
             self.merges_failed
         );
+        if self.expired_entries > 0 {
+            let _ = writeln!(
+                s,
+                "expiry: {} entries expired, {:.1} MB of values freed without reading them",
+                self.expired_entries,
+                mb(self.expired_value_bytes)
+            );
+        }
         if self.delta_bytes_written > 0 || self.delta_reads > 0 {
             let _ = writeln!(
                 s,

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use roaring::RoaringBitmap;
 
 use super::DbInner;
+use crate::base::expiry;
 use crate::base::limits::NUM_LEVELS;
 use crate::base::{filename, key, FileNumber, InternalIterator, SeqNo, ValueKind};
 
@@ -385,9 +386,13 @@ impl DbInner {
             first = false;
             last.clear();
             last.extend_from_slice(k);
-            if key::tag(k) as u8 == ValueKind::ValueRef as u8 {
-                let handle = ValueHandle::decode(it.value())
-                    .map_err(|e| Error::corruption(&path, 0, e.0))?;
+            let kind = ValueKind::from_u8(key::tag(k) as u8);
+            if let Some(kind) = kind.filter(|k| k.is_ref()) {
+                let raw = expiry::split(kind, it.value())
+                    .map_err(|e| Error::corruption(&path, 0, e.0))?
+                    .value;
+                let handle =
+                    ValueHandle::decode(raw).map_err(|e| Error::corruption(&path, 0, e.0))?;
                 let t = tally.entry(handle.logical_file).or_default();
                 t.0 += 1;
                 t.1 += u64::from(handle.len);

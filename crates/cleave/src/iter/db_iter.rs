@@ -20,6 +20,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::base::key::{self, InternalKey, ParsedKey, SeqNo, ValueKind, MAX_SEQ};
+use crate::iter::expiry::ExpiryView;
 use crate::iter::{InternalIterator, ValueSource};
 use crate::merge::{self, MergeOperator, Operands};
 use crate::value_file::Readahead;
@@ -57,8 +58,12 @@ enum Direction {
 /// error the iterator stays invalid, every movement returns that error
 /// again, and [`DbIterator::status`] reports it.
 pub struct DbIterator {
+    /// Sees expiring entries as plain ones, or as deletions once expired.
     inner: Box<dyn InternalIterator>,
     seq: SeqNo,
+    /// The time expiry is measured against, fixed for the iterator's life
+    /// as its sequence number is.
+    now: u64,
     lower_bound: Option<Vec<u8>>,
     upper_bound: Option<Vec<u8>>,
     direction: Direction,
@@ -131,6 +136,15 @@ fn parse_entry(ikey: &[u8]) -> Result<ParsedKey<'_>> {
     })
 }
 
+/// An expiring kind past the `ExpiryView`, which rewrites every one.
+fn unseen_expiry(user_key: &[u8]) -> Error {
+    debug_assert!(false, "the expiry view passed an expiring entry");
+    corruption(format!(
+        "expiring entry of key {:?} not seen through its expiry",
+        user_key.escape_ascii().to_string()
+    ))
+}
+
 fn set(dst: &mut Vec<u8>, src: &[u8]) {
     dst.clear();
     dst.extend_from_slice(src);
@@ -138,13 +152,16 @@ fn set(dst: &mut Vec<u8>, src: &[u8]) {
 
 impl DbIterator {
     /// `inner` merges every source; entries with a sequence number above
-    /// `seq` are invisible. Bounds are user keys, lower inclusive and upper
+    /// `seq` are invisible, and so are those expired at `now`
+    /// (milliseconds since the Unix epoch). Bounds are user keys, lower inclusive and upper
     /// exclusive. `pins` keeps alive whatever `inner` reads; `values`
     /// resolves separated values; `lookahead_source`, if given, builds
     /// another iterator like `inner` for prefetching in scans.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         inner: Box<dyn InternalIterator>,
         seq: SeqNo,
+        now: u64,
         lower_bound: Option<Vec<u8>>,
         upper_bound: Option<Vec<u8>>,
         values: ValueSource,
@@ -152,8 +169,9 @@ impl DbIterator {
         pins: Box<dyn Any + Send>,
     ) -> Self {
         DbIterator {
-            inner,
+            inner: Box::new(ExpiryView::new(inner, now)),
             seq,
+            now,
             lower_bound,
             upper_bound,
             direction: Direction::Forward,
@@ -328,6 +346,7 @@ impl DbIterator {
                 DbIterator::new(
                     source(),
                     self.seq,
+                    self.now,
                     self.lower_bound.clone(),
                     self.upper_bound.clone(),
                     self.values.clone(),
@@ -567,6 +586,9 @@ impl DbIterator {
                         return self.merge_forward();
                     }
                     ValueKind::Value | ValueKind::ValueRef | ValueKind::Merge => {}
+                    ValueKind::ExpiringValue | ValueKind::ExpiringValueRef => {
+                        return Err(unseen_expiry(parsed.user_key))
+                    }
                 }
                 shadowed_run = if shadowed { shadowed_run + 1 } else { 0 };
                 // Moving forward, a shadowed entry's key is `saved_key`:
@@ -631,6 +653,9 @@ impl DbIterator {
                     break;
                 }
                 ValueKind::Deletion => break,
+                ValueKind::ExpiringValue | ValueKind::ExpiringValueRef => {
+                    return Err(unseen_expiry(parsed.user_key))
+                }
             }
         }
         self.saved_value = merge::full_merge(
@@ -689,6 +714,9 @@ impl DbIterator {
                         found = Some(parsed.seq);
                         operands.push(self.inner.value().to_vec());
                         set(&mut self.saved_key, parsed.user_key);
+                    }
+                    ValueKind::ExpiringValue | ValueKind::ExpiringValueRef => {
+                        return Err(unseen_expiry(parsed.user_key))
                     }
                 }
             }

@@ -3,6 +3,7 @@
 //! `base` so that the memtable and sstables below can implement it.
 
 pub(crate) mod db_iter;
+pub(crate) mod expiry;
 pub(crate) mod level;
 pub(crate) mod merging;
 #[cfg(test)]

@@ -9,16 +9,17 @@ use crate::base::{Decoder, FileNumber, InternalKey, SeqNo};
 use crate::merge::MAX_NAME_LEN;
 
 use super::delta_meta::{BucketMeta, ChunkRef, DeltaFileMeta};
-use super::file_meta::TableValueRefs;
+use super::file_meta::{TableExpiry, TableValueRefs};
 use super::value_file_meta::{HostedLogical, ValueFileMeta};
 use super::FileMeta;
 
 /// The database format version this build writes and the newest it reads.
 /// Version 2 added value files (tags 7–9), version 3 the merge
 /// operator's name (tag 10) and merge operands in WALs and sstables,
-/// version 4 the delta store (tags 11–15); an older manifest is a newer
-/// one without them.
-pub(crate) const FORMAT_VERSION: u32 = 4;
+/// version 4 the delta store (tags 11–15), version 5 tables' expiry (tag
+/// 16) and entries with an expiry in WALs and sstables; an older manifest
+/// is a newer one without them.
+pub(crate) const FORMAT_VERSION: u32 = 5;
 
 const TAG_FORMAT_VERSION: u64 = 1;
 const TAG_LOG_NUMBER: u64 = 2;
@@ -35,6 +36,7 @@ const TAG_DELETED_DELTA_FILE: u64 = 12;
 const TAG_NEW_BUCKET: u64 = 13;
 const TAG_DELETED_BUCKET: u64 = 14;
 const TAG_APPENDED_CHUNK: u64 = 15;
+const TAG_TABLE_EXPIRY: u64 = 16;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct VersionEdit {
@@ -118,6 +120,11 @@ impl VersionEdit {
                     put_varint64(dst, r.count);
                     put_varint64(dst, r.bytes);
                 }
+            }
+            if let Some(x) = &m.expiry {
+                put_varint64(dst, TAG_TABLE_EXPIRY);
+                put_varint64(dst, m.number.0);
+                x.encode(dst);
             }
         }
         if let Some(name) = &self.merge_operator {
@@ -204,6 +211,19 @@ impl VersionEdit {
                         return Err(DecodeError("value references given twice for one file"));
                     }
                     meta.value_refs = refs;
+                }
+                TAG_TABLE_EXPIRY => {
+                    let number = FileNumber(d.varint64()?);
+                    let expiry = TableExpiry::decode(&mut d)?;
+                    // Right after its table, as the value references.
+                    let (_, meta) = e
+                        .new_files
+                        .last_mut()
+                        .filter(|(_, m)| m.number == number)
+                        .ok_or(DecodeError("expiry of a file the edit does not add"))?;
+                    if meta.expiry.replace(expiry).is_some() {
+                        return Err(DecodeError("expiry given twice for one file"));
+                    }
                 }
                 TAG_DELETED_VALUE_FILE => e.deleted_value_files.push(FileNumber(d.varint64()?)),
                 TAG_NEW_VALUE_FILE => e.new_value_files.push(decode_value_file(&mut d)?),

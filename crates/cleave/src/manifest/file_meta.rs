@@ -14,7 +14,9 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
+use crate::base::coding::{put_varint64, DecodeError};
 use crate::base::filename::FileKind;
+use crate::base::Decoder;
 use crate::base::{FileNumber, InternalKey, SeqNo};
 
 /// What one sstable references in one logical value file: the manifest's
@@ -26,6 +28,84 @@ pub(crate) struct TableValueRefs {
     pub count: u64,
     /// Record bytes referenced (the handles' `len`, summed).
     pub bytes: u64,
+}
+
+/// Points of a table's expiry summary: the earliest expiry, then the
+/// expiries by which each eighth of its expiring value bytes has expired.
+pub(crate) const EXPIRY_POINTS: usize = 9;
+
+/// A table's entries with an expiry, summarized: the table's `cleave.expiry`
+/// property, copied to the manifest, which the compaction picker reads to
+/// find tables whose values have expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TableExpiry {
+    /// Bytes of their values: inline, or the records their handles name.
+    pub value_bytes: u64,
+    /// Milliseconds since the Unix epoch, ascending: `points[0]` the
+    /// earliest expiry, `points[i]` the one by which `i/8` of
+    /// `value_bytes` has expired (so `points[8]` the latest).
+    pub points: [u64; EXPIRY_POINTS],
+}
+
+impl TableExpiry {
+    /// The summary of entries given as `(expires_at, value bytes)`; none
+    /// for none.
+    pub(crate) fn summarize(mut entries: Vec<(u64, u64)>) -> Option<TableExpiry> {
+        entries.sort_unstable();
+        let earliest = entries.first()?.0;
+        let value_bytes: u64 = entries.iter().map(|e| e.1).sum();
+        // Each entry weighs at least 1, so empty values count too.
+        let total: u128 = entries.iter().map(|e| u128::from(e.1.max(1))).sum();
+        let mut points = [earliest; EXPIRY_POINTS];
+        let eighths = (EXPIRY_POINTS - 1) as u128;
+        let mut seen = 0u128;
+        let mut next = 1;
+        for (at, bytes) in entries {
+            seen += u128::from(bytes.max(1));
+            while next < EXPIRY_POINTS && seen * eighths >= total * next as u128 {
+                points[next] = at;
+                next += 1;
+            }
+        }
+        Some(TableExpiry {
+            value_bytes,
+            points,
+        })
+    }
+
+    pub(crate) fn earliest(&self) -> u64 {
+        self.points[0]
+    }
+
+    /// Of `value_bytes`, about how many have expired at `now`: to the
+    /// eighth below.
+    pub(crate) fn expired_bytes(&self, now: u64) -> u64 {
+        let eighths = self.points[1..].iter().filter(|&&p| p <= now).count() as u128;
+        (u128::from(self.value_bytes) * eighths / (EXPIRY_POINTS - 1) as u128) as u64
+    }
+
+    /// `varint value_bytes`, then the points as varints.
+    pub(crate) fn encode(&self, dst: &mut Vec<u8>) {
+        put_varint64(dst, self.value_bytes);
+        for p in self.points {
+            put_varint64(dst, p);
+        }
+    }
+
+    pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<TableExpiry, DecodeError> {
+        let value_bytes = d.varint64()?;
+        let mut points = [0u64; EXPIRY_POINTS];
+        for p in &mut points {
+            *p = d.varint64()?;
+        }
+        if points.windows(2).any(|w| w[0] > w[1]) {
+            return Err(DecodeError("expiry points out of order"));
+        }
+        Ok(TableExpiry {
+            value_bytes,
+            points,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,6 +122,8 @@ pub(crate) struct FileMeta {
     pub num_deletions: u64,
     /// Per referenced logical value file, sorted by file number.
     pub value_refs: Vec<TableValueRefs>,
+    /// None if no entry has an expiry.
+    pub expiry: Option<TableExpiry>,
     /// Lifecycle state, not metadata: set when the file leaves the current
     /// Version. Construct with `ObsoleteMark::default()`.
     pub obsolete: ObsoleteMark,
@@ -203,6 +285,30 @@ impl ObsoleteFiles {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn expiry_summary_counts_bytes_expired_by_eighths() {
+        assert_eq!(TableExpiry::summarize(Vec::new()), None);
+        let x = TableExpiry::summarize(vec![(20, 100), (10, 100)]).unwrap();
+        assert_eq!(x.value_bytes, 200);
+        assert_eq!(x.points, [10, 10, 10, 10, 10, 20, 20, 20, 20]);
+        assert_eq!(x.expired_bytes(9), 0);
+        assert_eq!(x.expired_bytes(10), 100);
+        assert_eq!(x.expired_bytes(20), 200);
+        let mut enc = Vec::new();
+        x.encode(&mut enc);
+        assert_eq!(TableExpiry::decode(&mut Decoder::new(&enc)).unwrap(), x);
+        let mut bad = Vec::new();
+        TableExpiry {
+            value_bytes: 1,
+            points: [5, 4, 4, 4, 4, 4, 4, 4, 4],
+        }
+        .encode(&mut bad);
+        assert!(TableExpiry::decode(&mut Decoder::new(&bad)).is_err());
+        // Empty values weigh one each.
+        let x = TableExpiry::summarize(vec![(1, 0), (2, 0), (3, 0), (4, 0)]).unwrap();
+        assert_eq!(x.points, [1, 1, 1, 2, 2, 3, 3, 4, 4]);
+    }
+
     use super::*;
     use crate::base::ValueKind;
 

@@ -10,7 +10,7 @@ pub(crate) mod version_set;
 
 pub(crate) use delta_meta::{BucketMeta, ChunkRef, DeltaFileMeta};
 pub(crate) use edit::{VersionEdit, FORMAT_VERSION};
-pub(crate) use file_meta::{FileMeta, ObsoleteFiles, TableValueRefs};
+pub(crate) use file_meta::{FileMeta, ObsoleteFiles, TableExpiry, TableValueRefs};
 pub(crate) use value_file_meta::{HostedLogical, ValueFileMeta};
 pub(crate) use version::Version;
 

@@ -4,10 +4,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::base::expiry::{self, EXPIRY_LEN};
 use crate::base::key::{self, TAG_LEN};
 use crate::base::{FileNumber, InternalKey, ValueKind};
 use crate::cache::{BlockCache, CacheKind, CachedBlock, Priority};
 use crate::error::{Error, Result};
+use crate::manifest::TableExpiry;
 use crate::prefix;
 use crate::vfs::WritableFile;
 use crate::Compression;
@@ -16,7 +18,7 @@ use super::block::{Block, BlockBuilder};
 use super::bloom::{BloomBuilder, BloomFilter};
 use super::format::{
     block_trailer, compress_block, compression_byte, BlockHandle, Footer, BLOCK_TRAILER_LEN,
-    FORMAT_VERSION,
+    FORMAT_VERSION, PLAIN_FORMAT_VERSION,
 };
 use super::properties::TableProperties;
 use super::value_refs::{ValueRefs, META_VALUE_REFS};
@@ -50,6 +52,12 @@ pub(crate) struct TableBuilder {
     /// The bytes `value_refs` holds, summed as they come: compaction asks
     /// after every entry.
     value_bytes: u64,
+    /// Whether an entry has an expiry: the table is then of the format
+    /// version that has them.
+    has_expiring: bool,
+    /// `(expires_at, value bytes)` of each entry with an expiry, for the
+    /// table's expiry summary.
+    expiring: Vec<(u64, u64)>,
     /// Set once a write failed; the file is then unusable.
     failed: bool,
     warm: Option<Warm>,
@@ -81,7 +89,7 @@ impl TableBuilder {
             pending_handle: None,
             props: TableProperties {
                 smallest_seq: u64::MAX,
-                format_version: u64::from(FORMAT_VERSION),
+                format_version: u64::from(PLAIN_FORMAT_VERSION),
                 compression: u64::from(compression_byte(opts.compression)),
                 prefix_extractor: opts
                     .prefix_extractor
@@ -92,6 +100,8 @@ impl TableBuilder {
             },
             value_refs: ValueRefs::default(),
             value_bytes: 0,
+            has_expiring: false,
+            expiring: Vec::new(),
             failed: false,
             warm: None,
             opts,
@@ -151,7 +161,35 @@ impl TableBuilder {
     pub(crate) fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         self.check_not_failed()?;
         assert!(ikey.len() >= TAG_LEN, "internal key shorter than its tag");
-        if key::tag(ikey) as u8 == ValueKind::ValueRef as u8 {
+        let kind = ValueKind::from_u8(key::tag(ikey) as u8);
+        if let Some(kind) = kind.filter(|k| k.is_expiring()) {
+            let split = expiry::split(kind, value).map_err(|e| {
+                Error::corruption(
+                    "<table input>",
+                    0,
+                    format!(
+                        "key {:?}: {}",
+                        key::user_key(ikey).escape_ascii().to_string(),
+                        e.0
+                    ),
+                )
+            })?;
+            self.has_expiring = true;
+            if let Some(at) = split.expires_at {
+                let bytes = if kind.is_ref() {
+                    ValueHandle::decode(split.value).map_or(0, |h| u64::from(h.len))
+                } else {
+                    split.value.len() as u64
+                };
+                self.expiring.push((at, bytes));
+            }
+        }
+        if kind.is_some_and(ValueKind::is_ref) {
+            let value = &value[if kind == Some(ValueKind::ExpiringValueRef) {
+                EXPIRY_LEN
+            } else {
+                0
+            }..];
             let bad = |reason: String| {
                 Error::corruption(
                     "<table input>",
@@ -245,6 +283,14 @@ impl TableBuilder {
 
     /// Writes filter, properties, metaindex, index and footer, and syncs.
     /// REQUIRES: at least one entry.
+    fn format_version(&self) -> u32 {
+        if self.has_expiring {
+            FORMAT_VERSION
+        } else {
+            PLAIN_FORMAT_VERSION
+        }
+    }
+
     pub(crate) fn finish(mut self) -> Result<TableSummary> {
         self.check_not_failed()?;
         if self.props.num_entries == 0 {
@@ -277,6 +323,8 @@ impl TableBuilder {
         if let Some(h) = filter_handle {
             self.props.filter_size = h.size + BLOCK_TRAILER_LEN as u64;
         }
+        self.props.format_version = u64::from(self.format_version());
+        self.props.expiry = TableExpiry::summarize(std::mem::take(&mut self.expiring));
         let props_handle = self.write_raw_block(&self.props.encode(), Compression::None)?;
         // Bitmaps are compressed already.
         let refs_handle = if self.value_refs.is_empty() {
@@ -303,12 +351,18 @@ impl TableBuilder {
         let index = self.write_stored_block(&index_stored, index_kind)?;
         self.warm_block(CacheKind::Index, index, &index_raw);
 
-        let footer = Footer { metaindex, index }.encode();
+        let footer = Footer {
+            metaindex,
+            index,
+            version: self.format_version(),
+        }
+        .encode();
         self.append(&footer)?;
         let r = self.file.flush().and_then(|()| self.file.sync());
         self.guard(r)?;
 
         Ok(TableSummary {
+            expiry: self.props.expiry,
             file_size: self.offset,
             num_entries: self.props.num_entries,
             num_deletions: self.props.num_deletions,

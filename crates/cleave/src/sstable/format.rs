@@ -9,8 +9,13 @@ use crate::Compression;
 /// Identifies the footer of a cleave sstable ("clvSST01" read as LE bytes).
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"clvSST01");
 
-/// The only format version this build writes and reads.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The newest format version this build writes and reads: version 2 adds
+/// the expiring kinds (4 and 5), and is written only by a table holding
+/// one, so that a table without stays readable by earlier builds.
+pub(crate) const FORMAT_VERSION: u32 = 2;
+
+/// The version of a table without expiring entries.
+pub(crate) const PLAIN_FORMAT_VERSION: u32 = 1;
 
 /// `u8 compression | fixed32 masked crc32c`, after every block.
 pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
@@ -101,6 +106,7 @@ pub(crate) fn check_block(mut buf: Vec<u8>) -> Result<(Vec<u8>, u8), DecodeError
 pub(crate) struct Footer {
     pub metaindex: BlockHandle,
     pub index: BlockHandle,
+    pub version: u32,
 }
 
 /// Why a footer was refused; version errors are reported separately so the
@@ -118,7 +124,7 @@ impl Footer {
             put_fixed64(&mut out, h.offset);
             put_fixed64(&mut out, h.size);
         }
-        put_fixed32(&mut out, FORMAT_VERSION);
+        put_fixed32(&mut out, self.version);
         let crc = mask(crc32c(&out));
         put_fixed32(&mut out, crc);
         put_fixed64(&mut out, MAGIC);
@@ -142,7 +148,7 @@ impl Footer {
                 "bad magic number: not a cleave sstable",
             ));
         }
-        if version != FORMAT_VERSION {
+        if !(PLAIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(FooterError::Version(version));
         }
         if !matches(crc32c(&buf[..FOOTER_LEN - 12]), stored_crc) {
@@ -157,7 +163,11 @@ impl Footer {
         };
         let metaindex = handle().map_err(corrupt)?;
         let index = handle().map_err(corrupt)?;
-        Ok(Footer { metaindex, index })
+        Ok(Footer {
+            metaindex,
+            index,
+            version,
+        })
     }
 }
 
@@ -177,6 +187,7 @@ mod tests {
                 offset: 1295,
                 size: 789,
             },
+            version: FORMAT_VERSION,
         };
         let enc = f.encode();
         assert_eq!(Footer::decode(&enc), Ok(f));
@@ -192,10 +203,13 @@ mod tests {
         let mut enc = Footer {
             metaindex: BlockHandle::default(),
             index: BlockHandle::default(),
+            version: PLAIN_FORMAT_VERSION,
         }
         .encode();
-        enc[32..36].copy_from_slice(&2u32.to_le_bytes());
-        assert_eq!(Footer::decode(&enc), Err(FooterError::Version(2)));
+        for v in [0, FORMAT_VERSION + 1] {
+            enc[32..36].copy_from_slice(&v.to_le_bytes());
+            assert_eq!(Footer::decode(&enc), Err(FooterError::Version(v)));
+        }
     }
 
     #[test]

@@ -83,6 +83,8 @@ pub(crate) struct TableSummary {
     pub smallest_seq: SeqNo,
     pub largest_seq: SeqNo,
     pub value_refs: value_refs::ValueRefs,
+    /// Of the entries with an expiry, if any.
+    pub expiry: Option<crate::manifest::TableExpiry>,
 }
 
 #[cfg(test)]

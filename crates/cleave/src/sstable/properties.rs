@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::base::coding::{put_varint64, DecodeError, Decoder};
 use crate::base::SeqNo;
+use crate::manifest::TableExpiry;
 
 use super::block::{Block, BlockBuilder, KeyOrder};
 
@@ -34,10 +35,17 @@ pub(crate) struct TableProperties {
     /// The name of the prefix extractor whose prefixes the filter holds
     /// beside the keys; `None` (no such property) if it holds keys only.
     pub prefix_extractor: Option<Vec<u8>>,
+    /// Of the entries with an expiry, a summary; none in a table without
+    /// one.
+    pub expiry: Option<TableExpiry>,
 }
 
 /// The one property whose value is bytes, not a varint; optional.
 const PREFIX_EXTRACTOR: &str = "cleave.prefix_extractor";
+
+/// Bytes too, present in a table with expiring entries: its
+/// `TableExpiry`.
+const EXPIRY: &str = "cleave.expiry";
 
 impl TableProperties {
     /// Name and field, in bytewise order of the names.
@@ -65,6 +73,12 @@ impl TableProperties {
             .iter()
             .map(|(name, v)| (name.to_string(), v.to_string()))
             .collect();
+        if let Some(x) = &self.expiry {
+            out.push((
+                EXPIRY.to_string(),
+                format!("{} bytes by {:?}", x.value_bytes, x.points),
+            ));
+        }
         if let Some(p) = &self.prefix_extractor {
             out.push((
                 PREFIX_EXTRACTOR.to_string(),
@@ -95,20 +109,27 @@ impl TableProperties {
 
     /// The uncompressed properties block.
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut b = BlockBuilder::new(1);
-        let mut v = Vec::new();
-        let mut prefix = self.prefix_extractor.as_deref();
-        for (name, value) in self.fields() {
-            if let Some(p) = prefix.filter(|_| name > PREFIX_EXTRACTOR) {
-                b.add(PREFIX_EXTRACTOR.as_bytes(), p);
-                prefix = None;
-            }
-            v.clear();
-            put_varint64(&mut v, value);
-            b.add(name.as_bytes(), &v);
+        let mut entries: Vec<(&str, Vec<u8>)> = self
+            .fields()
+            .iter()
+            .map(|&(name, value)| {
+                let mut v = Vec::new();
+                put_varint64(&mut v, value);
+                (name, v)
+            })
+            .collect();
+        if let Some(p) = &self.prefix_extractor {
+            entries.push((PREFIX_EXTRACTOR, p.clone()));
         }
-        if let Some(p) = prefix {
-            b.add(PREFIX_EXTRACTOR.as_bytes(), p);
+        if let Some(x) = &self.expiry {
+            let mut v = Vec::new();
+            x.encode(&mut v);
+            entries.push((EXPIRY, v));
+        }
+        entries.sort();
+        let mut b = BlockBuilder::new(1);
+        for (name, v) in entries {
+            b.add(name.as_bytes(), &v);
         }
         b.finish()
     }
@@ -126,6 +147,15 @@ impl TableProperties {
                     return Err(DecodeError("properties block repeats the prefix extractor"));
                 }
                 p.prefix_extractor = Some(it.value().to_vec());
+            } else if it.key() == EXPIRY.as_bytes() {
+                if p.expiry.is_some() {
+                    return Err(DecodeError("properties block repeats the expiry"));
+                }
+                let mut d = Decoder::new(it.value());
+                p.expiry = Some(TableExpiry::decode(&mut d)?);
+                if !d.is_empty() {
+                    return Err(DecodeError("trailing bytes in the expiry property"));
+                }
             } else if let Some(field) = p.field_mut(it.key()) {
                 let mut d = Decoder::new(it.value());
                 *field = d.varint64()?;
@@ -174,6 +204,7 @@ mod tests {
             format_version: 11,
             compression: 12,
             prefix_extractor: None,
+            expiry: None,
         };
         let block = Arc::new(Block::new(p.encode()).unwrap());
         assert_eq!(TableProperties::decode(&block).unwrap(), p);
@@ -181,6 +212,13 @@ mod tests {
         // stays seekable.
         let p = TableProperties {
             prefix_extractor: Some(b"cleave.fixed_prefix.4".to_vec()),
+            ..p
+        };
+        let block = Arc::new(Block::new(p.encode()).unwrap());
+        assert_eq!(TableProperties::decode(&block).unwrap(), p);
+        // So do the expiry properties.
+        let p = TableProperties {
+            expiry: TableExpiry::summarize(vec![(1_000, 4096), (2_000, 4096)]),
             ..p
         };
         let block = Arc::new(Block::new(p.encode()).unwrap());

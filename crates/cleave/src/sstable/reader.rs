@@ -293,9 +293,13 @@ impl Table {
                 }
                 prev = Some(di.key().to_vec());
                 entries += 1;
-                if key::tag(di.key()) as u8 == crate::base::ValueKind::ValueRef as u8 {
-                    let h = ValueHandle::decode(di.value())
-                        .map_err(|e| self.corruption(handle.offset, e))?;
+                let kind = crate::base::ValueKind::from_u8(key::tag(di.key()) as u8);
+                if let Some(kind) = kind.filter(|k| k.is_ref()) {
+                    let raw = crate::base::expiry::split(kind, di.value())
+                        .map_err(|e| self.corruption(handle.offset, e))?
+                        .value;
+                    let h =
+                        ValueHandle::decode(raw).map_err(|e| self.corruption(handle.offset, e))?;
                     if !refs.contains(h.logical_file, h.ordinal) {
                         return Err(bad("value handle missing from the value-references block"));
                     }

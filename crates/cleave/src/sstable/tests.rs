@@ -458,7 +458,7 @@ fn unknown_version_and_magic_are_refused() {
     fs.corrupt_byte(&path, version_at);
     let e = open(&fs, &path, Arc::new(new_block_cache(1 << 20))).unwrap_err();
     assert!(
-        matches!(e, Error::UnsupportedFormatVersion { found, supported: 1, .. } if found == 1 ^ 0x5a),
+        matches!(e, Error::UnsupportedFormatVersion { found, supported: 2, .. } if found == 1 ^ 0x5a),
         "{e}"
     );
     fs.corrupt_byte(&path, version_at);

@@ -44,6 +44,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::base::expiry;
 use crate::base::key::ValueKind;
 use crate::base::{filename, FileNumber, SeqNo};
 use crate::batch::WriteBatch;
@@ -435,9 +436,20 @@ impl ValueLogs {
         }
     }
 
-    fn is_big(&self, kind: ValueKind, value: &[u8]) -> bool {
+    fn is_big(&self, kind: ValueKind, stored: &[u8]) -> bool {
+        self.big_value(kind, stored).is_some()
+    }
+
+    /// The value of a put (its expiry taken off, returned beside it) if it
+    /// is big enough for a log.
+    fn big_value<'v>(&self, kind: ValueKind, stored: &'v [u8]) -> Option<(Option<u64>, &'v [u8])> {
         let threshold = self.opts.threshold;
-        threshold > 0 && kind == ValueKind::Value && value.len() >= threshold
+        if threshold == 0 || kind.without_expiry() != ValueKind::Value {
+            return None;
+        }
+        // A batch that decoded has whole expiries.
+        let split = expiry::split(kind, stored).ok()?;
+        (split.value.len() >= threshold).then_some((split.expires_at, split.value))
     }
 
     /// Whether `batch` holds a value a log takes: a writer without one
@@ -466,8 +478,8 @@ impl ValueLogs {
         let mut bytes = 0u64;
         for e in batch.entries() {
             let e = e?;
-            if self.is_big(e.kind, e.value) {
-                let record = MAX_RECORD_HEADER_LEN + e.key.len() + e.value.len();
+            if let Some((_, value)) = self.big_value(e.kind, e.value) {
+                let record = MAX_RECORD_HEADER_LEN + e.key.len() + value.len();
                 bytes = bytes.saturating_add(record as u64);
             }
         }
@@ -494,10 +506,10 @@ impl ValueLogs {
         let result = (|| {
             for e in batch.entries() {
                 let e = e?;
-                if !self.is_big(e.kind, e.value) {
+                let Some((expires_at, value)) = self.big_value(e.kind, e.value) else {
                     out.add_entry(e.kind, e.key, e.value);
                     continue;
-                }
+                };
                 let log = match slot.as_ref() {
                     Some(log) => log.clone(),
                     None => {
@@ -509,7 +521,7 @@ impl ValueLogs {
                 // Pinned before the record exists: an edit between the
                 // append and the commit must not drop the log.
                 self.pin(&[(log.number, 1)]);
-                let (h, size) = match log.append(e.key, e.value) {
+                let (h, size) = match log.append(e.key, value) {
                     Ok(placed) => placed,
                     Err(err) => {
                         self.unpin([(log.number, 1)]);
@@ -517,7 +529,7 @@ impl ValueLogs {
                     }
                 };
                 if let Some(r) = &self.recent {
-                    r.insert(&h, e.value);
+                    r.insert(&h, value);
                 }
                 match appended.last_mut() {
                     Some((n, count)) if *n == log.number => *count += 1,
@@ -529,8 +541,17 @@ impl ValueLogs {
                     .fetch_add(u64::from(h.len), Ordering::Relaxed);
                 self.counters.records.fetch_add(1, Ordering::Relaxed);
                 handle_bytes.clear();
-                h.encode(&mut handle_bytes);
-                out.add_entry(ValueKind::ValueRef, e.key, &handle_bytes);
+                match expires_at {
+                    Some(at) => {
+                        handle_bytes.extend_from_slice(&at.to_le_bytes());
+                        h.encode(&mut handle_bytes);
+                        out.add_entry(ValueKind::ExpiringValueRef, e.key, &handle_bytes);
+                    }
+                    None => {
+                        h.encode(&mut handle_bytes);
+                        out.add_entry(ValueKind::ValueRef, e.key, &handle_bytes);
+                    }
+                }
                 if size >= self.opts.file_size {
                     *slot = None;
                     full.push(log);

@@ -17,12 +17,11 @@ use crate::vfs::{self, FileOptions, Fs};
 const MAGIC: &[u8; 8] = b"cleavWAL";
 /// Version of the WAL format this build writes, and the newest it reads:
 /// 2 lets batches hold value handles (WAL-time separation), 3 merge
-/// operands, 4 recyclable records; a build that reads only an older
-/// version must refuse a newer WAL rather than replay it as damage. A WAL
-/// of full records is written as version 3, which builds before recycling
-/// read (they ignore the header's last field, the previous WAL's length).
-pub(crate) const FORMAT_VERSION: u32 = 4;
-const FULL_RECORDS_VERSION: u32 = 3;
+/// operands, 4 recyclable records, 5 entries with an expiry; a build that
+/// reads only an older version must refuse a newer WAL rather than replay
+/// it as damage. Every WAL is written as version 5, whatever its framing:
+/// the header comes before the entries that may need it.
+pub(crate) const FORMAT_VERSION: u32 = 5;
 
 /// Bytes of the header record's payload as this build writes it.
 const HEADER_PAYLOAD_LEN: usize = 36;
@@ -42,14 +41,9 @@ pub(crate) struct Previous {
 /// with its length (0: none known), so that replay can tell a missing WAL
 /// or a lost tail from the end of the chain. Readers before a field ignore
 /// it.
-fn header(number: FileNumber, previous: Option<Previous>, recyclable: bool) -> Vec<u8> {
+fn header(number: FileNumber, previous: Option<Previous>) -> Vec<u8> {
     let mut h = MAGIC.to_vec();
-    let version = if recyclable {
-        FORMAT_VERSION
-    } else {
-        FULL_RECORDS_VERSION
-    };
-    put_fixed32(&mut h, version);
+    put_fixed32(&mut h, FORMAT_VERSION);
     put_fixed64(&mut h, number.0);
     let p = previous.unwrap_or_default();
     put_fixed64(&mut h, p.number.0);
@@ -127,7 +121,7 @@ impl WalWriter {
             scratch: Vec::new(),
             whole_len: 0,
         };
-        w.append(&[&header(number, previous, recyclable)])?;
+        w.append(&[&header(number, previous)])?;
         Ok(w)
     }
 
@@ -427,12 +421,12 @@ mod tests {
         assert_eq!((c.previous, c.damage), (None, None));
     }
 
-    /// A WAL of full records says version 3, which builds before recycling
-    /// read (they ignore the header's last field); a recyclable one says 4.
+    /// Every WAL says version 5, which may hold entries with an expiry,
+    /// whatever its framing: builds before expiry refuse it.
     #[test]
-    fn full_record_wals_keep_the_version_older_builds_read() {
+    fn every_wal_says_the_version_with_expiring_entries() {
         let (fs, dir) = setup();
-        for (n, recyclable, version) in [(5, false, 3), (6, true, 4)] {
+        for (n, recyclable, version) in [(5, false, 5), (6, true, 5)] {
             WalWriter::create(&fs, &dir, FileNumber(n), recyclable)
                 .unwrap()
                 .sync()

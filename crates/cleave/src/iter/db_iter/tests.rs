@@ -24,6 +24,7 @@ fn bounded(
     DbIterator::new(
         Box::new(VecIter::from_parts(parts)),
         seq,
+        0,
         lower.map(<[u8]>::to_vec),
         upper.map(<[u8]>::to_vec),
         ValueSource::for_tests(),
@@ -207,6 +208,7 @@ fn bounds_stop_scans_early() {
             steps: Arc::clone(&steps),
         }),
         MAX_SEQ,
+        0,
         Some(b"k040".to_vec()),
         Some(b"k060".to_vec()),
         ValueSource::for_tests(),
@@ -314,6 +316,7 @@ fn a_key_with_many_versions_is_passed_over_by_a_seek() {
         let mut it = DbIterator::new(
             Box::new(inner),
             seq,
+            0,
             None,
             None,
             ValueSource::for_tests(),
@@ -351,6 +354,7 @@ fn malformed_keys_are_corruption() {
         let mut it = DbIterator::new(
             Box::new(inner),
             MAX_SEQ,
+            0,
             None,
             None,
             ValueSource::for_tests(),
@@ -375,6 +379,7 @@ fn inner_errors_are_returned_and_recorded() {
     let mut it = DbIterator::new(
         Box::new(inner),
         MAX_SEQ,
+        0,
         None,
         None,
         ValueSource::for_tests(),
@@ -485,6 +490,7 @@ fn random_ops_match_model() {
         let mut it = DbIterator::new(
             inner,
             seq,
+            0,
             lower.clone(),
             upper.clone(),
             ValueSource::for_tests(),
