@@ -17,7 +17,9 @@ use rand::{Rng, SeedableRng};
 use crate::config::{self, Mode};
 use crate::judge::{judge, judge_counter};
 use crate::state::{Counter, Durable, Expected, Slot, PENDING_DELETE};
-use crate::values::{counter_key, counter_total, key, parse_counter, parse_key, value_id};
+use crate::values::{
+    counter_key, counter_total, effective, key, parse_counter, parse_key, value_id, write_of, Write,
+};
 
 pub struct DriverArgs {
     /// Holds the database, the expected state and the writer's stderr.
@@ -211,10 +213,11 @@ fn check(db_dir: &Path, mode: Mode, variant: u64, expected: &Expected) -> Result
                 id == slot.pending
             };
             in_flight_applied += u64::from(applied);
-        } else if id != slot.acked {
+        } else if effective(id) != effective(slot.acked) {
             unflushed_lost += 1;
         }
-        found.push(id);
+        // What scans must agree with: a tomb reads as absent.
+        found.push(effective(id));
     }
     let mut totals = Vec::with_capacity(expected.counters.len());
     for (c, (counter, &durable)) in expected
@@ -256,8 +259,7 @@ fn check(db_dir: &Path, mode: Mode, variant: u64, expected: &Expected) -> Result
             it.next()?;
             continue;
         }
-        check_scanned(&it, expected, &found, "a scan")?;
-        seen += 1;
+        seen += usize::from(check_scanned(&it, expected, &found, "a scan")?);
         it.next()?;
     }
     it.status()?;
@@ -282,11 +284,20 @@ fn check(db_dir: &Path, mode: Mode, variant: u64, expected: &Expected) -> Result
     })
 }
 
-/// The key a scan stands on was written, and holds what its get found.
-fn check_scanned(it: &DbIterator, expected: &Expected, found: &[u32], scan: &str) -> Result<()> {
+/// The key a scan stands on was written, and holds what its get found;
+/// false for a tomb, which reads as absent and which a compaction may
+/// remove between the get and the scan.
+fn check_scanned(it: &DbIterator, expected: &Expected, found: &[u32], scan: &str) -> Result<bool> {
     let k = parse_key(it.key())
         .with_context(|| format!("{scan} returned a key never written: {:?}", it.key()))?;
     let id = value_id(expected.seed, k, it.value()?);
+    if let Some(id) = id.filter(|&id| effective(id) == 0) {
+        ensure!(
+            write_of(id) == Write::Tomb,
+            "{scan} returned value {id} for key {k}, which was written expired"
+        );
+        return Ok(false);
+    }
     ensure!(
         found
             .get(k as usize)
@@ -294,7 +305,7 @@ fn check_scanned(it: &DbIterator, expected: &Expected, found: &[u32], scan: &str
         "{scan} returned value {id:?} for key {k}, a get {:?}",
         found.get(k as usize)
     );
-    Ok(())
+    Ok(true)
 }
 
 /// Scans confined to one key prefix (`config::PREFIX_LEN` bytes, a
@@ -317,8 +328,7 @@ fn check_prefix_scans(db: &Db, expected: &Expected, found: &[u32]) -> Result<()>
         it.seek_to_first()?;
         let mut seen = 0usize;
         while it.valid() {
-            check_scanned(&it, expected, found, "a prefix scan")?;
-            seen += 1;
+            seen += usize::from(check_scanned(&it, expected, found, "a prefix scan")?);
             it.next()?;
         }
         it.status()?;

@@ -3,6 +3,7 @@
 
 use crate::config::Mode;
 use crate::state::{Counter, Durable, Slot, PENDING_DELETE};
+use crate::values::{effective, write_of, Write};
 
 /// Whether total `found` is allowed for a counter whose writer left
 /// `counter`, after a crash in `mode`; `durable` is its total when the last
@@ -34,6 +35,15 @@ pub fn judge_counter(
     })
 }
 
+/// Whether an id after `durable_max` up to `max` reads as absent: such a
+/// write after the last flush may have survived (ids of one key grow, so
+/// eight in a row hold one of each kind).
+fn absent_written_since(durable_max: u32, max: u32) -> bool {
+    (durable_max.saturating_add(1)..=max)
+        .take(8)
+        .any(|id| effective(id) == 0)
+}
+
 /// Whether value `found` (an id, 0 for absent) is allowed for a key whose
 /// writer left `slot`, after a crash in `mode`. `durable` and
 /// `durable_epoch` describe the last completed flush (used without a WAL).
@@ -53,17 +63,27 @@ pub fn judge(
             slot.max_id
         ));
     }
+    if found != 0 && write_of(found) == Write::Expired {
+        return Err(format!("holds value {found}, which was written expired"));
+    }
+    // Values written expired or as tombs read as absent (`values::Write`).
+    let seen = effective(found);
     let allowed = match mode {
         // A killed process loses nothing it was told was written: the
         // key holds the acknowledged value, or the one in flight.
         Mode::Sync | Mode::Async => {
-            found == slot.acked || Some(found) == pending_put || (found == 0 && pending_delete)
+            seen == effective(slot.acked)
+                || Some(seen) == pending_put.map(effective)
+                || (seen == 0 && pending_delete)
         }
         // Without a WAL, what the last completed flush covered survives;
         // anything written after it may or may not.
         Mode::NoWal => {
-            if found == 0 {
-                durable.acked == 0 || pending_delete || slot.delete_epoch > durable_epoch
+            if seen == 0 {
+                effective(durable.acked) == 0
+                    || pending_delete
+                    || slot.delete_epoch > durable_epoch
+                    || absent_written_since(durable.max_id, slot.max_id)
             } else {
                 found == durable.acked || found > durable.max_id
             }
@@ -170,50 +190,65 @@ mod tests {
             let s = slot(3, PENDING_DELETE, 3);
             assert!(judge(mode, &s, &NONE, 0, 0).is_ok());
             assert!(judge(mode, &s, &NONE, 0, 3).is_ok());
-            let s = slot(0, 0, 5);
+            let s = slot(0, 0, 4);
             assert!(judge(mode, &s, &NONE, 0, 0).is_ok());
             assert!(
-                judge(mode, &s, &NONE, 0, 5).is_err(),
+                judge(mode, &s, &NONE, 0, 4).is_err(),
                 "a deleted value came back"
             );
+            // Value 13 was written expired, 15 as a tomb: both read as
+            // absent, a tomb perhaps still as itself; 14 has a day to live.
+            assert!(judge(mode, &slot(13, 0, 13), &NONE, 0, 0).is_ok());
+            assert!(judge(mode, &slot(13, 0, 13), &NONE, 0, 12).is_err());
+            assert!(judge(mode, &slot(13, 0, 13), &NONE, 0, 13)
+                .unwrap_err()
+                .contains("expired"));
+            assert!(judge(mode, &slot(15, 0, 15), &NONE, 0, 15).is_ok());
+            assert!(judge(mode, &slot(15, 0, 15), &NONE, 0, 0).is_ok());
+            assert!(judge(mode, &slot(14, 0, 14), &NONE, 0, 14).is_ok());
+            assert!(judge(mode, &slot(14, 0, 14), &NONE, 0, 0).is_err());
+            assert!(judge(mode, &slot(12, 13, 13), &NONE, 0, 0).is_ok());
         }
     }
 
     #[test]
     fn without_a_wal_what_the_last_flush_covered_survives() {
         let durable = Durable {
-            acked: 3,
-            max_id: 3,
+            acked: 2,
+            max_id: 2,
         };
         // Written after the flush: any of the later values, or the flushed one.
-        let s = slot(6, 0, 6);
-        for found in [3, 4, 5, 6] {
+        let s = slot(4, 0, 4);
+        for found in [2, 3, 4] {
             assert!(
                 judge(Mode::NoWal, &s, &durable, 2, found).is_ok(),
                 "{found}"
             );
         }
         assert!(
-            judge(Mode::NoWal, &s, &durable, 2, 2).is_err(),
+            judge(Mode::NoWal, &s, &durable, 2, 1).is_err(),
             "older than the flush"
         );
         assert!(
             judge(Mode::NoWal, &s, &durable, 2, 0).is_err(),
             "no delete happened"
         );
+        // Value 5, written after the flush, was written expired: absent
+        // may have survived.
+        assert!(judge(Mode::NoWal, &slot(6, 0, 6), &durable, 2, 0).is_ok());
         // A delete after the flush (stamped with its epoch or later) may
         // have survived; one stamped before it was covered by it.
         let deleted = Slot {
             delete_epoch: 3,
-            ..slot(0, 0, 6)
+            ..slot(0, 0, 4)
         };
         assert!(judge(Mode::NoWal, &deleted, &durable, 2, 0).is_ok());
         let covered = Slot {
             delete_epoch: 2,
-            ..slot(0, 0, 6)
+            ..slot(0, 0, 4)
         };
         assert!(judge(Mode::NoWal, &covered, &durable, 2, 0).is_err());
-        assert!(judge(Mode::NoWal, &slot(3, PENDING_DELETE, 3), &durable, 2, 0).is_ok());
+        assert!(judge(Mode::NoWal, &slot(2, PENDING_DELETE, 2), &durable, 2, 0).is_ok());
         // Flushed as absent: an old value must not come back.
         let gone = Durable {
             acked: 0,

@@ -46,6 +46,49 @@ pub fn counter_total(c: u32, bytes: &[u8]) -> anyhow::Result<u64> {
     Ok(u64::from_le_bytes(b))
 }
 
+/// How value `id` is written, which its id says, so that a read is judged
+/// from ids alone: one id in eight is written already expired, one with a
+/// day to live, one as a tomb (reads as absent; the compaction filter
+/// removes it); the rest as plain puts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    Plain,
+    /// With an expiry in the past: it reads as a delete would.
+    Expired,
+    /// With a day to live: it reads as a plain value, while compactions
+    /// carry its expiry.
+    Lasting,
+    /// A plain put of a value the test counts as deleted.
+    Tomb,
+}
+
+pub fn write_of(id: u32) -> Write {
+    match id % 8 {
+        5 => Write::Expired,
+        6 => Write::Lasting,
+        7 => Write::Tomb,
+        _ => Write::Plain,
+    }
+}
+
+/// The id a reader counts value `id` as: 0 (absent) for one written
+/// expired or as a tomb.
+pub fn effective(id: u32) -> u32 {
+    match write_of(id) {
+        Write::Expired | Write::Tomb => 0,
+        Write::Plain | Write::Lasting => id,
+    }
+}
+
+/// Whether `bytes`, a value of this test, is a tomb, by the id in its
+/// header (the compaction filter's test).
+pub fn is_tomb(bytes: &[u8]) -> bool {
+    bytes
+        .get(9..17)
+        .and_then(|id| std::str::from_utf8(id).ok()?.parse::<u32>().ok())
+        .is_some_and(|id| write_of(id) == Write::Tomb)
+}
+
 /// Value `id` (≥ 1) of key `k` under `seed`: a header naming both, then
 /// seed-derived bytes. Half of the values are small (inline), half large
 /// (separated into value files).
@@ -99,6 +142,17 @@ mod tests {
         let lens: Vec<usize> = (1..200).map(|id| value(1, 5, id).len()).collect();
         assert!(lens.iter().any(|&l| l < MIN_SEPARATED));
         assert!(lens.iter().any(|&l| l > MIN_SEPARATED));
+    }
+
+    #[test]
+    fn ids_say_how_a_value_is_written() {
+        let kinds: Vec<Write> = (1..=8).map(write_of).collect();
+        assert!(kinds.contains(&Write::Expired) && kinds.contains(&Write::Lasting));
+        assert!(is_tomb(&value(3, 9, 7)));
+        assert!(!is_tomb(&value(3, 9, 6)));
+        assert_eq!(effective(5), 0);
+        assert_eq!(effective(6), 6);
+        assert_eq!(effective(7), 0);
     }
 
     #[test]

@@ -21,7 +21,10 @@ use rand::{Rng, SeedableRng};
 
 use crate::config::{self, Mode};
 use crate::state::{Counter, Durable, Expected, Slot, StateFile, PENDING_DELETE};
-use crate::values::{counter_key, counter_total, key, parse_counter, parse_key, value, value_id};
+use crate::values::{
+    counter_key, counter_total, effective, key, parse_counter, parse_key, value, value_id,
+    write_of, Write,
+};
 
 pub struct WorkerArgs {
     pub db: PathBuf,
@@ -135,9 +138,12 @@ fn acknowledge(sh: &Shared, k: u32, slot: &mut Slot) -> Result<()> {
 fn put(sh: &Shared, k: u32, rng: &mut StdRng) -> Result<()> {
     let mut slot = sh.slots[k as usize].lock();
     let id = begin(sh, k, &mut slot, true)?.unwrap_or_default();
-    sh.db
-        .put(&sh.wo, &key(k), &value(sh.seed, k, id))
-        .with_context(|| format!("put of key {k}"))?;
+    let (k_bytes, v) = (key(k), value(sh.seed, k, id));
+    match expiry_of(id) {
+        Some(at) => sh.db.put_with_expiry(&sh.wo, &k_bytes, &v, at),
+        None => sh.db.put(&sh.wo, &k_bytes, &v),
+    }
+    .with_context(|| format!("put of key {k}"))?;
     acknowledge(sh, k, &mut slot)?;
     // Now and then read the write back at once.
     if rng.gen_bool(0.1) {
@@ -207,7 +213,10 @@ fn batch(sh: &Shared, rng: &mut StdRng) -> Result<()> {
     let mut b = WriteBatch::new();
     for (&k, slot) in ks.iter().zip(guards.iter_mut()) {
         match begin(sh, k, slot, rng.gen_bool(0.8))? {
-            Some(id) => b.put(&key(k), &value(sh.seed, k, id)),
+            Some(id) => match expiry_of(id) {
+                Some(at) => b.put_with_expiry(&key(k), &value(sh.seed, k, id), at),
+                None => b.put(&key(k), &value(sh.seed, k, id)),
+            },
             None => b.delete(&key(k)),
         }
     }
@@ -222,12 +231,30 @@ fn batch(sh: &Shared, rng: &mut StdRng) -> Result<()> {
 
 /// The id `bytes` hold as a value of `k` (0 for none), or an error if
 /// they are not a value ever written to `k`.
-fn id_of(sh: &Shared, k: u32, bytes: Option<&[u8]>) -> Result<u32> {
-    match bytes {
-        None => Ok(0),
-        Some(v) => value_id(sh.seed, k, v)
-            .with_context(|| format!("key {k} holds {} bytes never written to it", v.len())),
+/// The expiry value `id` is written with (`values::Write`), if any.
+fn expiry_of(id: u32) -> Option<u64> {
+    const DAY_MS: u64 = 24 * 3600 * 1000;
+    match write_of(id) {
+        // A millisecond after the epoch: long past.
+        Write::Expired => Some(1),
+        Write::Lasting => Some(cleave::Clock::now_ms(&cleave::SystemClock) + DAY_MS),
+        Write::Plain | Write::Tomb => None,
     }
+}
+
+/// The id of the value a read found (0 for none); a value written
+/// expired must never be found.
+fn id_of(sh: &Shared, k: u32, bytes: Option<&[u8]>) -> Result<u32> {
+    let id = match bytes {
+        None => 0,
+        Some(v) => value_id(sh.seed, k, v)
+            .with_context(|| format!("key {k} holds {} bytes never written to it", v.len()))?,
+    };
+    ensure!(
+        id == 0 || write_of(id) != Write::Expired,
+        "key {k} holds value {id}, which was written expired"
+    );
+    Ok(id)
 }
 
 /// Under the key's lock nothing is in flight: a get must return exactly
@@ -236,7 +263,7 @@ fn check_get(sh: &Shared, k: u32, slot: &Slot) -> Result<()> {
     let got = sh.db.get(&ReadOptions::new(), &key(k))?;
     let id = id_of(sh, k, got.as_deref())?;
     ensure!(
-        id == slot.acked,
+        effective(id) == effective(slot.acked),
         "get of key {k} returned value {id}, the last acknowledged is {}",
         slot.acked
     );
@@ -260,7 +287,7 @@ fn multi_get(sh: &Shared, rng: &mut StdRng) -> Result<()> {
         let value = r.with_context(|| format!("multi_get of key {k}"))?;
         let id = id_of(sh, k, value.as_deref())?;
         ensure!(
-            id == slot.acked,
+            effective(id) == effective(slot.acked),
             "multi_get of key {k} returned value {id}, the last acknowledged is {}",
             slot.acked
         );
@@ -333,7 +360,7 @@ fn snapshot_read(sh: &Shared, k: u32, rng: &mut StdRng) -> Result<()> {
     let got = sh.db.get(&ro, &key(k))?;
     let id = id_of(sh, k, got.as_deref())?;
     ensure!(
-        id == seen,
+        effective(id) == effective(seen),
         "snapshot get of key {k} returned value {id}, it saw {seen}"
     );
     let mut it = sh.db.iter(&ro);
@@ -346,7 +373,7 @@ fn snapshot_read(sh: &Shared, k: u32, rng: &mut StdRng) -> Result<()> {
     };
     it.status()?;
     ensure!(
-        id == seen,
+        effective(id) == effective(seen),
         "snapshot iterator at key {k} found value {id}, it saw {seen}"
     );
     Ok(())
@@ -439,7 +466,7 @@ fn checkpoint(sh: &Shared, state: &std::path::Path) -> Result<()> {
         );
         if b == a && a.pending == 0 {
             ensure!(
-                id == a.acked,
+                effective(id) == effective(a.acked),
                 "checkpoint: key {k}, untouched during the call, holds value {id}, the acknowledged is {}",
                 a.acked
             );

@@ -6,6 +6,7 @@ mod base;
 mod batch;
 mod cache;
 mod compaction;
+mod compaction_filter;
 mod db;
 mod delta;
 mod error;
@@ -30,6 +31,7 @@ mod wal;
 
 pub use base::expiry::{Clock, ManualClock, SystemClock};
 pub use batch::WriteBatch;
+pub use compaction_filter::{CompactionFilter, Decision as CompactionDecision, FilterValue};
 pub use db::{
     CacheKindStats, CheckpointInfo, Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats,
     VerifyReport, WriteState, GET_READS_BUCKETS,

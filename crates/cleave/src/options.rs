@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::expiry::{Clock, SystemClock};
+use crate::compaction_filter::CompactionFilter;
 use crate::error::{Error, Result};
 use crate::merge::{MergeOperator, MAX_NAME_LEN};
 use crate::prefix::{PrefixExtractor, MAX_NAME_LEN as MAX_PREFIX_NAME_LEN};
@@ -260,6 +261,11 @@ pub struct Options {
     /// clock set back shows again entries that expired but that no
     /// compaction has dropped yet.
     pub clock: Arc<dyn Clock>,
+    /// Asked, in compactions, about each value entry newer than every live
+    /// snapshot: keep it, remove it, or change its value
+    /// ([`CompactionFilter`]).
+    /// With one, `Db::compact_range` also rewrites the last level.
+    pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
     /// Adds each key's prefix to its table's bloom filter, so that an
     /// iterator whose bounds confine it to one prefix (the lower bound has
     /// prefix P, the upper bound starts with P or is the first key past
@@ -350,6 +356,7 @@ impl Default for Options {
             max_manifest_file_size: 64 << 20,
             merge_operator: None,
             clock: Arc::new(SystemClock),
+            compaction_filter: None,
             prefix_extractor: None,
             memtable_bloom_size_ratio: 0.0,
             enable_delta_separation: false,

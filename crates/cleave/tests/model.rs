@@ -1,14 +1,25 @@
 //! Randomized model test: random operations against cleave and a BTreeMap
 //! oracle must agree. `CLEAVE_MODEL_SEEDS` and `CLEAVE_MODEL_OPS` scale it
 //! up (e.g. 50 seeds × 100,000 ops locally).
+//!
+//! Keys `t…` also get values with a time to live, against a clock the test
+//! moves, and values starting `tomb:`, which read as deleted (the test sees
+//! every read through that rule) and which a compaction filter, on for half
+//! the runs, removes: a filter that dropped a live version, or removed a
+//! tomb and let an older value show through, fails the comparison.
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
+use std::sync::Arc;
 
 use cleave::vfs::{FileOptions, Fs, MemFs};
-use cleave::{Db, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use cleave::{
+    Clock, CompactionDecision, CompactionFilter, Db, FilterValue, ManualClock, Options,
+    ReadOptions, Snapshot, WriteBatch, WriteOptions,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -16,6 +27,71 @@ use common::{contents, env, merge_append, random_options, Model};
 
 fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
     format!("k{:05}", rng.gen_range(0..space)).into_bytes()
+}
+
+/// A key that may get a time to live or a tomb, never a merge operand.
+fn tkey(rng: &mut StdRng, space: u32) -> Vec<u8> {
+    format!("t{:05}", rng.gen_range(0..space / 4 + 1)).into_bytes()
+}
+
+/// A value that reads as deleted and that `TombFilter` removes.
+const TOMB: &[u8] = b"tomb:";
+
+fn is_tomb(v: &[u8]) -> bool {
+    v.starts_with(TOMB)
+}
+
+/// What a read found, seen through the tomb rule.
+fn seen(v: Option<Vec<u8>>) -> Option<Vec<u8>> {
+    v.filter(|v| !is_tomb(v))
+}
+
+/// Removes tombs in compactions; reads a separated value to tell.
+#[derive(Debug)]
+struct TombFilter;
+
+impl CompactionFilter for TombFilter {
+    fn name(&self) -> &str {
+        "tomb"
+    }
+
+    fn filter(&self, _: usize, _: &[u8], value: &mut FilterValue<'_>) -> CompactionDecision {
+        match value.bytes() {
+            Ok(v) if is_tomb(v) => CompactionDecision::Remove,
+            _ => CompactionDecision::Keep,
+        }
+    }
+}
+
+/// When the model's keys with a time to live expire.
+type Expiries = BTreeMap<Vec<u8>, u64>;
+
+/// Removes from `model` what has expired at `now`.
+fn expire(model: &mut Model, expiries: &mut Expiries, now: u64) {
+    expiries.retain(|k, at| {
+        if *at <= now {
+            model.remove(k);
+            false
+        } else {
+            true
+        }
+    });
+}
+
+/// Random options with the run's clock and, maybe, the tomb filter.
+fn options(fs: &MemFs, rng: &mut StdRng, clock: &Arc<ManualClock>, filter: bool) -> Options {
+    Options {
+        clock: clock.clone(),
+        compaction_filter: filter.then(|| Arc::new(TombFilter) as Arc<dyn CompactionFilter>),
+        ..random_options(fs, rng)
+    }
+}
+
+/// Everything a scan from the start finds, tombs left out.
+fn visible(db: &Db) -> Model {
+    let mut m = contents(db);
+    m.retain(|_, v| !is_tomb(v));
+    m
 }
 
 fn value(rng: &mut StdRng, seed: u64, op: usize) -> Vec<u8> {
@@ -55,7 +131,10 @@ fn check_scan(db: &Db, ro: &ReadOptions<'_>, model: &Model, rng: &mut StdRng, ct
         it.seek_to_first().unwrap();
         let mut got = Vec::new();
         while it.valid() && got.len() < limit {
-            got.push((it.key().to_vec(), it.value().unwrap().to_vec()));
+            let v = it.value().unwrap().to_vec();
+            if !is_tomb(&v) {
+                got.push((it.key().to_vec(), v));
+            }
             it.next().unwrap();
         }
         it.status().unwrap();
@@ -65,7 +144,10 @@ fn check_scan(db: &Db, ro: &ReadOptions<'_>, model: &Model, rng: &mut StdRng, ct
         it.seek_to_last().unwrap();
         let mut got = Vec::new();
         while it.valid() && got.len() < limit {
-            got.push((it.key().to_vec(), it.value().unwrap().to_vec()));
+            let v = it.value().unwrap().to_vec();
+            if !is_tomb(&v) {
+                got.push((it.key().to_vec(), v));
+            }
             it.prev().unwrap();
         }
         it.status().unwrap();
@@ -98,13 +180,20 @@ fn check_scan(db: &Db, ro: &ReadOptions<'_>, model: &Model, rng: &mut StdRng, ct
                 break;
             }
         }
-        if rng.gen_bool(0.5) {
-            it.next().unwrap();
-            pos = pos.map(|p| p + 1);
-        } else {
-            it.prev().unwrap();
-            pos = pos.map(|p| p - 1);
+        let forward = rng.gen_bool(0.5);
+        let step = |it: &mut cleave::DbIterator| {
+            if forward {
+                it.next().unwrap();
+            } else {
+                it.prev().unwrap();
+            }
+        };
+        step(&mut it);
+        // Tombs read as deleted: step over them, the way the walk goes.
+        while it.valid() && is_tomb(it.value().unwrap()) {
+            step(&mut it);
         }
+        pos = pos.map(|p| if forward { p + 1 } else { p - 1 });
     }
     it.status().unwrap();
 }
@@ -154,6 +243,10 @@ struct Seen {
     /// operands they combined.
     merges_full: u64,
     operands_combined: u64,
+    /// Expired entries flushes and compactions dropped, and tombs the
+    /// compaction filter removed.
+    expired: u64,
+    filtered: u64,
 }
 
 fn run(seed: u64, ops: usize) -> Seen {
@@ -161,9 +254,12 @@ fn run(seed: u64, ops: usize) -> Seen {
     let mut fs = MemFs::new();
     let dir = Path::new("/model");
     let space = rng.gen_range(50..2000);
-    let mut db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
+    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+    let filter = rng.gen_bool(0.5);
+    let mut db = Db::open(dir, options(&fs, &mut rng, &clock, filter)).unwrap();
     let mut model = Model::new();
-    let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
+    let mut expiries = Expiries::new();
+    let mut snapshots: Vec<(Snapshot, Model, Expiries)> = Vec::new();
     // Background work seen across reopens, to show the run exercised it.
     let mut work = (0u64, 0u64);
     let mut value_files = 0;
@@ -178,15 +274,46 @@ fn run(seed: u64, ops: usize) -> Seen {
         observed.range_merges += s.range_merges;
         observed.merges_full += s.merges_full;
         observed.operands_combined += s.merge_operands_combined;
+        observed.expired += s.expired_entries;
+        observed.filtered += s.compaction_filter_removed;
     };
     let wo = WriteOptions::default();
     for op in 0..ops {
         let ctx = format!("seed {seed} op {op}");
         match rng.gen_range(0..100) {
-            0..=33 => {
-                let (k, v) = (key(&mut rng, space), value(&mut rng, seed, op));
+            0..=27 => {
+                let k = if rng.gen_bool(0.2) {
+                    tkey(&mut rng, space)
+                } else {
+                    key(&mut rng, space)
+                };
+                let v = value(&mut rng, seed, op);
                 db.put(&wo, &k, &v).unwrap();
+                expiries.remove(&k);
                 model.insert(k, v);
+            }
+            28..=30 => {
+                let (k, v) = (tkey(&mut rng, space), value(&mut rng, seed, op));
+                let at = clock.now_ms() + rng.gen_range(1..4000);
+                db.put_with_expiry(&wo, &k, &v, at).unwrap();
+                expiries.insert(k.clone(), at);
+                model.insert(k, v);
+            }
+            31 => {
+                let k = tkey(&mut rng, space);
+                let mut v = TOMB.to_vec();
+                v.extend_from_slice(&value(&mut rng, seed, op));
+                db.put(&wo, &k, &v).unwrap();
+                expiries.remove(&k);
+                model.remove(&k);
+            }
+            32..=33 => {
+                clock.advance(rng.gen_range(0..2500));
+                let now = clock.now_ms();
+                expire(&mut model, &mut expiries, now);
+                for (_, old, exp) in &mut snapshots {
+                    expire(old, exp, now);
+                }
             }
             34..=39 => {
                 let k = key(&mut rng, space);
@@ -195,8 +322,13 @@ fn run(seed: u64, ops: usize) -> Seen {
                 merge_append(&mut model, k, &operand);
             }
             40..=49 => {
-                let k = key(&mut rng, space);
+                let k = if rng.gen_bool(0.2) {
+                    tkey(&mut rng, space)
+                } else {
+                    key(&mut rng, space)
+                };
                 db.delete(&wo, &k).unwrap();
+                expiries.remove(&k);
                 model.remove(&k);
             }
             50..=54 => {
@@ -222,13 +354,19 @@ fn run(seed: u64, ops: usize) -> Seen {
                 // Keys in random order, some repeated: one view, one
                 // answer per key in the order asked.
                 let keys: Vec<Vec<u8>> = (0..rng.gen_range(0..40))
-                    .map(|_| key(&mut rng, space))
+                    .map(|_| {
+                        if rng.gen_bool(0.2) {
+                            tkey(&mut rng, space)
+                        } else {
+                            key(&mut rng, space)
+                        }
+                    })
                     .collect();
                 let got = db.multi_get(&ReadOptions::new(), &keys);
                 assert_eq!(got.len(), keys.len());
                 for (k, r) in keys.iter().zip(got) {
                     assert_eq!(
-                        r.unwrap().as_ref(),
+                        seen(r.unwrap()).as_ref(),
                         model.get(k),
                         "{ctx}: multi_get {:?}",
                         String::from_utf8_lossy(k)
@@ -236,8 +374,12 @@ fn run(seed: u64, ops: usize) -> Seen {
                 }
             }
             55..=69 => {
-                let k = key(&mut rng, space);
-                let got = db.get(&ReadOptions::new(), &k).unwrap();
+                let k = if rng.gen_bool(0.2) {
+                    tkey(&mut rng, space)
+                } else {
+                    key(&mut rng, space)
+                };
+                let got = seen(db.get(&ReadOptions::new(), &k).unwrap());
                 assert_eq!(
                     got.as_ref(),
                     model.get(&k),
@@ -268,7 +410,7 @@ fn run(seed: u64, ops: usize) -> Seen {
             }
             82..=84 => {
                 if snapshots.len() < 4 {
-                    snapshots.push((db.snapshot(), model.clone()));
+                    snapshots.push((db.snapshot(), model.clone(), expiries.clone()));
                 } else {
                     snapshots.remove(rng.gen_range(0..snapshots.len()));
                 }
@@ -276,12 +418,16 @@ fn run(seed: u64, ops: usize) -> Seen {
             85..=89 => {
                 if let Some(i) = (!snapshots.is_empty()).then(|| rng.gen_range(0..snapshots.len()))
                 {
-                    let (snap, old) = &snapshots[i];
+                    let (snap, old, _) = &snapshots[i];
                     let mut ro = ReadOptions::new();
                     ro.snapshot = Some(snap);
-                    let k = key(&mut rng, space);
+                    let k = if rng.gen_bool(0.2) {
+                        tkey(&mut rng, space)
+                    } else {
+                        key(&mut rng, space)
+                    };
                     assert_eq!(
-                        db.get(&ro, &k).unwrap().as_ref(),
+                        seen(db.get(&ro, &k).unwrap()).as_ref(),
                         old.get(&k),
                         "{ctx}: snapshot get"
                     );
@@ -289,7 +435,11 @@ fn run(seed: u64, ops: usize) -> Seen {
                         .map(|_| key(&mut rng, space))
                         .collect();
                     for (k, r) in keys.iter().zip(db.multi_get(&ro, &keys)) {
-                        assert_eq!(r.unwrap().as_ref(), old.get(k), "{ctx}: snapshot multi_get");
+                        assert_eq!(
+                            seen(r.unwrap()).as_ref(),
+                            old.get(k),
+                            "{ctx}: snapshot multi_get"
+                        );
                     }
                     ro.lower_bound = bound(&mut rng, space);
                     check_scan(&db, &ro, old, &mut rng, &format!("{ctx} (snapshot)"));
@@ -308,20 +458,22 @@ fn run(seed: u64, ops: usize) -> Seen {
                 let mut it = db.iter(&ro);
                 it.seek_to_first().unwrap();
                 db.gc_with_ratio(rng.gen_range(0.01..0.9)).unwrap();
-                let mut seen = Model::new();
+                let mut found = Model::new();
                 while it.valid() {
                     let v = it.value().unwrap().to_vec();
-                    seen.insert(it.key().to_vec(), v);
+                    if !is_tomb(&v) {
+                        found.insert(it.key().to_vec(), v);
+                    }
                     it.next().unwrap();
                 }
                 it.status().unwrap();
-                assert_eq!(seen, model, "{ctx}: iterator across GC");
+                assert_eq!(found, model, "{ctx}: iterator across GC");
             }
             95..=96 => {
                 snapshots.clear();
                 tally(&db);
                 db.close().unwrap();
-                db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
+                db = Db::open(dir, options(&fs, &mut rng, &clock, filter)).unwrap();
                 let report = db.verify();
                 assert!(report.is_ok(), "{ctx}: after reopen: {report}");
             }
@@ -329,8 +481,9 @@ fn run(seed: u64, ops: usize) -> Seen {
                 // A read-only open beside the writer, which holds the
                 // lock: it replays the WALs (and unsealed value logs) into
                 // memory and holds the model whole, writing nothing.
-                let reader = Db::open_read_only(dir, random_options(&fs, &mut rng)).unwrap();
-                assert_eq!(contents(&reader), model, "{ctx}: read-only open");
+                let reader =
+                    Db::open_read_only(dir, options(&fs, &mut rng, &clock, filter)).unwrap();
+                assert_eq!(visible(&reader), model, "{ctx}: read-only open");
                 let report = reader.verify();
                 assert!(report.is_ok(), "{ctx}: read-only open: {report}");
                 assert!(reader.put(&wo, b"k", b"v").is_err());
@@ -344,8 +497,8 @@ fn run(seed: u64, ops: usize) -> Seen {
                 let info = db.checkpoint(&target).unwrap();
                 assert_eq!(info.files_copied, 0, "{ctx}: MemFs links every file");
                 let crashed = fs.crash_clone();
-                let cp = Db::open(&target, random_options(&crashed, &mut rng)).unwrap();
-                assert_eq!(contents(&cp), model, "{ctx}: checkpoint contents");
+                let cp = Db::open(&target, options(&crashed, &mut rng, &clock, filter)).unwrap();
+                assert_eq!(visible(&cp), model, "{ctx}: checkpoint contents");
                 let report = cp.verify();
                 assert!(report.is_ok(), "{ctx}: checkpoint: {report}");
                 cp.close().unwrap();
@@ -359,7 +512,7 @@ fn run(seed: u64, ops: usize) -> Seen {
                 tally(&db);
                 db.close().unwrap();
                 fs = crashed;
-                db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
+                db = Db::open(dir, options(&fs, &mut rng, &clock, filter)).unwrap();
                 let report = db.verify();
                 assert!(report.is_ok(), "{ctx}: after a crash: {report}");
             }
@@ -374,8 +527,8 @@ fn run(seed: u64, ops: usize) -> Seen {
         work.0 > 0 && work.1 > 0 && value_files > 0,
         "seed {seed}: no flush, compaction or value file: {work:?}, {value_files}"
     );
-    let db = Db::open(dir, random_options(&fs, &mut rng)).unwrap();
-    assert_eq!(contents(&db), model, "seed {seed}: final contents");
+    let db = Db::open(dir, options(&fs, &mut rng, &clock, filter)).unwrap();
+    assert_eq!(visible(&db), model, "seed {seed}: final contents");
     // Every file checks out, and once the background is idle nothing is on
     // disk that no Version names (beyond CURRENT and LOCK).
     let report = db.verify();
@@ -397,6 +550,8 @@ fn run(seed: u64, ops: usize) -> Seen {
     observed.range_merges += s.range_merges;
     observed.merges_full += s.merges_full;
     observed.operands_combined += s.merge_operands_combined;
+    observed.expired += s.expired_entries;
+    observed.filtered += s.compaction_filter_removed;
     observed
 }
 
@@ -413,7 +568,11 @@ fn model_random_operations() {
         total.range_merges += seen.range_merges;
         total.merges_full += seen.merges_full;
         total.operands_combined += seen.operands_combined;
+        total.expired += seen.expired;
+        total.filtered += seen.filtered;
     }
+    assert!(total.expired > 0, "no expired entry was dropped");
+    assert!(total.filtered > 0, "the compaction filter removed nothing");
     assert!(total.gc_jobs > 0, "no GC job ran");
     assert!(
         total.values_reseparated > 0,

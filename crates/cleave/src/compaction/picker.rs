@@ -238,11 +238,6 @@ impl Busy {
         self.outputs.extend(other.outputs.iter().cloned());
     }
 
-    /// Holds `n` busy as if a compaction read it.
-    pub(crate) fn add_file(&mut self, n: FileNumber) {
-        self.files.insert(n);
-    }
-
     pub(crate) fn contains_file(&self, n: FileNumber) -> bool {
         self.files.contains(&n)
     }
@@ -520,25 +515,24 @@ pub(crate) fn next_expiry_check(v: &Version, now: u64, recheck: u64) -> Option<u
         .min()
 }
 
-/// The last-level tables in `[begin, end]` holding an expired entry at
-/// `now`, compacted into their level: what a manual compaction adds after
-/// moving everything down, since it does not rewrite the last level
-/// otherwise (RocksDB rewrites it for a compaction filter).
-pub(crate) fn pick_expired_in_last_level(
+/// A last-level table in `[begin, end]` that `wanted` names, compacted
+/// into its level: what a manual compaction adds after moving everything
+/// down (for tables holding expired entries, or, with a compaction filter,
+/// every one, as RocksDB's `kIfHaveCompactionFilter`), since it does not
+/// rewrite the last level otherwise.
+pub(crate) fn pick_last_level_rewrite(
     v: &Version,
     opts: &PickerOptions,
-    now: u64,
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
+    wanted: &dyn Fn(&FileMeta) -> bool,
     busy: &Busy,
 ) -> Option<CompactionPlan> {
     let last = last_level(v)?;
     let files = v.files(last);
-    let i = files.iter().position(|f| {
-        f.overlaps(begin, end)
-            && !busy.contains_file(f.number)
-            && f.expiry.is_some_and(|x| x.earliest() <= now)
-    })?;
+    let i = files
+        .iter()
+        .position(|f| f.overlaps(begin, end) && !busy.contains_file(f.number) && wanted(f))?;
     let (lo, hi) = clean_cut(files, i, i + 1);
     let plan = plan_into(v, opts, last, last, files.get(lo..hi)?.to_vec())?;
     (!busy.conflicts(&plan)).then_some(plan)

@@ -352,26 +352,38 @@ impl DbInner {
                 }
             }
         }
-        // Each last-level table with an expired entry once, at one time.
+        // Then each last-level table in the range that holds an expired
+        // entry (every one, with a compaction filter), as it is now: not
+        // the tables those rewrites make.
         let now = self.opts.clock.now_ms();
-        let mut done = std::collections::HashSet::new();
+        let every = self.opts.compaction_filter.is_some();
+        let targets: std::collections::HashSet<crate::base::FileNumber> = {
+            let st = self.state.lock();
+            picker::last_level(&st.current).map_or_else(Default::default, |last| {
+                st.current
+                    .files(last)
+                    .iter()
+                    .filter(|f| {
+                        f.overlaps(begin, end)
+                            && (every || f.expiry.is_some_and(|x| x.earliest() <= now))
+                    })
+                    .map(|f| f.number)
+                    .collect()
+            })
+        };
         loop {
             let mut st = self.state.lock();
             Self::check_bg_error(&st)?;
-            let mut busy = st.busy();
-            for &n in &done {
-                busy.add_file(n);
-            }
-            match picker::pick_expired_in_last_level(
+            let busy = st.busy();
+            match picker::pick_last_level_rewrite(
                 &st.current,
                 &self.picker_opts,
-                now,
                 begin,
                 end,
+                &|f| targets.contains(&f.number),
                 &busy,
             ) {
                 Some(plan) => {
-                    done.extend(plan.input_numbers());
                     let version = st.current.clone();
                     let (st, r) = run_registered(self, st, plan, version, false);
                     r?;

@@ -16,7 +16,8 @@ use crate::base::{filename, FileNumber, InternalKey, SeqNo};
 use crate::compaction::correlated::{self, CorrelatedOptions};
 use crate::compaction::merge_runs::{MergeRuns, ReadBase};
 use crate::compaction::picker::{self, CompactionPlan};
-use crate::compaction::stream::DropRules;
+use crate::compaction::stream::{stripe, DropRules};
+use crate::compaction_filter::{CompactionFilter, Decision, FilterValue, Source};
 use crate::error::{Error, Result};
 use crate::iter::expiry::ExpiryView;
 use crate::iter::level::LevelIterator;
@@ -137,6 +138,50 @@ impl Outputs {
     }
 }
 
+/// What a flush or compaction is, for what it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Job {
+    Flush,
+    /// A compaction writing into `output_level`.
+    Compaction {
+        output_level: usize,
+    },
+}
+
+/// What the user's compaction filter did in one job.
+#[derive(Debug, Default)]
+struct Filtered {
+    calls: u64,
+    removed: u64,
+    changed: u64,
+    /// Separated values it asked to read, and their record bytes.
+    value_reads: u64,
+    value_bytes_read: u64,
+}
+
+/// The entry `ikey` (stored value `stored`) with the value a compaction
+/// filter gave it, keeping its sequence number and expiry.
+fn changed_entry(ikey: &[u8], stored: &[u8], value: Vec<u8>) -> Result<(InternalKey, Vec<u8>)> {
+    let kind = ValueKind::from_u8(key::tag(ikey) as u8).unwrap_or(ValueKind::Value);
+    let split =
+        expiry::split(kind, stored).map_err(|e| Error::corruption("<compaction input>", 0, e.0))?;
+    let user_key = key::user_key(ikey);
+    Ok(match split.expires_at {
+        Some(at) => {
+            let mut v = Vec::with_capacity(expiry::EXPIRY_LEN + value.len());
+            expiry::join(&mut v, at, &value);
+            (
+                InternalKey::new(user_key, key::seq(ikey), ValueKind::ExpiringValue),
+                v,
+            )
+        }
+        None => (
+            InternalKey::new(user_key, key::seq(ikey), ValueKind::Value),
+            value,
+        ),
+    })
+}
+
 /// Files created so far by one job, so that a failure removes them all.
 #[derive(Default)]
 struct Created(Vec<(FileKind, FileNumber)>);
@@ -212,7 +257,7 @@ impl DbInner {
         rules: &mut DropRules,
         may_exist_below: &dyn Fn(&[u8]) -> bool,
         max_file_size: u64,
-        flush: bool,
+        job: Job,
         reseparate: Option<&mut Reseparate>,
         bases: Option<&ValueSource>,
         written: &dyn Fn(u64),
@@ -224,7 +269,7 @@ impl DbInner {
             rules,
             may_exist_below,
             max_file_size,
-            flush,
+            job,
             reseparate,
             bases,
             written,
@@ -252,13 +297,23 @@ impl DbInner {
         rules: &mut DropRules,
         may_exist_below: &dyn Fn(&[u8]) -> bool,
         max_file_size: u64,
-        flush: bool,
+        job: Job,
         mut reseparate: Option<&mut Reseparate>,
         bases: Option<&ValueSource>,
         written: &dyn Fn(u64),
         outputs: &mut Outputs,
         created: &mut Created,
     ) -> Result<()> {
+        let flush = job == Job::Flush;
+        let filter = match job {
+            Job::Compaction { output_level } => self
+                .opts
+                .compaction_filter
+                .as_ref()
+                .map(|f| (f.as_ref(), output_level)),
+            Job::Flush => None,
+        };
+        let mut filtered = Filtered::default();
         let snapshots = rules.snapshots().to_vec();
         let bottommost = rules.bottommost();
         let nothing_below = |user_key: &[u8]| bottommost || !may_exist_below(user_key);
@@ -322,6 +377,41 @@ impl DbInner {
                 input.next()?;
                 continue;
             }
+            // The entry as the user's filter leaves it: removed (dropped,
+            // or a deletion where an older version may lie below), with a
+            // value of its choosing, or as it is.
+            let replaced = match filter {
+                Some((f, level)) => {
+                    let snapshots = rules.snapshots();
+                    match self.filter_entry(
+                        f,
+                        level,
+                        ikey,
+                        input.value(),
+                        snapshots,
+                        bases,
+                        &mut filtered,
+                    )? {
+                        Some(Decision::Remove) if nothing_below(user_key) => {
+                            input.next()?;
+                            continue;
+                        }
+                        Some(Decision::Remove) => Some((
+                            InternalKey::new(user_key, key::seq(ikey), ValueKind::Deletion),
+                            Vec::new(),
+                        )),
+                        Some(Decision::ChangeValue(v)) => {
+                            Some(changed_entry(ikey, input.value(), v)?)
+                        }
+                        Some(Decision::Keep) | None => None,
+                    }
+                }
+                None => None,
+            };
+            let (ikey, value) = match &replaced {
+                Some((k, v)) => (k.encoded(), v.as_slice()),
+                None => (ikey, input.value()),
+            };
             let new_user_key = user_key != last_user_key.as_slice();
             if let Some((number, b)) = builder.take() {
                 let values = if self.picker_opts.compensated {
@@ -360,7 +450,6 @@ impl DbInner {
                 }
                 builder = Some((number, b));
             }
-            let value = input.value();
             // `decide` parsed the key.
             let kind = ValueKind::from_u8(key::tag(ikey) as u8).unwrap_or(ValueKind::Value);
             // An expiring entry keeps its expiry in front of whatever it
@@ -391,7 +480,7 @@ impl DbInner {
                 handle.encode(&mut handle_buf);
                 (ikey, handle_buf.as_slice())
             } else if separate
-                && (flush || (input.merged() && !short))
+                && (flush || ((input.merged() || replaced.is_some()) && !short))
                 && split.value.len() >= self.opts.min_value_size
                 && split.kind == ValueKind::Value
             {
@@ -468,7 +557,85 @@ impl DbInner {
         let expired = view.expired();
         add(&self.counters.expired_entries, expired.entries);
         add(&self.counters.expired_value_bytes, expired.value_bytes);
+        let c = &self.counters;
+        add(&c.compaction_filter_calls, filtered.calls);
+        add(&c.compaction_filter_removed, filtered.removed);
+        add(&c.compaction_filter_changed, filtered.changed);
+        add(&c.compaction_filter_value_reads, filtered.value_reads);
+        add(
+            &c.compaction_filter_value_bytes_read,
+            filtered.value_bytes_read,
+        );
         Ok(())
+    }
+
+    /// Asks `filter` about the entry `ikey` (stored value `stored`) of a
+    /// compaction into `level`, if it is a value newer than every live
+    /// snapshot;
+    /// `None` if it is not asked. A separated value is read through
+    /// `bases` only if the filter asks for its bytes.
+    #[allow(clippy::too_many_arguments)]
+    fn filter_entry(
+        &self,
+        filter: &dyn CompactionFilter,
+        level: usize,
+        ikey: &[u8],
+        stored: &[u8],
+        snapshots: &[SeqNo],
+        bases: Option<&ValueSource>,
+        filtered: &mut Filtered,
+    ) -> Result<Option<Decision>> {
+        let kind = ValueKind::from_u8(key::tag(ikey) as u8).unwrap_or(ValueKind::Value);
+        let seq = key::seq(ikey);
+        // An entry a snapshot sees keeps what that snapshot reads.
+        if !matches!(
+            kind.without_expiry(),
+            ValueKind::Value | ValueKind::ValueRef
+        ) || stripe(snapshots, seq) != snapshots.len()
+        {
+            return Ok(None);
+        }
+        let split = expiry::split(kind, stored)
+            .map_err(|e| Error::corruption("<compaction input>", 0, e.0))?;
+        let user_key = key::user_key(ikey);
+        let mut read = || -> Result<Vec<u8>> {
+            let source = bases.ok_or_else(|| {
+                Error::corruption("<compaction>", 0, "no value source for a filter's read")
+            })?;
+            Ok(source
+                .resolve(ValueKind::ValueRef, split.value, user_key, seq, None)?
+                .to_vec())
+        };
+        let source = if split.kind == ValueKind::ValueRef {
+            let handle = ValueHandle::decode(split.value)
+                .map_err(|e| Error::corruption("<compaction input>", 0, e.0))?;
+            Source::Separated {
+                record_len: u64::from(handle.len),
+                read: &mut read,
+            }
+        } else {
+            Source::Inline(split.value)
+        };
+        let mut value = FilterValue {
+            expires_at_ms: split.expires_at,
+            source,
+            read: None,
+        };
+        let decision = filter.filter(level, user_key, &mut value);
+        filtered.calls += 1;
+        if value.was_read() && value.is_separated() {
+            filtered.value_reads += 1;
+            filtered.value_bytes_read += value.size();
+        }
+        if let Some(e) = value.failed_read() {
+            return Err(e);
+        }
+        match decision {
+            Decision::Keep => {}
+            Decision::Remove => filtered.removed += 1,
+            Decision::ChangeValue(_) => filtered.changed += 1,
+        }
+        Ok(Some(decision))
     }
 
     /// The value file of `class` being written, after finishing it and
@@ -667,7 +834,9 @@ impl DbInner {
             &mut rules,
             &below,
             max_file_size,
-            false,
+            Job::Compaction {
+                output_level: plan.output_level,
+            },
             reseparate.as_mut(),
             Some(&ValueSource {
                 store: self.values.clone(),
@@ -797,7 +966,7 @@ mod tests {
                 &mut rules,
                 &|_| true,
                 16 << 10,
-                false,
+                Job::Compaction { output_level: 1 },
                 None,
                 None,
                 &|bytes| reports.borrow_mut().push((bytes, tables_on_disk())),

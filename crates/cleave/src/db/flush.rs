@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::compact::Job;
 use super::gc::Reservation;
 use super::stats::add;
 use super::DbInner;
@@ -83,7 +84,16 @@ impl DbInner {
         rules: &mut DropRules,
         written: &dyn Fn(u64),
     ) -> Result<Outputs> {
-        self.write_outputs(it, rules, &|_| true, u64::MAX, true, None, None, written)
+        self.write_outputs(
+            it,
+            rules,
+            &|_| true,
+            u64::MAX,
+            Job::Flush,
+            None,
+            None,
+            written,
+        )
     }
 
     /// Counts what a flush wrote to the delta store.

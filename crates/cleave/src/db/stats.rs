@@ -66,6 +66,11 @@ pub(crate) struct Counters {
     pub merges_failed: AtomicU64,
     pub expired_entries: AtomicU64,
     pub expired_value_bytes: AtomicU64,
+    pub compaction_filter_calls: AtomicU64,
+    pub compaction_filter_removed: AtomicU64,
+    pub compaction_filter_changed: AtomicU64,
+    pub compaction_filter_value_reads: AtomicU64,
+    pub compaction_filter_value_bytes_read: AtomicU64,
     pub delta_bytes_written: AtomicU64,
     pub delta_buckets_collected: AtomicU64,
     pub delta_bucket_splits: AtomicU64,
@@ -236,6 +241,14 @@ pub struct Stats {
     /// never read to expire).
     pub expired_entries: u64,
     pub expired_value_bytes: u64,
+    /// The compaction filter (`Options::compaction_filter`): entries it was
+    /// asked about, removed and changed; separated values it asked to
+    /// read, and their record bytes.
+    pub compaction_filter_calls: u64,
+    pub compaction_filter_removed: u64,
+    pub compaction_filter_changed: u64,
+    pub compaction_filter_value_reads: u64,
+    pub compaction_filter_value_bytes_read: u64,
     /// The delta store (key-delta separation): bytes flushes wrote to it
     /// (garbage collection included); buckets garbage collected, split,
     /// merged pairwise, and folded (the store full, their deltas moved
@@ -329,6 +342,11 @@ impl Stats {
             merges_failed: get(&c.merges_failed),
             expired_entries: get(&c.expired_entries),
             expired_value_bytes: get(&c.expired_value_bytes),
+            compaction_filter_calls: get(&c.compaction_filter_calls),
+            compaction_filter_removed: get(&c.compaction_filter_removed),
+            compaction_filter_changed: get(&c.compaction_filter_changed),
+            compaction_filter_value_reads: get(&c.compaction_filter_value_reads),
+            compaction_filter_value_bytes_read: get(&c.compaction_filter_value_bytes_read),
             delta_bytes_written: get(&c.delta_bytes_written),
             delta_buckets_collected: get(&c.delta_buckets_collected),
             delta_bucket_splits: get(&c.delta_bucket_splits),
@@ -449,6 +467,17 @@ impl Stats {
                 "expiry: {} entries expired, {:.1} MB of values freed without reading them",
                 self.expired_entries,
                 mb(self.expired_value_bytes)
+            );
+        }
+        if self.compaction_filter_calls > 0 {
+            let _ = writeln!(
+                s,
+                "compaction filter: {} entries asked, {} removed, {} changed; {} values read ({:.1} MB)",
+                self.compaction_filter_calls,
+                self.compaction_filter_removed,
+                self.compaction_filter_changed,
+                self.compaction_filter_value_reads,
+                mb(self.compaction_filter_value_bytes_read)
             );
         }
         if self.delta_bytes_written > 0 || self.delta_reads > 0 {
