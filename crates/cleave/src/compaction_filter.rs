@@ -98,7 +98,7 @@ impl FilterValue<'_> {
         match &mut self.source {
             Source::Inline(v) => Ok(v),
             Source::Separated { read, .. } => {
-                let r = self.read.get_or_insert_with(|| read());
+                let r = self.read.get_or_insert_with(read);
                 match r {
                     Ok(v) => Ok(v.as_slice()),
                     Err(e) => Err(e.duplicate()),
