@@ -20,6 +20,7 @@ use roaring::RoaringBitmap;
 use crate::base::checksum::IGNORE_CHECKSUMS;
 use crate::base::coding::put_length_prefixed;
 use crate::base::compression::{compress, decompress, COMPRESSION_NONE};
+use crate::base::expiry;
 use crate::base::key::{self, MAX_SEQ};
 use crate::base::limits::{MAX_VALUE_SIZE, NUM_LEVELS};
 use crate::base::Decoder;
@@ -27,7 +28,10 @@ use crate::base::{filename, FileNumber, InternalIterator, InternalKey, SeqNo, Va
 use crate::compaction::picker::{Busy, PickerOptions};
 use crate::delta;
 use crate::gc::picker::GcPickerOptions;
-use crate::manifest::{FileMeta, HostedLogical, TableValueRefs, ValueFileMeta, Version};
+use crate::iter::expiry::ExpiryView;
+use crate::manifest::{
+    FileMeta, HostedLogical, TableExpiry, TableValueRefs, ValueFileMeta, Version,
+};
 use crate::manifest::{VersionEdit, FORMAT_VERSION};
 use crate::memtable::MemTable;
 use crate::merge::{Append, FieldUpdate, Max, MergeOperator, Put, U64Add};
@@ -187,6 +191,15 @@ pub fn sstable(data: &[u8]) -> usize {
         }
     }
     decoded += walk(&mut table.scan_iter(SCAN_READAHEAD_BYTES)).0;
+    // Expiring entries as reads see them, and as a compaction does.
+    decoded += walk(&mut ExpiryView::new(table.iter(), EXPIRY_NOW)).0;
+    let mut it = table.iter();
+    if it.seek_to_first().is_ok() {
+        if let Ok(mut view) = ExpiryView::for_compaction(&mut it, EXPIRY_NOW) {
+            while view.valid() && view.next().is_ok() {}
+            decoded += view.expired().entries as usize;
+        }
+    }
     decoded + inspect_sstable(&fs, &path)
 }
 
@@ -200,6 +213,10 @@ fn inspect_sstable(fs: &MemFs, path: &Path) -> usize {
     decoded += table.value_refs().map_or(0, |r| r.len());
     decoded + table.entries().take_while(Result::is_ok).count()
 }
+
+/// The time expiry is measured against in the fuzz targets: the seeds'
+/// expiries lie on both sides of it.
+const EXPIRY_NOW: u64 = 1_800_000_000_000;
 
 /// The prefix extractor the seed tables' filters hold prefixes of.
 const FUZZ_PREFIX_LEN: usize = 4;
@@ -677,9 +694,21 @@ fn entries(n: u64, refs: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
     for i in 0..n {
         let user = format!("key{:04}", i / 2);
         let seq = 1000 - i;
-        let (kind, value) = match i % 5 {
+        let (kind, value) = match i % 7 {
             0 => (ValueKind::Deletion, Vec::new()),
             1 if refs => (ValueKind::ValueRef, encode_handle(&handle(3, i))),
+            // Expiring entries: the table is of version 2, with an expiry
+            // summary among its properties.
+            5 if refs => {
+                let mut v = Vec::new();
+                expiry::join(&mut v, 1_800_000_000_000 + i, &encode_handle(&handle(3, i)));
+                (ValueKind::ExpiringValueRef, v)
+            }
+            6 => {
+                let mut v = Vec::new();
+                expiry::join(&mut v, 1_800_000_000_000 - i, format!("e{i}").as_bytes());
+                (ValueKind::ExpiringValue, v)
+            }
             _ => (
                 ValueKind::Value,
                 format!("v{i}").repeat((i % 4) as usize).into_bytes(),
@@ -872,9 +901,10 @@ fn write_batch_seeds() -> Vec<Vec<u8>> {
     for n in [0, 1, 6] {
         let mut b = WriteBatch::new();
         for i in 0..n {
-            match i % 4 {
+            match i % 5 {
                 2 => b.delete(format!("key{i}").as_bytes()),
                 3 => b.merge(format!("key{i}").as_bytes(), &value(i)),
+                4 => b.put_with_expiry(format!("key{i}").as_bytes(), &value(i), 1_800_000_000_000),
                 _ => b.put(format!("key{i}").as_bytes(), &value(i)),
             }
         }
@@ -1033,7 +1063,16 @@ fn version_edit_seeds() -> Vec<Vec<u8>> {
     let later = VersionEdit {
         last_seq: Some(1200),
         deleted_files: vec![(0, FileNumber(11)), (1, FileNumber(12))],
-        new_files: vec![(2, table(21, "a", "m", vec![refs(4, 10, 4000)]))],
+        new_files: vec![(
+            2,
+            FileMeta {
+                expiry: TableExpiry::summarize(vec![
+                    (1_800_000_000_000, 4000),
+                    (1_800_000_005_000, 12),
+                ]),
+                ..table(21, "a", "m", vec![refs(4, 10, 4000)])
+            },
+        )],
         deleted_value_files: vec![FileNumber(9)],
         new_value_files: vec![value_file(22, &[(6, 1, 50), (8, 1, 14)])],
         merge_operator: Some("uint64add".to_string()),
