@@ -1,12 +1,13 @@
 //! `cleave.WriteBatch`: updates applied together, atomically.
 
-use cleave::WriteBatch;
+use cleave::{Clock, SystemClock, WriteBatch};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use crate::bytes::extract;
 use crate::db::PyDb;
+use crate::options;
 
 /// Puts, deletes and merges applied atomically: all of them or none.
 ///
@@ -52,12 +53,27 @@ impl PyWriteBatch {
         }
     }
 
-    /// Adds: set `key` to `value` (copied now; no I/O). Raises `TypeError`
-    /// for a key or value that is not bytes-like.
-    fn put(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Adds: set `key` to `value` (copied now; no I/O), with `ttl` (as
+    /// `Db.put`'s, counted from this call) if given. Raises `TypeError` for
+    /// a key or value that is not bytes-like.
+    #[pyo3(signature = (key, value, ttl=None))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         let key = extract(key, "key")?;
         let value = extract(value, "value")?;
-        self.batch.lock().put(&key, &value);
+        match ttl {
+            Some(t) => {
+                let ttl_ms = u64::try_from(options::ttl(py, t)?.as_millis()).unwrap_or(u64::MAX);
+                let at = Clock::now_ms(&SystemClock).saturating_add(ttl_ms);
+                self.batch.lock().put_with_expiry(&key, &value, at);
+            }
+            None => self.batch.lock().put(&key, &value),
+        }
         Ok(())
     }
 
@@ -80,8 +96,13 @@ impl PyWriteBatch {
     }
 
     /// `batch[key] = value`: `put`.
-    fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.put(key, value)
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        self.put(py, key, value, None)
     }
 
     /// `del batch[key]`: `delete`.

@@ -235,7 +235,7 @@ impl PyDb {
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        self.put(py, key, value, None)
+        self.put(py, key, value, None, None)
     }
 
     /// `del db[key]`: `delete` with the database's default `sync`. Unlike a
@@ -324,19 +324,27 @@ impl PyDb {
     /// Raises `cleave.InvalidArgumentError` for a key over 64 KiB or a value
     /// over 1 GiB, `cleave.SpaceBudgetExceededError` with
     /// `space_budget_fail_writes`, `cleave.PoisonedError` after an earlier
-    /// failed write.
-    #[pyo3(signature = (key, value, sync=None))]
+    /// failed write. With `ttl` (seconds, or a `datetime.timedelta`), the
+    /// key reads as absent once that much time has passed, and compaction
+    /// frees the value without reading it; a `ttl` that is not a positive
+    /// number raises `cleave.InvalidArgumentError`.
+    #[pyo3(signature = (key, value, sync=None, ttl=None))]
     fn put(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
         sync: Option<bool>,
+        ttl: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let key = extract(key, "key")?;
         let value = extract(value, "value")?;
+        let ttl = ttl.map(|t| options::ttl(py, t)).transpose()?;
         let wo = self.write_options(sync);
-        self.run(py, |db| db.put(&wo, &key, &value))
+        self.run(py, |db| match ttl {
+            Some(ttl) => db.put_with_ttl(&wo, &key, &value, ttl),
+            None => db.put(&wo, &key, &value),
+        })
     }
 
     /// Removes `key` (written blind: no error if it has no value). Costs a

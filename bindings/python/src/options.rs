@@ -130,6 +130,24 @@ impl OptionKind for Seconds {
     }
 }
 
+/// A time to live given to `put`: seconds, as an int or a float, or a
+/// `datetime.timedelta`; more than 0.
+pub(crate) fn ttl(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    let seconds = match value.call_method0("total_seconds") {
+        Ok(s) => s.extract::<f64>()?,
+        Err(_) => Real::extract(py, "ttl", value)?,
+    };
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            invalid_argument(
+                py,
+                format!("ttl must be a positive number of seconds, not {seconds}"),
+            )
+        })
+}
+
 /// `"none"`, `"lz4"` or `"zstd"`.
 struct Codec;
 impl OptionKind for Codec {

@@ -11,6 +11,7 @@ mod transfer;
 
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -67,9 +68,16 @@ enum Command {
     Get { key: String },
     /// Sets KEY to VALUE (synced); creates the database if it is missing.
     #[command(
-        after_help = "Example:\n  cleave --db ./data put user:1 alice\n  cleave --db ./data --hex put 0x0001 0xFF00"
+        after_help = "Examples:\n  cleave --db ./data put user:1 alice\n  cleave --db ./data --hex put 0x0001 0xFF00\n  cleave --db ./data put --ttl 10m session:9 token"
     )]
-    Put { key: String, value: String },
+    Put {
+        key: String,
+        value: String,
+        /// Time to live: KEY reads as absent once it has passed. A number
+        /// with a unit: ms, s, m, h or d (seconds without one).
+        #[arg(long, value_parser = parse_ttl)]
+        ttl: Option<Duration>,
+    },
     /// Removes KEY (synced).
     #[command(after_help = "Example:\n  cleave --db ./data delete user:1")]
     Delete { key: String },
@@ -286,11 +294,13 @@ fn run(cli: Cli) -> Result<bool> {
             Some(v) => writeln!(out, "{}", form.show(&v))?,
             None => success = false,
         },
-        Command::Put { key, value } => db.put(
-            &synced,
-            &form.parse(&key, "key")?,
-            &form.parse(&value, "value")?,
-        )?,
+        Command::Put { key, value, ttl } => {
+            let (key, value) = (form.parse(&key, "key")?, form.parse(&value, "value")?);
+            match ttl {
+                Some(ttl) => db.put_with_ttl(&synced, &key, &value, ttl)?,
+                None => db.put(&synced, &key, &value)?,
+            }
+        }
         Command::Delete { key } => db.delete(&synced, &form.parse(&key, "key")?)?,
         Command::Scan {
             bounds,
@@ -386,6 +396,28 @@ fn one_line(e: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line.replace('\n', " ")
+}
+
+/// A time to live as `--ttl` takes it: a positive whole number with a unit,
+/// ms, s, m, h or d (seconds without one).
+fn parse_ttl(text: &str) -> std::result::Result<Duration, String> {
+    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit_ms: u64 = match &text[digits.len()..] {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        other => return Err(format!("unknown unit {other:?}: use ms, s, m, h or d")),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a whole number with a unit"))?;
+    match n.checked_mul(unit_ms) {
+        Some(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+        Some(_) => Err("a time to live must be more than 0".to_string()),
+        None => Err(format!("{text} is too long a time to live")),
+    }
 }
 
 fn main() {

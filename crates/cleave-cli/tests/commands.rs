@@ -528,3 +528,40 @@ fn reading_commands_work_beside_a_process_that_holds_the_database() {
     one_line_error(&run(&["put", "k", "v"]), "already open");
     drop(holder);
 }
+
+/// `put --ttl`: the value reads until its time has passed (the wait is
+/// longer than the TTL), `dump-sst` shows the expiry, and a TTL that is not
+/// a positive duration is one line naming it.
+#[test]
+fn put_with_a_ttl_expires() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let db = s(&db);
+    stdout(&cleave(&["--db", db, "put", "--ttl", "300ms", "k", "v"]));
+    stdout(&cleave(&["--db", db, "put", "--ttl", "1d", "long", "w"]));
+    assert_eq!(stdout(&cleave(&["--db", db, "get", "long"])), "w\n");
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let out = cleave(&["--db", db, "get", "k"]);
+    assert_eq!(out.status.code(), Some(1), "an expired key is absent");
+    assert_eq!(stdout(&cleave(&["--db", db, "scan"])), "long\tw\n");
+    for bad in ["0", "-5s", "10 parsecs", "5w"] {
+        let out = cleave(&["--db", db, "put", &format!("--ttl={bad}"), "x", "y"]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--ttl"),
+            "{bad}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Flushed, the expiry is in the tables, where dump-sst shows it, and
+    // their format version says so.
+    let d = Db::open(db, Options::default()).unwrap();
+    d.flush().unwrap();
+    drop(d);
+    let dumps: String = files(Path::new(db), "sst")
+        .iter()
+        .map(|sst| stdout(&cleave(&["dump-sst", sst])))
+        .collect();
+    assert!(dumps.contains("long seq:2 PUT expires_at_ms:"), "{dumps}");
+    assert!(dumps.contains("cleave.format_version: 2"), "{dumps}");
+}
