@@ -421,6 +421,17 @@ impl Db {
         self.inner.estimate_num_keys(begin, end)
     }
 
+    /// An estimate of the keys in `[begin, end)` whose value has an expiry
+    /// still to come (Redis's `expires` in `INFO keyspace`): each sstable
+    /// counts its entries with an expiry by its expiry summary, less those
+    /// expired by now to the eighth, half of that for one straddling a
+    /// bound; each memtable counts its keys whose newest entry expires
+    /// later. An entry overwritten later still counts until compacted.
+    /// Reads no file; walks the memtables' part of the range.
+    pub fn estimate_num_expiring(&self, begin: &[u8], end: &[u8]) -> u64 {
+        self.inner.estimate_num_expiring(begin, end)
+    }
+
     /// Writes the memtable to an sstable and waits until it is durable.
     pub fn flush(&self) -> Result<()> {
         self.inner.refuse_if_read_only("flush")?;

@@ -39,6 +39,8 @@ pub(crate) const EXPIRY_POINTS: usize = 9;
 /// find tables whose values have expired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TableExpiry {
+    /// How many entries have an expiry.
+    pub entries: u64,
     /// Bytes of their values: inline, or the records their handles name.
     pub value_bytes: u64,
     /// Milliseconds since the Unix epoch, ascending: `points[0]` the
@@ -53,6 +55,7 @@ impl TableExpiry {
     pub(crate) fn summarize(mut entries: Vec<(u64, u64)>) -> Option<TableExpiry> {
         entries.sort_unstable();
         let earliest = entries.first()?.0;
+        let entries_len = entries.len() as u64;
         let value_bytes: u64 = entries.iter().map(|e| e.1).sum();
         // Each entry weighs at least 1, so empty values count too.
         let total: u128 = entries.iter().map(|e| u128::from(e.1.max(1))).sum();
@@ -68,6 +71,7 @@ impl TableExpiry {
             }
         }
         Some(TableExpiry {
+            entries: entries_len,
             value_bytes,
             points,
         })
@@ -77,15 +81,27 @@ impl TableExpiry {
         self.points[0]
     }
 
+    /// Eighths of the expiring weight expired at `now`.
+    fn eighths_expired(&self, now: u64) -> u128 {
+        self.points[1..].iter().filter(|&&p| p <= now).count() as u128
+    }
+
     /// Of `value_bytes`, about how many have expired at `now`: to the
     /// eighth below.
     pub(crate) fn expired_bytes(&self, now: u64) -> u64 {
-        let eighths = self.points[1..].iter().filter(|&&p| p <= now).count() as u128;
+        let eighths = self.eighths_expired(now);
         (u128::from(self.value_bytes) * eighths / (EXPIRY_POINTS - 1) as u128) as u64
     }
 
-    /// `varint value_bytes`, then the points as varints.
+    /// Of `entries`, about how many have not expired at `now`.
+    pub(crate) fn unexpired_entries(&self, now: u64) -> u64 {
+        let left = (EXPIRY_POINTS - 1) as u128 - self.eighths_expired(now);
+        (u128::from(self.entries) * left / (EXPIRY_POINTS - 1) as u128) as u64
+    }
+
+    /// `varint entries`, `varint value_bytes`, then the points as varints.
     pub(crate) fn encode(&self, dst: &mut Vec<u8>) {
+        put_varint64(dst, self.entries);
         put_varint64(dst, self.value_bytes);
         for p in self.points {
             put_varint64(dst, p);
@@ -93,6 +109,7 @@ impl TableExpiry {
     }
 
     pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<TableExpiry, DecodeError> {
+        let entries = d.varint64()?;
         let value_bytes = d.varint64()?;
         let mut points = [0u64; EXPIRY_POINTS];
         for p in &mut points {
@@ -101,7 +118,11 @@ impl TableExpiry {
         if points.windows(2).any(|w| w[0] > w[1]) {
             return Err(DecodeError("expiry points out of order"));
         }
+        if entries == 0 {
+            return Err(DecodeError("expiry summary of no entry"));
+        }
         Ok(TableExpiry {
+            entries,
             value_bytes,
             points,
         })
@@ -294,11 +315,16 @@ mod tests {
         assert_eq!(x.expired_bytes(9), 0);
         assert_eq!(x.expired_bytes(10), 100);
         assert_eq!(x.expired_bytes(20), 200);
+        assert_eq!(
+            (x.entries, x.unexpired_entries(9), x.unexpired_entries(10)),
+            (2, 2, 1)
+        );
         let mut enc = Vec::new();
         x.encode(&mut enc);
         assert_eq!(TableExpiry::decode(&mut Decoder::new(&enc)).unwrap(), x);
         let mut bad = Vec::new();
         TableExpiry {
+            entries: 1,
             value_bytes: 1,
             points: [5, 4, 4, 4, 4, 4, 4, 4, 4],
         }
