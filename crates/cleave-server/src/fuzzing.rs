@@ -33,8 +33,11 @@ pub fn resp_request(data: &[u8]) {
 /// Decodes a metadata value: an error or a value that encodes back to
 /// bytes that decode to it again.
 pub fn server_meta(data: &[u8]) {
-    if let Ok(meta) = Meta::decode(data.to_vec()) {
-        assert_eq!(Meta::decode(meta.encode()), Ok(meta));
+    if let Ok((meta, expire)) = Meta::decode_with_expire(data.to_vec()) {
+        assert_eq!(
+            Meta::decode_with_expire(meta.encode(expire)),
+            Ok((meta, expire))
+        );
     }
 }
 

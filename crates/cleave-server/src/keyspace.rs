@@ -84,9 +84,11 @@ impl Meta {
         }
     }
 
-    pub fn encode(&self) -> Vec<u8> {
+    /// The metadata value, with `expire` (milliseconds since the epoch, 0
+    /// for none) in its header.
+    pub fn encode(&self, expire: u64) -> Vec<u8> {
         match self {
-            Meta::String(v) => string_meta(v),
+            Meta::String(v) => string_meta(v, expire),
             Meta::Collection {
                 kind,
                 version,
@@ -94,7 +96,7 @@ impl Meta {
             } => {
                 let mut out = Vec::with_capacity(META_HEADER_LEN + COLLECTION_LEN);
                 out.push(*kind as u8);
-                out.extend_from_slice(&0u64.to_be_bytes());
+                out.extend_from_slice(&expire.to_be_bytes());
                 out.extend_from_slice(&version.to_be_bytes());
                 out.extend_from_slice(&size.to_be_bytes());
                 out
@@ -104,19 +106,24 @@ impl Meta {
 
     /// Decodes a metadata value, or says what is wrong with it. Takes the
     /// value whole: a string's bytes stay in its buffer.
-    pub fn decode(mut value: Vec<u8>) -> Result<Meta, String> {
+    pub fn decode(value: Vec<u8>) -> Result<Meta, String> {
+        Meta::decode_with_expire(value).map(|(m, _)| m)
+    }
+
+    /// Decodes a metadata value with its expiry (milliseconds since the
+    /// epoch, 0 for none).
+    pub fn decode_with_expire(mut value: Vec<u8>) -> Result<(Meta, u64), String> {
         if value.len() < META_HEADER_LEN {
             return Err(format!("metadata of {} bytes", value.len()));
         }
         let kind =
             Type::from_u8(value[0]).ok_or_else(|| format!("unknown type byte {}", value[0]))?;
-        // The expiry (bytes 1..9) is written as 0 and ignored until expiry
-        // exists; it is in the format so that adding it changes none.
+        let expire = u64::from_be_bytes(value[1..META_HEADER_LEN].try_into().unwrap_or_default());
         let payload = &value[META_HEADER_LEN..];
         match kind {
             Type::String => {
                 value.drain(..META_HEADER_LEN);
-                Ok(Meta::String(value))
+                Ok((Meta::String(value), expire))
             }
             Type::Hash | Type::ZSet => {
                 if payload.len() != COLLECTION_LEN {
@@ -127,23 +134,26 @@ impl Meta {
                 if size == 0 {
                     return Err(format!("empty {}", kind.name()));
                 }
-                Ok(Meta::Collection {
-                    kind,
-                    version,
-                    size,
-                })
+                Ok((
+                    Meta::Collection {
+                        kind,
+                        version,
+                        size,
+                    },
+                    expire,
+                ))
             }
         }
     }
 }
 
-/// A string's metadata value: header, then the bytes. `APPEND` writes a
-/// merge operand that concatenates to it, so the header never holds the
-/// length.
-pub fn string_meta(value: &[u8]) -> Vec<u8> {
+/// A string's metadata value: header (with `expire`, 0 for none), then the
+/// bytes. `APPEND` writes a merge operand that concatenates to it, so the
+/// header never holds the length.
+pub fn string_meta(value: &[u8], expire: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(META_HEADER_LEN + value.len());
     out.push(Type::String as u8);
-    out.extend_from_slice(&0u64.to_be_bytes());
+    out.extend_from_slice(&expire.to_be_bytes());
     out.extend_from_slice(value);
     out
 }
@@ -306,7 +316,8 @@ mod tests {
                 size: 1,
             },
         ] {
-            assert_eq!(Meta::decode(m.encode()).unwrap(), m);
+            assert_eq!(Meta::decode(m.encode(0)).unwrap(), m);
+            assert_eq!(Meta::decode_with_expire(m.encode(77)).unwrap(), (m, 77));
         }
         assert!(Meta::decode(vec![]).is_err());
         assert!(Meta::decode(vec![9; 20]).is_err());
@@ -316,9 +327,9 @@ mod tests {
             version: 1,
             size: 0,
         };
-        assert!(Meta::decode(empty.encode()).is_err());
+        assert!(Meta::decode(empty.encode(0)).is_err());
         // A string grows by concatenation: what APPEND's merge does.
-        let mut appended = string_meta(b"ab");
+        let mut appended = string_meta(b"ab", 0);
         appended.extend_from_slice(b"cd");
         assert_eq!(
             Meta::decode(appended).unwrap(),

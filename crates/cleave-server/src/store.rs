@@ -355,9 +355,21 @@ impl Store {
 
     /// The metadata of `key`, read as `r` says.
     pub fn meta(&self, r: &ReadOptions<'_>, db: u8, key: &[u8]) -> Result<Option<Meta>, CmdError> {
+        Ok(self.meta_with_expire(r, db, key)?.map(|(m, _)| m))
+    }
+
+    /// The metadata of `key` and its expiry (milliseconds since the epoch,
+    /// 0 for none). A key whose expiry has passed is absent: the engine
+    /// hides its metadata entry from that millisecond on.
+    pub fn meta_with_expire(
+        &self,
+        r: &ReadOptions<'_>,
+        db: u8,
+        key: &[u8],
+    ) -> Result<Option<(Meta, u64)>, CmdError> {
         match self.db.load().get(r, &keyspace::meta_key(db, key))? {
             None => Ok(None),
-            Some(v) => Meta::decode(v)
+            Some(v) => Meta::decode_with_expire(v)
                 .map(Some)
                 .map_err(|why| CmdError::corrupt(key, &why)),
         }
@@ -370,28 +382,42 @@ impl Store {
         db: u8,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, CmdError> {
-        match self.meta(r, db, key)? {
+        Ok(self.string_with_expire(r, db, key)?.map(|(v, _)| v))
+    }
+
+    /// The string at `key` and its expiry: `WRONGTYPE` if it holds another
+    /// type.
+    pub fn string_with_expire(
+        &self,
+        r: &ReadOptions<'_>,
+        db: u8,
+        key: &[u8],
+    ) -> Result<Option<(Vec<u8>, u64)>, CmdError> {
+        match self.meta_with_expire(r, db, key)? {
             None => Ok(None),
-            Some(Meta::String(v)) => Ok(Some(v)),
+            Some((Meta::String(v), expire)) => Ok(Some((v, expire))),
             Some(_) => Err(CmdError::WrongType),
         }
     }
 
-    /// The version and size of the `kind` collection at `key`.
+    /// The version, size and expiry of the `kind` collection at `key`.
     pub fn collection(
         &self,
         r: &ReadOptions<'_>,
         db: u8,
         key: &[u8],
         kind: Type,
-    ) -> Result<Option<(u64, u64)>, CmdError> {
-        match self.meta(r, db, key)? {
+    ) -> Result<Option<(u64, u64, u64)>, CmdError> {
+        match self.meta_with_expire(r, db, key)? {
             None => Ok(None),
-            Some(Meta::Collection {
-                kind: k,
-                version,
-                size,
-            }) if k == kind => Ok(Some((version, size))),
+            Some((
+                Meta::Collection {
+                    kind: k,
+                    version,
+                    size,
+                },
+                expire,
+            )) if k == kind => Ok(Some((version, size, expire))),
             Some(_) => Err(CmdError::WrongType),
         }
     }
@@ -417,20 +443,60 @@ impl Store {
 }
 
 /// Adds to `b` the metadata of the `kind` collection at `key` holding
-/// `size` fields or members; an emptied one is deleted, as Redis deletes
-/// an empty hash or sorted set.
-pub fn put_collection(b: &mut WriteBatch, db: u8, key: &[u8], kind: Type, version: u64, size: u64) {
-    let meta_key = keyspace::meta_key(db, key);
+/// `size` fields or members, expiring at `expire` (0: never); an emptied
+/// one is deleted, as Redis deletes an empty hash or sorted set.
+pub fn put_collection(
+    b: &mut WriteBatch,
+    db: u8,
+    key: &[u8],
+    kind: Type,
+    version: u64,
+    size: u64,
+    expire: u64,
+) {
     if size == 0 {
-        b.delete(&meta_key);
+        b.delete(&keyspace::meta_key(db, key));
     } else {
         let meta = Meta::Collection {
             kind,
             version,
             size,
         };
-        b.put(&meta_key, &meta.encode());
+        put_meta(b, db, key, &meta, expire);
     }
+}
+
+/// Adds to `b` the metadata `meta` of `key`, expiring at `expire` (0:
+/// never). The expiry is the engine's too: from that millisecond on no
+/// read finds the key, and compaction drops the entry, its value unread.
+pub fn put_meta(b: &mut WriteBatch, db: u8, key: &[u8], meta: &Meta, expire: u64) {
+    let value = meta.encode(expire);
+    let meta_key = keyspace::meta_key(db, key);
+    if expire == 0 {
+        b.put(&meta_key, &value);
+    } else {
+        b.put_with_expiry(&meta_key, &value, expire);
+    }
+}
+
+/// Adds to `b` the string `value` at `key`, expiring at `expire` (0:
+/// never).
+pub fn put_string(b: &mut WriteBatch, db: u8, key: &[u8], value: &[u8], expire: u64) {
+    let meta_key = keyspace::meta_key(db, key);
+    let meta = keyspace::string_meta(value, expire);
+    if expire == 0 {
+        b.put(&meta_key, &meta);
+    } else {
+        b.put_with_expiry(&meta_key, &meta, expire);
+    }
+}
+
+/// Milliseconds since the epoch, as expiry is measured (the engine's clock
+/// is the system's too).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn stripe(db: u8, key: &[u8]) -> usize {

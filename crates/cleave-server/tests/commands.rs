@@ -122,6 +122,155 @@ fn strings() {
     assert_eq!(c.cmd("HGET h f"), Value::err(WRONGTYPE));
 }
 
+/// The seconds `TTL` answers for `key`, which must have an expiry.
+fn ttl(c: &mut common::Client, key: &str) -> i64 {
+    match c.cmd(&format!("TTL {key}")) {
+        Int(n) if n >= 0 => n,
+        other => panic!("TTL {key}: {other:?}"),
+    }
+}
+
+/// The expiry family, replies as redis-server 7.0 gives them (checked side
+/// by side). Waits are longer than the TTLs they outlast; no timing is
+/// asserted.
+#[test]
+fn expiry() {
+    let (_d, s) = server();
+    let mut c = s.client();
+    let invalid = |cmd: &str| Value::err(&format!("ERR invalid expire time in '{cmd}' command"));
+    assert_eq!(c.cmd("SET k v EX 0"), invalid("set"));
+    assert_eq!(c.cmd("SET k v EX -1"), invalid("set"));
+    assert_eq!(c.cmd("SET k v EX abc"), Value::err(NOT_INT));
+    assert_eq!(
+        c.cmd("SET k v EX 10 PX 100"),
+        Value::err("ERR syntax error")
+    );
+    assert_eq!(
+        c.cmd("SET k v KEEPTTL EX 10"),
+        Value::err("ERR syntax error")
+    );
+    assert_eq!(c.cmd("SET k v EX 100"), ok());
+    assert!((99..=100).contains(&ttl(&mut c, "k")));
+    assert_eq!(c.cmd("SET k v2 KEEPTTL"), ok());
+    assert!((99..=100).contains(&ttl(&mut c, "k")));
+    assert_eq!(c.cmd("SET k v3"), ok());
+    assert_eq!(c.cmd("TTL k"), Int(-1));
+    assert_eq!(c.cmd("TTL missing"), Int(-2));
+    assert_eq!(c.cmd("PTTL missing"), Int(-2));
+    assert_eq!(
+        c.cmd("EXPIRE k 100 NX XX"),
+        Value::err("ERR NX and XX, GT or LT options at the same time are not compatible")
+    );
+    assert_eq!(
+        c.cmd("EXPIRE k 100 GT LT"),
+        Value::err("ERR GT and LT options at the same time are not compatible")
+    );
+    assert_eq!(
+        c.cmd("EXPIRE k 100 FOO"),
+        Value::err("ERR Unsupported option FOO")
+    );
+    assert_eq!(c.cmd("EXPIRE k abc"), Value::err(NOT_INT));
+    assert_eq!(c.cmd("EXPIRE k 9223372036854775807"), invalid("expire"));
+    assert_eq!(c.cmd("SETEX k 0 v"), invalid("setex"));
+    assert_eq!(c.cmd("PSETEX k -5 v"), invalid("psetex"));
+    assert_eq!(c.cmd("GETEX k FOO"), Value::err("ERR syntax error"));
+    assert_eq!(c.cmd("GETEX k EX 0"), invalid("getex"));
+    assert_eq!(
+        c.cmd("GETEX k PERSIST EX 5"),
+        Value::err("ERR syntax error")
+    );
+    assert_eq!(c.cmd("GETEX missing EX 5"), Nil);
+    // NX, XX, GT, LT: no expiry counts as never.
+    assert_eq!(c.cmd("EXPIRE k 100 XX"), Int(0));
+    assert_eq!(c.cmd("EXPIRE k 100 GT"), Int(0));
+    assert_eq!(c.cmd("EXPIRE k 100 NX"), Int(1));
+    assert_eq!(c.cmd("EXPIRE k 50 GT"), Int(0));
+    assert_eq!(c.cmd("EXPIRE k 200 GT"), Int(1));
+    assert_eq!(c.cmd("EXPIRE k 300 LT"), Int(0));
+    assert_eq!(c.cmd("PEXPIRE k 150000 LT XX"), Int(1));
+    assert!((149..=150).contains(&ttl(&mut c, "k")));
+    assert_eq!(c.cmd("GET k"), b("v3"), "EXPIRE keeps the value");
+    // EXPIREAT and the times.
+    let at = 4_102_444_800i64; // 2100-01-01
+    assert_eq!(c.cmd(&format!("EXPIREAT k {at}")), Int(1));
+    assert_eq!(c.cmd("EXPIRETIME k"), Int(at));
+    assert_eq!(c.cmd("PEXPIRETIME k"), Int(at * 1000));
+    assert_eq!(c.cmd(&format!("PEXPIREAT k {}", at * 1000 + 5)), Int(1));
+    assert_eq!(c.cmd("PEXPIRETIME k"), Int(at * 1000 + 5));
+    assert_eq!(c.cmd("EXPIRETIME missing"), Int(-2));
+    assert_eq!(c.cmd("PERSIST k"), Int(1));
+    assert_eq!(c.cmd("PERSIST k"), Int(0));
+    assert_eq!(c.cmd("PERSIST missing"), Int(0));
+    assert_eq!(c.cmd("EXPIRETIME k"), Int(-1));
+    assert_eq!(c.cmd("EXPIRE missing 10"), Int(0));
+    // A time already past deletes the key.
+    assert_eq!(c.cmd("SET k v PXAT 1"), ok());
+    assert_eq!(c.cmd("EXISTS k"), Int(0));
+    assert_eq!(c.cmd("SET k v"), ok());
+    assert_eq!(c.cmd("EXPIRE k -1"), Int(1));
+    assert_eq!(c.cmd("EXISTS k"), Int(0));
+    // Commands that change a value in place keep its expiry.
+    assert_eq!(c.cmd("SET n 5 EX 100"), ok());
+    assert_eq!(c.cmd("INCR n"), Int(6));
+    assert!(ttl(&mut c, "n") >= 99);
+    assert_eq!(c.cmd("APPEND n 0"), Int(2));
+    assert!(ttl(&mut c, "n") >= 99);
+    assert_eq!(c.cmd("SETRANGE n 0 7"), Int(2));
+    assert_eq!(c.cmd("GET n"), b("70"));
+    assert!(ttl(&mut c, "n") >= 99);
+    assert_eq!(c.cmd("MSET n 1"), ok());
+    assert_eq!(c.cmd("TTL n"), Int(-1), "MSET sets, dropping the expiry");
+    // Hashes and sorted sets: the whole key expires; writes keep it.
+    assert_eq!(c.cmd("HSET h f v"), Int(1));
+    assert_eq!(c.cmd("GETEX h"), Value::err(WRONGTYPE));
+    assert_eq!(c.cmd("EXPIRE h 100"), Int(1));
+    assert_eq!(c.cmd("HSET h g w"), Int(1));
+    assert!(ttl(&mut c, "h") >= 99);
+    assert_eq!(c.cmd("HDEL h g"), Int(1));
+    assert!(ttl(&mut c, "h") >= 99);
+    assert_eq!(c.cmd("ZADD z 1 a"), Int(1));
+    assert_eq!(c.cmd("PEXPIRE z 100000"), Int(1));
+    assert_eq!(c.cmd("ZADD z 2 b"), Int(1));
+    assert!(ttl(&mut c, "z") >= 99);
+    // GETEX changes the expiry and answers the value.
+    assert_eq!(c.cmd("SET g v"), ok());
+    assert_eq!(c.cmd("GETEX g EX 100"), b("v"));
+    assert!(ttl(&mut c, "g") >= 99);
+    assert_eq!(c.cmd("GETEX g PERSIST"), b("v"));
+    assert_eq!(c.cmd("TTL g"), Int(-1));
+    assert_eq!(c.cmd("SETEX s 100 v"), ok());
+    assert!(ttl(&mut c, "s") >= 99);
+    assert_eq!(c.cmd("PSETEX s 100000 w"), ok());
+    assert_eq!(c.cmd("GET s"), b("w"));
+    // INFO counts keys with an expiry: h, z and s (n lost its to MSET, g
+    // to PERSIST).
+    let Value::Bulk(info) = c.cmd("INFO keyspace") else {
+        panic!()
+    };
+    let info = String::from_utf8(info).unwrap();
+    assert!(info.contains("keys=5,expires=3,"), "{info}");
+    // Then they expire: strings, a hash with its fields, a sorted set.
+    assert_eq!(c.cmd("SET short v PX 100"), ok());
+    assert_eq!(c.cmd("HSET hs f v"), Int(1));
+    assert_eq!(c.cmd("PEXPIRE hs 100"), Int(1));
+    assert_eq!(c.cmd("ZADD zs 1 m"), Int(1));
+    assert_eq!(c.cmd("PEXPIRE zs 100"), Int(1));
+    assert_eq!(c.cmd("GETEX g PX 100"), b("v"));
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    for k in ["short", "hs", "zs", "g"] {
+        assert_eq!(c.cmd(&format!("EXISTS {k}")), Int(0), "{k}");
+        assert_eq!(c.cmd(&format!("TTL {k}")), Int(-2), "{k}");
+    }
+    assert_eq!(c.cmd("HGET hs f"), Nil);
+    assert_eq!(c.cmd("HLEN hs"), Int(0));
+    assert_eq!(c.cmd("ZSCORE zs m"), Nil);
+    assert_eq!(c.cmd("GET short"), Nil);
+    // A write to an expired hash starts a new one, without the old fields.
+    assert_eq!(c.cmd("HSET hs g w"), Int(1));
+    assert_eq!(c.cmd("HGETALL hs"), Value::bulks(&["g", "w"]));
+    assert_eq!(c.cmd("TTL hs"), Int(-1));
+}
+
 #[test]
 fn binary_keys_and_values_survive() {
     let (_d, s) = server();

@@ -108,7 +108,8 @@ pub async fn execute(
                     let command = Command {
                         db: client.db,
                         proto: client.proto,
-                        args: args.clone(),
+                        // Every member applies the same expiry.
+                        args: crate::commands::expiry::absolute(args.clone()),
                     };
                     pending.push((args, cluster.proposer.propose(command)));
                     continue;

@@ -45,9 +45,10 @@ fn set_fields(
     let _lock = store.lock(db, &[key]);
     let r = ReadOptions::new();
     let existing = store.collection(&r, db, key, Type::Hash)?;
-    let (version, size) = match existing {
-        Some(vs) => vs,
-        None => (store.new_version()?, 0),
+    // A new hash has no expiry; a changed one keeps its own.
+    let (version, size, expire) = match existing {
+        Some(vse) => vse,
+        None => (store.new_version()?, 0, 0),
     };
     let prefix = collection_prefix(SUB, db, key, version);
     let mut b = WriteBatch::new();
@@ -61,7 +62,7 @@ fn set_fields(
         }
         b.put(&sub, &pair[1]);
     }
-    put_collection(&mut b, db, key, Type::Hash, version, size + added);
+    put_collection(&mut b, db, key, Type::Hash, version, size + added, expire);
     store.write(b)?;
     Ok(added as i64)
 }
@@ -84,7 +85,7 @@ fn fields(
     fields: &[Vec<u8>],
 ) -> std::result::Result<Option<Vec<Option<Vec<u8>>>>, CmdError> {
     let r = Store::read_at(snapshot);
-    let Some((version, _)) = store.collection(&r, db, key, Type::Hash)? else {
+    let Some((version, _, _)) = store.collection(&r, db, key, Type::Hash)? else {
         return Ok(None);
     };
     let prefix = collection_prefix(SUB, db, key, version);
@@ -130,7 +131,7 @@ pub fn hlen(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         .shared
         .store
         .collection(&ReadOptions::new(), ctx.client.db, &args[1], Type::Hash)?
-        .map_or(0, |(_, size)| size);
+        .map_or(0, |(_, size, _)| size);
     Ok(Reply::Int(size as i64))
 }
 
@@ -139,7 +140,7 @@ pub fn hgetall(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let db = ctx.client.db;
     let key = &args[1];
     let snapshot = store.snapshot();
-    let Some((version, size)) =
+    let Some((version, size, _)) =
         store.collection(&Store::read_at(&snapshot), db, key, Type::Hash)?
     else {
         return Ok(Reply::Map(Vec::new()));
@@ -167,7 +168,7 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let key = &args[1];
     let _lock = store.lock(db, &[key]);
     let r = ReadOptions::new();
-    let Some((version, size)) = store.collection(&r, db, key, Type::Hash)? else {
+    let Some((version, size, expire)) = store.collection(&r, db, key, Type::Hash)? else {
         return Ok(Reply::Int(0));
     };
     let prefix = collection_prefix(SUB, db, key, version);
@@ -191,6 +192,7 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         Type::Hash,
         version,
         size.saturating_sub(removed),
+        expire,
     );
     store.write(b)?;
     Ok(Reply::Int(removed as i64))

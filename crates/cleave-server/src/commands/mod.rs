@@ -1,6 +1,7 @@
 //! The command table and dispatch: arity, key positions and flags as
 //! Redis's `COMMAND` reports them, and the handler of each command.
 
+pub mod expiry;
 mod hashes;
 mod keys;
 mod server;
@@ -81,6 +82,9 @@ static COMMANDS: &[Command] = &[
     cmd!("incrby", 3, WF, 1, 1, 1, strings::incrby),
     cmd!("decr", 2, WF, 1, 1, 1, strings::decr),
     cmd!("decrby", 3, WF, 1, 1, 1, strings::decrby),
+    cmd!("setex", 4, W, 1, 1, 1, strings::setex),
+    cmd!("psetex", 4, W, 1, 1, 1, strings::psetex),
+    cmd!("getex", -2, WF, 1, 1, 1, strings::getex),
     // Hashes.
     cmd!("hset", -4, WF, 1, 1, 1, hashes::hset),
     cmd!("hmset", -4, WF, 1, 1, 1, hashes::hmset),
@@ -101,6 +105,15 @@ static COMMANDS: &[Command] = &[
     cmd!("del", -2, WD, 1, -1, 1, keys::del),
     cmd!("exists", -2, RF, 1, -1, 1, keys::exists),
     cmd!("type", 2, RF, 1, 1, 1, keys::type_),
+    cmd!("expire", -3, WF, 1, 1, 1, expiry::expire_),
+    cmd!("pexpire", -3, WF, 1, 1, 1, expiry::pexpire),
+    cmd!("expireat", -3, WF, 1, 1, 1, expiry::expireat),
+    cmd!("pexpireat", -3, WF, 1, 1, 1, expiry::pexpireat),
+    cmd!("ttl", 2, RF, 1, 1, 1, expiry::ttl),
+    cmd!("pttl", 2, RF, 1, 1, 1, expiry::pttl),
+    cmd!("expiretime", 2, RF, 1, 1, 1, expiry::expiretime),
+    cmd!("pexpiretime", 2, RF, 1, 1, 1, expiry::pexpiretime),
+    cmd!("persist", 2, WF, 1, 1, 1, expiry::persist),
     Command {
         slow: true,
         ..cmd!("scan", -2, R, 0, 0, 0, keys::scan)

@@ -1,15 +1,18 @@
 //! String commands. Each one that reads before it writes holds its keys'
 //! locks across both, so it is atomic as in Redis. APPEND writes a merge
 //! operand (the bytes appended) instead of the whole new value: appending
-//! to a large value costs the appended bytes, not a rewrite.
+//! to a large value costs the appended bytes, not a rewrite (but for a key
+//! with an expiry, which the operand would outlive). SET drops a key's
+//! expiry unless KEEPTTL; the commands that change a value in place keep
+//! it.
 
 use cleave::{ReadOptions, WriteBatch};
 
 use super::{int_arg, is, parse_i64, Ctx};
 use crate::error::CmdError;
-use crate::keyspace::{self, meta_key, string_meta, Meta};
+use crate::keyspace::{self, meta_key, Meta};
 use crate::resp::Reply;
-use crate::store::Store;
+use crate::store::{now_ms, put_string, Store};
 
 type Result = std::result::Result<Reply, CmdError>;
 
@@ -42,42 +45,100 @@ pub fn get(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     Ok(v.map_or(Reply::Nil, Reply::Bulk))
 }
 
+/// What SET, GETEX and the EXPIRE family do to a key's expiry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExpiryChange {
+    /// SET without KEEPTTL: the new value has none.
+    Clear,
+    /// KEEPTTL, or GETEX without an option: as it was.
+    Keep,
+    /// PERSIST: none from now on.
+    Persist,
+    /// EX, PX, EXAT or PXAT: this time, in milliseconds since the epoch.
+    At(u64),
+}
+
+/// The absolute time (ms since the epoch) option `option` (EX, PX, EXAT
+/// or PXAT) with argument `arg` names, as command `cmd` says its errors.
+fn expiry_option(cmd: &str, option: &[u8], arg: &[u8]) -> std::result::Result<u64, CmdError> {
+    let n = int_arg(arg)?;
+    let invalid = || CmdError::err(format!("invalid expire time in '{cmd}' command"));
+    if n <= 0 {
+        return Err(invalid());
+    }
+    let ms = if is(option, "ex") || is(option, "exat") {
+        n.checked_mul(1000).ok_or_else(invalid)?
+    } else {
+        n
+    };
+    if is(option, "ex") || is(option, "px") {
+        ms.checked_add(now_ms() as i64).ok_or_else(invalid)
+    } else {
+        Ok(ms)
+    }
+    .map(|ms| ms as u64)
+}
+
+fn is_expiry_option(a: &[u8]) -> bool {
+    ["ex", "px", "exat", "pxat"].iter().any(|o| is(a, o))
+}
+
 pub fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let (key, value) = (&args[1], &args[2]);
     let (mut nx, mut xx, mut get) = (false, false, false);
-    for a in &args[3..] {
+    let mut expiry: Option<ExpiryChange> = None;
+    let mut i = 3;
+    while i < args.len() {
+        let a = &args[i];
         if is(a, "nx") && !xx {
             nx = true;
         } else if is(a, "xx") && !nx {
             xx = true;
         } else if is(a, "get") {
             get = true;
+        } else if is(a, "keepttl") && expiry.is_none() {
+            expiry = Some(ExpiryChange::Keep);
+        } else if is_expiry_option(a) && expiry.is_none() {
+            let arg = args.get(i + 1).ok_or(CmdError::Syntax)?;
+            expiry = Some(ExpiryChange::At(expiry_option("set", a, arg)?));
+            i += 1;
         } else {
-            // EX, PX, EXAT, PXAT and KEEPTTL come with expiry.
             return Err(CmdError::Syntax);
         }
+        i += 1;
     }
     check_key(key)?;
+    let expiry = expiry.unwrap_or(ExpiryChange::Clear);
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let _lock = store.lock(db, &[key]);
     let mut old = None;
     let mut exists = false;
-    if nx || xx || get {
-        match store.meta(&ReadOptions::new(), db, key)? {
-            Some(Meta::String(v)) => {
+    let mut old_expire = 0;
+    if nx || xx || get || expiry == ExpiryChange::Keep {
+        match store.meta_with_expire(&ReadOptions::new(), db, key)? {
+            Some((Meta::String(v), e)) => {
                 exists = true;
                 old = Some(v);
+                old_expire = e;
             }
             Some(_) if get => return Err(CmdError::WrongType),
-            Some(_) => exists = true,
+            Some((_, e)) => {
+                exists = true;
+                old_expire = e;
+            }
             None => {}
         }
     }
     let skip = (nx && exists) || (xx && !exists);
     if !skip {
+        let expire = match expiry {
+            ExpiryChange::Keep => old_expire,
+            ExpiryChange::At(at) => at,
+            ExpiryChange::Clear | ExpiryChange::Persist => 0,
+        };
         let mut b = WriteBatch::new();
-        b.put(&meta_key(db, key), &string_meta(value));
+        write_string(&mut b, db, key, value, expire);
         store.write(b)?;
     }
     Ok(match (get, skip) {
@@ -85,6 +146,70 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         (false, true) => Reply::Nil,
         (false, false) => Reply::ok(),
     })
+}
+
+/// Adds to `b` the string `value` at `key` expiring at `expire` (0:
+/// never); one already past deletes the key, as Redis does with a time in
+/// the past.
+fn write_string(b: &mut WriteBatch, db: u8, key: &[u8], value: &[u8], expire: u64) {
+    if expire != 0 && expire <= now_ms() {
+        b.delete(&meta_key(db, key));
+    } else {
+        put_string(b, db, key, value, expire);
+    }
+}
+
+/// SETEX and PSETEX: SET with EX or PX.
+fn set_for(ctx: &mut Ctx<'_>, args: &[Vec<u8>], cmd: &str, unit: &str) -> Result {
+    let (key, value) = (&args[1], &args[3]);
+    let at = expiry_option(cmd, unit.as_bytes(), &args[2])?;
+    check_key(key)?;
+    let store = &ctx.shared.store;
+    let db = ctx.client.db;
+    let _lock = store.lock(db, &[key]);
+    let mut b = WriteBatch::new();
+    write_string(&mut b, db, key, value, at);
+    store.write(b)?;
+    Ok(Reply::ok())
+}
+
+pub fn setex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    set_for(ctx, args, "setex", "ex")
+}
+
+pub fn psetex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    set_for(ctx, args, "psetex", "px")
+}
+
+/// GETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST]: the value, and
+/// its expiry changed as asked.
+pub fn getex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let key = &args[1];
+    let change = match &args[2..] {
+        [] => ExpiryChange::Keep,
+        [p] if is(p, "persist") => ExpiryChange::Persist,
+        [o, arg] if is_expiry_option(o) => ExpiryChange::At(expiry_option("getex", o, arg)?),
+        _ => return Err(CmdError::Syntax),
+    };
+    let store = &ctx.shared.store;
+    let db = ctx.client.db;
+    let _lock = store.lock(db, &[key]);
+    let Some((v, expire)) = store.string_with_expire(&ReadOptions::new(), db, key)? else {
+        ctx.shared.stats.lookup(false);
+        return Ok(Reply::Nil);
+    };
+    ctx.shared.stats.lookup(true);
+    let new = match change {
+        ExpiryChange::At(at) => Some(at),
+        ExpiryChange::Persist if expire != 0 => Some(0),
+        _ => None,
+    };
+    if let Some(at) = new {
+        let mut b = WriteBatch::new();
+        write_string(&mut b, db, key, &v, at);
+        store.write(b)?;
+    }
+    Ok(Reply::Bulk(v))
 }
 
 pub fn getdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
@@ -142,7 +267,7 @@ pub fn mset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let _lock = store.lock(db, &keys);
     let mut b = WriteBatch::new();
     for (k, v) in pairs {
-        b.put(&meta_key(db, k), &string_meta(v));
+        put_string(&mut b, db, k, v, 0);
     }
     store.write(b)?;
     Ok(Reply::ok())
@@ -161,7 +286,7 @@ pub fn msetnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     }
     let mut b = WriteBatch::new();
     for (k, v) in pairs {
-        b.put(&meta_key(db, k), &string_meta(v));
+        put_string(&mut b, db, k, v, 0);
     }
     store.write(b)?;
     Ok(Reply::Int(1))
@@ -211,7 +336,8 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let _lock = store.lock(db, &[key]);
-    let old = store.string(&ReadOptions::new(), db, key)?;
+    let old = store.string_with_expire(&ReadOptions::new(), db, key)?;
+    let (old, expire) = (old.as_ref().map(|o| o.0.clone()), old.map_or(0, |o| o.1));
     let old_len = old.as_ref().map_or(0, Vec::len);
     if value.is_empty() {
         // Redis creates nothing and changes nothing for an empty value.
@@ -228,7 +354,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     }
     v[offset..offset + value.len()].copy_from_slice(value);
     let mut b = WriteBatch::new();
-    b.put(&meta_key(db, key), &string_meta(&v));
+    put_string(&mut b, db, key, &v, expire);
     store.write(b)?;
     Ok(Reply::Int(v.len() as i64))
 }
@@ -240,19 +366,27 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let db = ctx.client.db;
     let _lock = store.lock(db, &[key]);
     let mut b = WriteBatch::new();
-    let len = match store.string(&ReadOptions::new(), db, key)? {
+    let len = match store.string_with_expire(&ReadOptions::new(), db, key)? {
         None => {
-            b.put(&meta_key(db, key), &string_meta(value));
+            put_string(&mut b, db, key, value, 0);
             value.len()
         }
-        Some(old) => {
+        Some((old, expire)) => {
             let len = old.len() + value.len();
             if len as u64 > max_string(ctx) {
                 return Err(too_big());
             }
-            // The key holds a string under this lock, so the operand lands
-            // on a string's metadata value (see keyspace.rs).
-            b.merge(&meta_key(db, key), value);
+            if expire == 0 {
+                // The key holds a string under this lock, so the operand
+                // lands on a string's metadata value (see keyspace.rs).
+                b.merge(&meta_key(db, key), value);
+            } else {
+                // An operand would outlive the value's expiry and then
+                // merge onto nothing: rewrite the value, expiry and all.
+                let mut v = old;
+                v.extend_from_slice(value);
+                put_string(&mut b, db, key, &v, expire);
+            }
             len
         }
     };
@@ -265,13 +399,13 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> Result {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let _lock = store.lock(db, &[key]);
-    let old = match store.string(&ReadOptions::new(), db, key)? {
-        None => 0,
-        Some(v) => parse_i64(&v).ok_or(CmdError::NotInteger)?,
+    let (old, expire) = match store.string_with_expire(&ReadOptions::new(), db, key)? {
+        None => (0, 0),
+        Some((v, expire)) => (parse_i64(&v).ok_or(CmdError::NotInteger)?, expire),
     };
     let new = old.checked_add(by).ok_or(CmdError::Overflow)?;
     let mut b = WriteBatch::new();
-    b.put(&meta_key(db, key), &string_meta(new.to_string().as_bytes()));
+    put_string(&mut b, db, key, new.to_string().as_bytes(), expire);
     store.write(b)?;
     Ok(Reply::Int(new))
 }

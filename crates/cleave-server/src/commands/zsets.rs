@@ -108,14 +108,15 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let _lock = store.lock(db, &[key]);
     let r = ReadOptions::new();
     let existing = store.collection(&r, db, key, Type::ZSet)?;
-    let (version, size) = match existing {
-        Some(vs) => vs,
+    // A new sorted set has no expiry; a changed one keeps its own.
+    let (version, size, expire) = match existing {
+        Some(vse) => vse,
         None => {
             if f.xx {
                 // Nothing to update, and XX creates nothing.
                 return Ok(if f.incr { Reply::Nil } else { Reply::Int(0) });
             }
-            (store.new_version()?, 0)
+            (store.new_version()?, 0, 0)
         }
     };
     let px = Prefixes::new(db, key, version);
@@ -166,7 +167,7 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         incr_result = Some(new);
     }
     if added > 0 || updated > 0 {
-        put_collection(&mut b, db, key, Type::ZSet, version, size + added);
+        put_collection(&mut b, db, key, Type::ZSet, version, size + added, expire);
         store.write(b)?;
     }
     Ok(if f.incr {
@@ -184,7 +185,7 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let db = ctx.client.db;
     let _lock = store.lock(db, &[key]);
     let r = ReadOptions::new();
-    let Some((version, size)) = store.collection(&r, db, key, Type::ZSet)? else {
+    let Some((version, size, expire)) = store.collection(&r, db, key, Type::ZSet)? else {
         return Ok(Reply::Int(0));
     };
     let px = Prefixes::new(db, key, version);
@@ -204,7 +205,8 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     if n == 0 {
         return Ok(Reply::Int(0));
     }
-    put_collection(&mut b, db, key, Type::ZSet, version, size.saturating_sub(n));
+    let size = size.saturating_sub(n);
+    put_collection(&mut b, db, key, Type::ZSet, version, size, expire);
     store.write(b)?;
     Ok(Reply::Int(n as i64))
 }
@@ -214,7 +216,7 @@ pub fn zscore(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let snapshot = store.snapshot();
     let r = Store::read_at(&snapshot);
     let (db, key) = (ctx.client.db, &args[1]);
-    let Some((version, _)) = store.collection(&r, db, key, Type::ZSet)? else {
+    let Some((version, _, _)) = store.collection(&r, db, key, Type::ZSet)? else {
         return Ok(Reply::Nil);
     };
     let px = Prefixes::new(db, key, version);
@@ -229,7 +231,7 @@ pub fn zcard(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         .shared
         .store
         .collection(&ReadOptions::new(), ctx.client.db, &args[1], Type::ZSet)?
-        .map_or(0, |(_, size)| size);
+        .map_or(0, |(_, size, _)| size);
     Ok(Reply::Int(size as i64))
 }
 
@@ -338,7 +340,8 @@ pub fn zrangebyscore(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let (db, key) = (ctx.client.db, &args[1]);
     let snapshot = store.snapshot();
-    let Some((version, _)) = store.collection(&Store::read_at(&snapshot), db, key, Type::ZSet)?
+    let Some((version, _, _)) =
+        store.collection(&Store::read_at(&snapshot), db, key, Type::ZSet)?
     else {
         return Ok(Reply::Array(Vec::new()));
     };
@@ -395,7 +398,8 @@ pub fn zrangebylex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let (db, key) = (ctx.client.db, &args[1]);
     let snapshot = store.snapshot();
-    let Some((version, _)) = store.collection(&Store::read_at(&snapshot), db, key, Type::ZSet)?
+    let Some((version, _, _)) =
+        store.collection(&Store::read_at(&snapshot), db, key, Type::ZSet)?
     else {
         return Ok(Reply::Array(Vec::new()));
     };

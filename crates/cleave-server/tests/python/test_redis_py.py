@@ -7,6 +7,7 @@ CLEAVE_SERVER_PORT.
 
 import os
 import threading
+import time
 
 import pytest
 import redis
@@ -66,6 +67,58 @@ def test_string_errors(r):
         r.execute_command("SET", "k", "v", "NX", "XX")
     with pytest.raises(redis.ResponseError, match="unknown command"):
         r.execute_command("NOSUCH")
+
+
+def test_expiry(r):
+    """redis-py's expiry API: set(ex=, px=, exat=, pxat=, keepttl=),
+    setex, psetex, getex, expire with its flags, ttl, pttl, expiretime,
+    persist; waits outlast the TTLs, no timing is asserted."""
+    assert r.set("k", "v", ex=100) is True
+    assert 99 <= r.ttl("k") <= 100
+    assert 99_000 <= r.pttl("k") <= 100_000
+    assert r.set("k", "v2", keepttl=True) is True
+    assert r.ttl("k") >= 99
+    assert r.set("k", "v3") is True
+    assert r.ttl("k") == -1
+    assert r.ttl("missing") == -2
+    assert r.expire("k", 100, nx=True) is True
+    assert r.expire("k", 50, gt=True) is False
+    assert r.expire("k", 200, gt=True) is True
+    assert r.pexpire("k", 150_000, lt=True) is True
+    assert r.expireat("k", 4_102_444_800) is True
+    assert r.expiretime("k") == 4_102_444_800
+    assert r.pexpireat("k", 4_102_444_800_123) is True
+    assert r.pexpiretime("k") == 4_102_444_800_123
+    assert r.persist("k") is True
+    assert r.persist("k") is False
+    assert r.setex("s", 100, "v") is True
+    assert r.psetex("p", 100_000, "v") is True
+    assert r.ttl("s") >= 99 and r.ttl("p") >= 99
+    assert r.getex("s", persist=True) == "v"
+    assert r.ttl("s") == -1
+    assert r.getex("s", px=100) == "v"
+    r.set("gone", "v", px=100)
+    r.hset("h", mapping={"f": "1", "g": "2"})
+    assert r.pexpire("h", 100) is True
+    r.zadd("z", {"m": 1})
+    assert r.expire("z", 100) is True
+    r.set("past", "v", pxat=1)
+    assert r.exists("past") == 0
+    with pytest.raises(redis.ResponseError, match="invalid expire time in 'set' command"):
+        r.set("x", "v", ex=0)
+    with pytest.raises(redis.ResponseError, match="not compatible"):
+        r.expire("z", 10, nx=True, xx=True)
+    time.sleep(0.4)
+    assert r.exists("gone", "h", "s") == 0
+    assert r.hgetall("h") == {}
+    assert r.ttl("h") == -2
+    assert r.zscore("z", "m") == 1.0
+
+
+def test_expiry_in_a_pipeline(r):
+    with r.pipeline(transaction=False) as p:
+        p.set("a", "1", ex=100).ttl("a").persist("a").ttl("a").expire("nope", 5)
+        assert p.execute() == [True, 100, True, -1, False]
 
 
 def test_binary_values():

@@ -36,8 +36,9 @@ impl DbInner {
                 live / 2
             };
         }
+        let now = self.opts.clock.now_ms();
         for mem in &mems {
-            total += memtable_keys(mem, begin, end);
+            total += memtable_keys(mem, begin, end, now);
         }
         total.max(0) as u64
     }
@@ -110,9 +111,10 @@ fn memtable_expiring(mem: &Arc<MemTable>, begin: &[u8], end: &[u8], now: u64) ->
 
 /// A memtable's share of the keys in `[begin, end)`: +1 for each key whose
 /// newest entry is a value or merge, -1 for each whose only entry is a
-/// deletion (it hides a key in an older table); older entries of a key,
-/// which a later write in the same memtable overwrote, count nothing.
-fn memtable_keys(mem: &Arc<MemTable>, begin: &[u8], end: &[u8]) -> i64 {
+/// deletion (it hides a key in an older table), nothing for one whose
+/// newest entry expired at `now`; older entries of a key, which a later
+/// write in the same memtable overwrote, count nothing.
+fn memtable_keys(mem: &Arc<MemTable>, begin: &[u8], end: &[u8], now: u64) -> i64 {
     let mut it = mem.iter();
     if it
         .seek(InternalKey::for_seek(begin, MAX_SEQ).encoded())
@@ -139,8 +141,15 @@ fn memtable_keys(mem: &Arc<MemTable>, begin: &[u8], end: &[u8]) -> i64 {
                 }
             }
             _ => {
+                let seen = expiry::as_seen(parsed.kind, it.value(), now)
+                    .map_or(parsed.kind, |(kind, _)| kind);
                 let deletion = parsed.kind == ValueKind::Deletion;
-                total += if deletion { -1 } else { 1 };
+                total += match seen {
+                    // Expired: no key, and none known hidden.
+                    ValueKind::Deletion if !deletion => 0,
+                    ValueKind::Deletion => -1,
+                    _ => 1,
+                };
                 previous = Some((parsed.user_key.to_vec(), deletion));
             }
         }
@@ -232,5 +241,9 @@ mod tests {
         clock.advance(1000);
         assert_eq!(db.estimate_num_expiring(b"a", b"b"), 0);
         assert_eq!(db.estimate_num_expiring(b"b", b"c"), 0);
+        // Expired in a memtable, a key counts nothing.
+        db.put_with_expiry(&w, b"c1", b"v", 1).unwrap();
+        db.put(&w, b"c2", b"v").unwrap();
+        assert_eq!(db.estimate_num_keys(b"c", b"d"), 1);
     }
 }
