@@ -206,6 +206,7 @@ show_struct!(Stats {
     compaction_filter_changed,
     compaction_filter_value_reads,
     compaction_filter_value_bytes_read,
+    compaction_filter_lookups,
     delta_bytes_written,
     delta_buckets_collected,
     delta_bucket_splits,

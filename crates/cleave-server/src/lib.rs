@@ -29,6 +29,8 @@ pub mod small_file;
 pub mod state;
 #[cfg(feature = "server")]
 pub mod store;
+#[cfg(feature = "server")]
+pub mod subkey_filter;
 
 #[cfg(feature = "server")]
 pub use serve::run;

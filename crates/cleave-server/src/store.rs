@@ -16,6 +16,7 @@ use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::CmdError;
 use crate::keyspace::{self, Meta, Type};
+use crate::subkey_filter::{StaleSubkeys, SubkeyStats};
 
 /// Key locks, striped: two keys share a lock one time in this many.
 const KEY_LOCK_STRIPES: usize = 1024;
@@ -73,6 +74,8 @@ struct Versions {
 }
 
 pub struct Store {
+    /// Drops the subkeys of ended collections in compactions.
+    subkeys: Arc<StaleSubkeys>,
     /// Replaced whole only when a Raft follower installs a snapshot
     /// ([`Store::replace_db`]), under the exclusive lock.
     db: ArcSwap<Db>,
@@ -138,6 +141,8 @@ impl Store {
         // metadata value, whose header comes first (keyspace.rs).
         opts.merge_operator = Some(Arc::new(Append::new(b"")));
         opts.prefix_extractor = Some(Arc::new(CollectionPrefix));
+        let subkeys = Arc::new(StaleSubkeys::default());
+        opts.compaction_filter = Some(subkeys.clone());
         let options = opts.clone();
         let db = Db::open(dir, opts).map_err(|e| format!("opening {}: {e}", dir.display()))?;
         let fail = |what: &str, e: cleave::Error| format!("{what} in {}: {e}", dir.display());
@@ -190,6 +195,7 @@ impl Store {
         db.put(&SYNC, &keyspace::version_floor_key(), &floor.to_be_bytes())
             .map_err(|e| fail("writing the version floor", e))?;
         Ok(Store {
+            subkeys,
             db: ArcSwap::from_pointee(db),
             options,
             applying: Mutex::new(None),
@@ -199,6 +205,20 @@ impl Store {
             fsync: AtomicU8::new(fsync as u8),
             unsynced: AtomicBool::new(false),
         })
+    }
+
+    /// Records, after a write that deleted or replaced the key holding
+    /// `meta`, that a collection's version ended: compactions then drop its
+    /// subkeys without looking its metadata up.
+    pub fn ended(&self, db: u8, key: &[u8], meta: &Meta) {
+        if let Meta::Collection { version, .. } = meta {
+            self.subkeys.ended(db, key, *version);
+        }
+    }
+
+    /// What the stale-subkey filter did.
+    pub fn subkey_stats(&self) -> &SubkeyStats {
+        &self.subkeys.stats
     }
 
     /// The database. A Raft follower may replace it (a snapshot install):

@@ -7,7 +7,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use cleave::{
-    CompactionDecision, CompactionFilter, Compression, FilterValue, Options, WriteOptions,
+    CompactionDecision, CompactionFilter, Compression, FilterContext, FilterValue, Options,
+    WriteOptions,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -74,7 +75,12 @@ impl CompactionFilter for TombFilter {
         "cleave-stress.tomb"
     }
 
-    fn filter(&self, _: usize, _: &[u8], value: &mut FilterValue<'_>) -> CompactionDecision {
+    fn filter(
+        &self,
+        _: &FilterContext<'_>,
+        _: &[u8],
+        value: &mut FilterValue<'_>,
+    ) -> CompactionDecision {
         match value.bytes() {
             Ok(v) if crate::values::is_tomb(v) => CompactionDecision::Remove,
             _ => CompactionDecision::Keep,

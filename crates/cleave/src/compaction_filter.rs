@@ -36,9 +36,39 @@ pub trait CompactionFilter: Send + Sync + fmt::Debug {
     /// Identifies the filter, for logs.
     fn name(&self) -> &str;
 
-    /// Decides the fate of `key`'s value `value` in a compaction into
-    /// `level`.
-    fn filter(&self, level: usize, key: &[u8], value: &mut FilterValue<'_>) -> Decision;
+    /// Decides the fate of `key`'s value `value` in the compaction `ctx`
+    /// describes.
+    fn filter(&self, ctx: &FilterContext<'_>, key: &[u8], value: &mut FilterValue<'_>) -> Decision;
+}
+
+/// The compaction a filter is asked from: the level it writes, and the
+/// database's current contents, for a filter whose decision rests on
+/// another key (a hash's fields on its metadata, as kvrocks's filters).
+pub struct FilterContext<'a> {
+    pub(crate) level: usize,
+    pub(crate) lookup: &'a dyn Fn(&[u8]) -> Result<Option<Vec<u8>>>,
+}
+
+impl FilterContext<'_> {
+    /// The level the compaction writes to.
+    pub fn level(&self) -> usize {
+        self.level
+    }
+
+    /// The value of `key` now, as `Db::get` reads it (memtables, then the
+    /// levels; a separated value is read). Each call is a lookup: a filter
+    /// should ask only what the entry itself cannot tell it.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        (self.lookup)(key)
+    }
+}
+
+impl fmt::Debug for FilterContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FilterContext")
+            .field("level", &self.level)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A value a compaction filter looks at: its size and expiry come from

@@ -31,7 +31,9 @@ mod wal;
 
 pub use base::expiry::{Clock, ManualClock, SystemClock};
 pub use batch::WriteBatch;
-pub use compaction_filter::{CompactionFilter, Decision as CompactionDecision, FilterValue};
+pub use compaction_filter::{
+    CompactionFilter, Decision as CompactionDecision, FilterContext, FilterValue,
+};
 pub use db::{
     CacheKindStats, CheckpointInfo, Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats,
     VerifyReport, WriteState, GET_READS_BUCKETS,

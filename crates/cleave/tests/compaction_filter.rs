@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use cleave::vfs::MemFs;
 use cleave::{
-    CompactionDecision, CompactionFilter, Db, FilterValue, ManualClock, Options, ReadOptions,
-    WriteOptions,
+    CompactionDecision, CompactionFilter, Db, FilterContext, FilterValue, ManualClock, Options,
+    ReadOptions, WriteOptions,
 };
 
 const DIR: &str = "/db";
@@ -56,7 +56,13 @@ impl CompactionFilter for ByKey {
         "by-key"
     }
 
-    fn filter(&self, level: usize, key: &[u8], value: &mut FilterValue<'_>) -> CompactionDecision {
+    fn filter(
+        &self,
+        ctx: &FilterContext<'_>,
+        key: &[u8],
+        value: &mut FilterValue<'_>,
+    ) -> CompactionDecision {
+        let level = ctx.level();
         self.seen_levels.fetch_or(1 << level, Ordering::Relaxed);
         if key.starts_with(b"drop:") {
             CompactionDecision::Remove
@@ -138,7 +144,12 @@ impl CompactionFilter for BySize {
         "by-size"
     }
 
-    fn filter(&self, _: usize, _: &[u8], value: &mut FilterValue<'_>) -> CompactionDecision {
+    fn filter(
+        &self,
+        _: &FilterContext<'_>,
+        _: &[u8],
+        value: &mut FilterValue<'_>,
+    ) -> CompactionDecision {
         if value.size() > 2000 {
             CompactionDecision::Remove
         } else {
@@ -187,7 +198,12 @@ impl CompactionFilter for Everything {
         "everything"
     }
 
-    fn filter(&self, _: usize, _: &[u8], value: &mut FilterValue<'_>) -> CompactionDecision {
+    fn filter(
+        &self,
+        _: &FilterContext<'_>,
+        _: &[u8],
+        value: &mut FilterValue<'_>,
+    ) -> CompactionDecision {
         self.expiries.lock().push(value.expires_at_ms());
         CompactionDecision::Remove
     }

@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use cleave::vfs::{FileOptions, Fs, MemFs};
 use cleave::{
-    Clock, CompactionDecision, CompactionFilter, Db, FilterValue, ManualClock, Options,
-    ReadOptions, Snapshot, WriteBatch, WriteOptions,
+    Clock, CompactionDecision, CompactionFilter, Db, FilterContext, FilterValue, ManualClock,
+    Options, ReadOptions, Snapshot, WriteBatch, WriteOptions,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -55,7 +55,12 @@ impl CompactionFilter for TombFilter {
         "tomb"
     }
 
-    fn filter(&self, _: usize, _: &[u8], value: &mut FilterValue<'_>) -> CompactionDecision {
+    fn filter(
+        &self,
+        _: &FilterContext<'_>,
+        _: &[u8],
+        value: &mut FilterValue<'_>,
+    ) -> CompactionDecision {
         match value.bytes() {
             Ok(v) if is_tomb(v) => CompactionDecision::Remove,
             _ => CompactionDecision::Keep,

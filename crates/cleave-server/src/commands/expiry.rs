@@ -118,10 +118,12 @@ fn expire(ctx: &mut Ctx<'_>, args: &[Vec<u8>], cmd: &str, unit: Unit) -> Result 
     let mut b = WriteBatch::new();
     if at <= now {
         b.delete(&meta_key(db, key));
+        store.write(b)?;
+        store.ended(db, key, &meta);
     } else {
         put_meta(&mut b, db, key, &meta, at as u64);
+        store.write(b)?;
     }
-    store.write(b)?;
     Ok(Reply::Int(1))
 }
 

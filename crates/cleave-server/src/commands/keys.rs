@@ -27,19 +27,26 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let r = ReadOptions::new();
     let mut b = WriteBatch::new();
     let mut seen = HashSet::new();
-    let mut n = 0;
+    let mut ended = Vec::new();
     for key in keys {
-        if seen.insert(key) && store.meta(&r, db, key)?.is_some() {
+        if !seen.insert(key) {
+            continue;
+        }
+        if let Some(meta) = store.meta(&r, db, key)? {
             // A hash's or sorted set's subkeys stay behind under a version
-            // no metadata names: never read again.
+            // no metadata names: never read again, and dropped by
+            // compactions (subkey_filter.rs).
             b.delete(&meta_key(db, key));
-            n += 1;
+            ended.push((key, meta));
         }
     }
-    if n > 0 {
+    if !ended.is_empty() {
         store.write(b)?;
     }
-    Ok(Reply::Int(n))
+    for (key, meta) in &ended {
+        store.ended(db, key, meta);
+    }
+    Ok(Reply::Int(ended.len() as i64))
 }
 
 pub fn exists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
@@ -150,6 +157,14 @@ pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Result {
     Ok(Reply::Int(
         ctx.shared.store.db().estimate_num_keys(&begin, &end) as i64,
     ))
+}
+
+/// COMPACT (kvrocks's): compacts the whole database down to its last
+/// level, which drops expired keys and the subkeys of ended hashes and
+/// sorted sets, and answers when done.
+pub fn compact(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Result {
+    ctx.shared.store.db().compact_range(None, None)?;
+    Ok(Reply::ok())
 }
 
 /// Deletes every key of the database, subkeys included, while no other

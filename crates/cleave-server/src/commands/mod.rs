@@ -134,6 +134,10 @@ static COMMANDS: &[Command] = &[
         slow: true,
         ..cmd!("info", -1, &["loading", "stale"], 0, 0, 0, server::info)
     },
+    Command {
+        slow: true,
+        ..cmd!("compact", 1, A, 0, 0, 0, keys::compact)
+    },
     // CONFIG SET appendfsync always syncs the WAL.
     Command {
         slow: true,

@@ -623,6 +623,16 @@ fn info_section(
             l.push(("block_cache_misses", s.block_cache_misses.to_string()));
             l.push(("prefix_filter_checked", s.prefix_filter_checked.to_string()));
             l.push(("prefix_filter_useful", s.prefix_filter_useful.to_string()));
+            l.push(("expired_entries", s.expired_entries.to_string()));
+            l.push(("expired_value_bytes", s.expired_value_bytes.to_string()));
+            let sub = shared.store.subkey_stats();
+            let n = |c: &std::sync::atomic::AtomicU64| {
+                c.load(std::sync::atomic::Ordering::Relaxed).to_string()
+            };
+            l.push(("stale_subkeys_checked", n(&sub.checked)));
+            l.push(("stale_subkeys_removed", n(&sub.removed)));
+            l.push(("stale_subkeys_decided_from_key", n(&sub.decided_from_key)));
+            l.push(("stale_subkeys_lookups", n(&sub.lookups)));
             let files: Vec<String> = s.levels.iter().map(|l| l.files.to_string()).collect();
             l.push(("files_per_level", files.join(",")));
             l.push(("stall_micros", s.stall_micros.to_string()));

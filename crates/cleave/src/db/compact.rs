@@ -17,7 +17,7 @@ use crate::compaction::correlated::{self, CorrelatedOptions};
 use crate::compaction::merge_runs::{MergeRuns, ReadBase};
 use crate::compaction::picker::{self, CompactionPlan};
 use crate::compaction::stream::{stripe, DropRules};
-use crate::compaction_filter::{CompactionFilter, Decision, FilterValue, Source};
+use crate::compaction_filter::{CompactionFilter, Decision, FilterContext, FilterValue, Source};
 use crate::error::{Error, Result};
 use crate::iter::expiry::ExpiryView;
 use crate::iter::level::LevelIterator;
@@ -157,6 +157,8 @@ struct Filtered {
     /// Separated values it asked to read, and their record bytes.
     value_reads: u64,
     value_bytes_read: u64,
+    /// Keys it looked up (`FilterContext::get`).
+    lookups: u64,
 }
 
 /// The entry `ikey` (stored value `stored`) with the value a compaction
@@ -621,8 +623,18 @@ impl DbInner {
             source,
             read: None,
         };
-        let decision = filter.filter(level, user_key, &mut value);
+        let lookups = std::cell::Cell::new(0u64);
+        let lookup = |key: &[u8]| {
+            lookups.set(lookups.get() + 1);
+            self.get(&crate::ReadOptions::new(), key)
+        };
+        let ctx = FilterContext {
+            level,
+            lookup: &lookup,
+        };
+        let decision = filter.filter(&ctx, user_key, &mut value);
         filtered.calls += 1;
+        filtered.lookups += lookups.get();
         if value.was_read() && value.is_separated() {
             filtered.value_reads += 1;
             filtered.value_bytes_read += value.size();

@@ -71,6 +71,7 @@ pub(crate) struct Counters {
     pub compaction_filter_changed: AtomicU64,
     pub compaction_filter_value_reads: AtomicU64,
     pub compaction_filter_value_bytes_read: AtomicU64,
+    pub compaction_filter_lookups: AtomicU64,
     pub delta_bytes_written: AtomicU64,
     pub delta_buckets_collected: AtomicU64,
     pub delta_bucket_splits: AtomicU64,
@@ -243,12 +244,13 @@ pub struct Stats {
     pub expired_value_bytes: u64,
     /// The compaction filter (`Options::compaction_filter`): entries it was
     /// asked about, removed and changed; separated values it asked to
-    /// read, and their record bytes.
+    /// read, and their record bytes; keys it looked up.
     pub compaction_filter_calls: u64,
     pub compaction_filter_removed: u64,
     pub compaction_filter_changed: u64,
     pub compaction_filter_value_reads: u64,
     pub compaction_filter_value_bytes_read: u64,
+    pub compaction_filter_lookups: u64,
     /// The delta store (key-delta separation): bytes flushes wrote to it
     /// (garbage collection included); buckets garbage collected, split,
     /// merged pairwise, and folded (the store full, their deltas moved
@@ -347,6 +349,7 @@ impl Stats {
             compaction_filter_changed: get(&c.compaction_filter_changed),
             compaction_filter_value_reads: get(&c.compaction_filter_value_reads),
             compaction_filter_value_bytes_read: get(&c.compaction_filter_value_bytes_read),
+            compaction_filter_lookups: get(&c.compaction_filter_lookups),
             delta_bytes_written: get(&c.delta_bytes_written),
             delta_buckets_collected: get(&c.delta_buckets_collected),
             delta_bucket_splits: get(&c.delta_bucket_splits),
@@ -472,12 +475,13 @@ impl Stats {
         if self.compaction_filter_calls > 0 {
             let _ = writeln!(
                 s,
-                "compaction filter: {} entries asked, {} removed, {} changed; {} values read ({:.1} MB)",
+                "compaction filter: {} entries asked, {} removed, {} changed; {} values read ({:.1} MB), {} keys looked up",
                 self.compaction_filter_calls,
                 self.compaction_filter_removed,
                 self.compaction_filter_changed,
                 self.compaction_filter_value_reads,
-                mb(self.compaction_filter_value_bytes_read)
+                mb(self.compaction_filter_value_bytes_read),
+                self.compaction_filter_lookups
             );
         }
         if self.delta_bytes_written > 0 || self.delta_reads > 0 {
