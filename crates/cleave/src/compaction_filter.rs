@@ -46,8 +46,11 @@ pub trait CompactionFilter: Send + Sync + fmt::Debug {
 /// another key (a hash's fields on its metadata, as kvrocks's filters).
 pub struct FilterContext<'a> {
     pub(crate) level: usize,
-    pub(crate) lookup: &'a dyn Fn(&[u8]) -> Result<Option<Vec<u8>>>,
+    pub(crate) lookup: &'a Lookup<'a>,
 }
+
+/// Reads a key's current value for a filter.
+pub(crate) type Lookup<'a> = dyn Fn(&[u8]) -> Result<Option<Vec<u8>>> + 'a;
 
 impl FilterContext<'_> {
     /// The level the compaction writes to.
