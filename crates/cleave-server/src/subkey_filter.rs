@@ -57,10 +57,18 @@ pub struct StaleSubkeys {
     pub stats: SubkeyStats,
 }
 
+/// A lookup's answer: which filter asked, about which collection (its
+/// subkey prefix), whether it was live, and when.
+struct Answer {
+    filter: usize,
+    prefix: Vec<u8>,
+    live: bool,
+    at: Instant,
+}
+
 thread_local! {
-    /// The last lookup this thread made: which filter, the collection, whether it
-    /// was live, and when.
-    static LAST: RefCell<Option<(usize, Vec<u8>, bool, Instant)>> = const { RefCell::new(None) };
+    /// The last lookup this thread made.
+    static LAST: RefCell<Option<Answer>> = const { RefCell::new(None) };
 }
 
 /// A collection's identity in a subkey: `db len(key) key version`, the
@@ -97,8 +105,8 @@ impl StaleSubkeys {
         let me = self as *const Self as usize;
         let now = Instant::now();
         let cached = LAST.with(|l| match &*l.borrow() {
-            Some((f, p, live, at)) if *f == me && p == prefix && now - *at < LOOKUP_REUSE => {
-                Some(*live)
+            Some(a) if a.filter == me && a.prefix == prefix && now - a.at < LOOKUP_REUSE => {
+                Some(a.live)
             }
             _ => None,
         });
@@ -126,7 +134,14 @@ impl StaleSubkeys {
         if !live {
             self.record(db, key, version, false);
         }
-        LAST.with(|l| *l.borrow_mut() = Some((me, prefix.to_vec(), live, now)));
+        LAST.with(|l| {
+            *l.borrow_mut() = Some(Answer {
+                filter: me,
+                prefix: prefix.to_vec(),
+                live,
+                at: now,
+            })
+        });
         live
     }
 }
