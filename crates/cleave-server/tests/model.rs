@@ -36,7 +36,14 @@ enum Value {
 #[derive(Default, Clone)]
 struct Model {
     keys: HashMap<Vec<u8>, Value>,
+    /// Expiries (ms since the epoch) of keys that have one: all far in the
+    /// future, so that none passes during a run (a time in the past
+    /// deletes its key at once).
+    expires: HashMap<Vec<u8>, u64>,
 }
+
+/// 2100-01-01, in seconds: the expiries the test sets are after it.
+const FAR_FUTURE_SECS: u64 = 4_102_444_800;
 
 fn bulk(b: &[u8]) -> Reply {
     Reply::Bulk(b.to_vec())
@@ -73,6 +80,9 @@ impl Model {
                     _ => false,
                 };
                 if !skip {
+                    if opt.as_deref() != Some("KEEPTTL") {
+                        self.expires.remove(&key);
+                    }
                     self.keys.insert(key, Value::Str(args[2].clone()));
                 }
                 match opt.as_deref() {
@@ -126,12 +136,51 @@ impl Model {
             "DEL" => {
                 let mut n = 0;
                 for k in &args[1..] {
+                    self.expires.remove(k);
                     if self.keys.remove(k).is_some() {
                         n += 1;
                     }
                 }
                 Reply::Int(n)
             }
+            "EXPIREAT" | "PEXPIREAT" => {
+                let n: u64 = String::from_utf8_lossy(&args[2]).parse().unwrap();
+                let at = if name == "EXPIREAT" { n * 1000 } else { n };
+                if !self.keys.contains_key(&key) {
+                    return Reply::Int(0);
+                }
+                let old = self.expires.get(&key).copied();
+                let allowed = match args
+                    .get(3)
+                    .map(|o| String::from_utf8_lossy(o).to_ascii_uppercase())
+                    .as_deref()
+                {
+                    Some("NX") => old.is_none(),
+                    Some("XX") => old.is_some(),
+                    Some("GT") => old.is_some_and(|o| at > o),
+                    Some("LT") => old.is_none_or(|o| at < o),
+                    _ => true,
+                };
+                if !allowed {
+                    return Reply::Int(0);
+                }
+                if at < FAR_FUTURE_SECS * 1000 {
+                    // In the past: the key goes.
+                    self.keys.remove(&key);
+                    self.expires.remove(&key);
+                } else {
+                    self.expires.insert(key, at);
+                }
+                Reply::Int(1)
+            }
+            "PERSIST" => Reply::Int(i64::from(
+                self.keys.contains_key(&key) && self.expires.remove(&key).is_some(),
+            )),
+            "PEXPIRETIME" => Reply::Int(match (self.keys.get(&key), self.expires.get(&key)) {
+                (None, _) => -2,
+                (Some(_), None) => -1,
+                (Some(_), Some(&at)) => at as i64,
+            }),
             "EXISTS" => Reply::Int(
                 args[1..]
                     .iter()
@@ -176,6 +225,7 @@ impl Model {
                     let n = args[2..].iter().filter(|f| h.remove(*f).is_some()).count();
                     if h.is_empty() {
                         self.keys.remove(&key);
+                        self.expires.remove(&key);
                     }
                     Reply::Int(n as i64)
                 }
@@ -251,6 +301,7 @@ impl Model {
                     let n = args[2..].iter().filter(|m| z.remove(*m).is_some()).count();
                     if z.is_empty() {
                         self.keys.remove(&key);
+                        self.expires.remove(&key);
                     }
                     Reply::Int(n as i64)
                 }
@@ -324,8 +375,8 @@ fn random_command(rng: &mut StdRng) -> Vec<Vec<u8>> {
         0 => words(&[b"GET", &key]),
         1 => {
             let v = value(r);
-            let opts: [&[u8]; 4] = [b"NX", b"XX", b"GET", b""];
-            let o = opts[r.gen_range(0..4)];
+            let opts: [&[u8]; 5] = [b"NX", b"XX", b"GET", b"KEEPTTL", b""];
+            let o = opts[r.gen_range(0..5)];
             if o.is_empty() {
                 words(&[b"SET", &key, &v])
             } else {
@@ -341,8 +392,36 @@ fn random_command(rng: &mut StdRng) -> Vec<Vec<u8>> {
             let other = format!("k{}", r.gen_range(0..8)).into_bytes();
             words(&[b"DEL", &key, &other])
         }
-        5 => words(&[b"EXISTS", &key, &key]),
-        6 => words(&[b"TYPE", &key]),
+        5 => {
+            if r.gen_bool(0.5) {
+                words(&[b"EXISTS", &key, &key])
+            } else {
+                words(&[b"PEXPIRETIME", &key])
+            }
+        }
+        6 => match r.gen_range(0..5) {
+            0 => words(&[b"TYPE", &key]),
+            1 => words(&[b"PERSIST", &key]),
+            2 => {
+                // Now and then a time long past: the key goes.
+                let ms = if r.gen_bool(0.2) {
+                    1
+                } else {
+                    (FAR_FUTURE_SECS + r.gen_range(0..1000)) * 1000 + r.gen_range(0..1000)
+                };
+                words(&[b"PEXPIREAT", &key, ms.to_string().as_bytes()])
+            }
+            _ => {
+                let at = (FAR_FUTURE_SECS + r.gen_range(0..1000)).to_string();
+                let opts: [&[u8]; 5] = [b"NX", b"XX", b"GT", b"LT", b""];
+                let o = opts[r.gen_range(0..5)];
+                let mut cmd = words(&[b"EXPIREAT", &key, at.as_bytes()]);
+                if !o.is_empty() {
+                    cmd.push(o.to_vec());
+                }
+                cmd
+            }
+        },
         7 => {
             let other = format!("k{}", r.gen_range(0..8)).into_bytes();
             words(&[b"MGET", &key, &other])
@@ -502,7 +581,8 @@ fn injected_faults_lose_no_acknowledged_command() {
         };
         faults.fail(&[ops], None, skip, ErrorKind::Other, true);
         let mut failed: Option<Vec<Vec<u8>>> = None;
-        for _ in 0..1000 {
+        // Enough writes for a few files to be created.
+        for _ in 0..3000 {
             let args = random_command(&mut rng);
             let mut next = model.clone();
             let want = normalize(next.apply(&args));
