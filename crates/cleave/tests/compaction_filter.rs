@@ -233,3 +233,48 @@ fn a_snapshot_keeps_what_it_sees_from_the_filter() {
     seen.sort();
     assert_eq!(seen, vec![None, Some(T0 + 60_000)]);
 }
+
+/// Removes the values `gone`.
+#[derive(Debug)]
+struct Gone;
+
+impl CompactionFilter for Gone {
+    fn name(&self) -> &str {
+        "gone"
+    }
+
+    fn filter(
+        &self,
+        _: &FilterContext<'_>,
+        _: &[u8],
+        value: &mut FilterValue<'_>,
+    ) -> CompactionDecision {
+        match value.bytes() {
+            Ok(b"gone") => CompactionDecision::Remove,
+            _ => CompactionDecision::Keep,
+        }
+    }
+}
+
+/// A removed entry over an older version a snapshot keeps, in the same
+/// compaction, in the last level: it becomes a deletion, or the older
+/// version would show through to reads without the snapshot. (The model
+/// test found it.)
+#[test]
+fn a_removal_over_a_version_a_snapshot_keeps_leaves_a_deletion() {
+    let db = open(Arc::new(Gone));
+    let wo = WriteOptions::default();
+    db.put(&wo, b"k", b"old").unwrap();
+    let snap = db.snapshot();
+    db.put(&wo, b"k", b"gone").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.stats().compaction_filter_removed, 1);
+    assert_eq!(db.get(&ReadOptions::new(), b"k").unwrap(), None);
+    let mut ro = ReadOptions::new();
+    ro.snapshot = Some(&snap);
+    assert_eq!(db.get(&ro, b"k").unwrap(), Some(b"old".to_vec()));
+    drop(snap);
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get(&ReadOptions::new(), b"k").unwrap(), None);
+}

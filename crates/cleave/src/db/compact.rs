@@ -394,7 +394,12 @@ impl DbInner {
                         bases,
                         &mut filtered,
                     )? {
-                        Some(Decision::Remove) if nothing_below(user_key) => {
+                        // Dropped whole only where nothing older of the
+                        // key can survive: none below, and no snapshot
+                        // keeping an older entry of this compaction.
+                        Some(Decision::Remove)
+                            if snapshots.is_empty() && nothing_below(user_key) =>
+                        {
                             input.next()?;
                             continue;
                         }
