@@ -59,7 +59,7 @@ enum Direction {
 /// again, and [`DbIterator::status`] reports it.
 pub struct DbIterator {
     /// Sees expiring entries as plain ones, or as deletions once expired.
-    inner: Box<dyn InternalIterator>,
+    inner: ExpiryView<Box<dyn InternalIterator>>,
     seq: SeqNo,
     /// The time expiry is measured against, fixed for the iterator's life
     /// as its sequence number is.
@@ -169,7 +169,7 @@ impl DbIterator {
         pins: Box<dyn Any + Send>,
     ) -> Self {
         DbIterator {
-            inner: Box::new(ExpiryView::new(inner, now)),
+            inner: ExpiryView::new(inner, now),
             seq,
             now,
             lower_bound,
