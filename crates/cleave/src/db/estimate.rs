@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::base::expiry;
 use crate::base::key::{self, MAX_SEQ};
 use crate::base::{InternalIterator, InternalKey, ValueKind};
+use crate::manifest::FileMeta;
 use crate::memtable::MemTable;
 
 use super::DbInner;
@@ -13,6 +14,39 @@ use super::DbInner;
 impl DbInner {
     /// See `Db::estimate_num_keys`.
     pub(super) fn estimate_num_keys(&self, begin: &[u8], end: &[u8]) -> u64 {
+        let now = self.opts.clock.now_ms();
+        // Signed: deletions may outnumber what this range still holds.
+        self.estimate(
+            begin,
+            end,
+            |f| f.num_entries as i64 - 2 * f.num_deletions as i64,
+            |mem| memtable_keys(mem, begin, end, now),
+        )
+        .max(0) as u64
+    }
+
+    /// See `Db::estimate_num_expiring`.
+    pub(super) fn estimate_num_expiring(&self, begin: &[u8], end: &[u8]) -> u64 {
+        let now = self.opts.clock.now_ms();
+        self.estimate(
+            begin,
+            end,
+            |f| f.expiry.map_or(0, |x| x.unexpired_entries(now) as i64),
+            |mem| memtable_expiring(mem, begin, end, now) as i64,
+        )
+        .max(0) as u64
+    }
+
+    /// A count over `[begin, end)` that reads no file: `in_file` of each
+    /// sstable inside the range, half of it for one straddling a bound,
+    /// plus `in_memtable` of each memtable.
+    fn estimate(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        in_file: impl Fn(&FileMeta) -> i64,
+        in_memtable: impl Fn(&Arc<MemTable>) -> i64,
+    ) -> i64 {
         if begin >= end {
             return 0;
         }
@@ -22,56 +56,20 @@ impl DbInner {
             mems.extend(st.imm.iter().map(|i| i.mem.clone()));
             (st.current.clone(), mems)
         };
-        // Signed: deletions may outnumber what this range still holds.
-        let mut total: i64 = 0;
+        let mut total = 0;
         for (_, f) in version.all_files() {
             let (smallest, largest) = (f.smallest_user(), f.largest_user());
             if largest < begin || smallest >= end {
                 continue;
             }
-            let live = f.num_entries as i64 - 2 * f.num_deletions as i64;
+            let n = in_file(f);
             total += if smallest >= begin && largest < end {
-                live
+                n
             } else {
-                live / 2
+                n / 2
             };
         }
-        let now = self.opts.clock.now_ms();
-        for mem in &mems {
-            total += memtable_keys(mem, begin, end, now);
-        }
-        total.max(0) as u64
-    }
-
-    /// See `Db::estimate_num_expiring`.
-    pub(super) fn estimate_num_expiring(&self, begin: &[u8], end: &[u8]) -> u64 {
-        if begin >= end {
-            return 0;
-        }
-        let now = self.opts.clock.now_ms();
-        let (version, mems) = {
-            let st = self.state.lock();
-            let mut mems = vec![st.mem.clone()];
-            mems.extend(st.imm.iter().map(|i| i.mem.clone()));
-            (st.current.clone(), mems)
-        };
-        let mut total = 0u64;
-        for (_, f) in version.all_files() {
-            let (smallest, largest) = (f.smallest_user(), f.largest_user());
-            let Some(x) = f.expiry.filter(|_| largest >= begin && smallest < end) else {
-                continue;
-            };
-            let live = x.unexpired_entries(now);
-            total += if smallest >= begin && largest < end {
-                live
-            } else {
-                live / 2
-            };
-        }
-        for mem in &mems {
-            total += memtable_expiring(mem, begin, end, now);
-        }
-        total
+        total + mems.iter().map(in_memtable).sum::<i64>()
     }
 }
 
