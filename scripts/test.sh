@@ -4,7 +4,7 @@
 # BlobDB adapters of cleave-bench are built and tested against Debian's
 # RocksDB), the Python package's, the crash test, the self-tests of the suite script's tables and
 # plots and of the cleaning model, then every fuzz target for FUZZ_SECONDS
-# (10 here) each (scripts/fuzz.sh, which installs the nightly toolchain and
+# (8 here) each (scripts/fuzz.sh, which installs the nightly toolchain and
 # cargo-fuzz when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +22,7 @@ scripts/redis-clients.sh
 # the WAL modes in turn (docs/reliability.md). CLEAVE_STRESS_SECONDS sets
 # how long; hours find what minutes do not.
 cargo run --release --all-features -p cleave-stress -- crash \
-  --seconds "${CLEAVE_STRESS_SECONDS:-90}"
+  --seconds "${CLEAVE_STRESS_SECONDS:-75}"
 # The same for the log store: appends, trims and truncations of many logs
 # from several threads, killed and checked (CLEAVE_LOGSTORE_STRESS_SECONDS).
 cargo run --release --all-features -p cleave-stress -- logs-crash \
@@ -43,4 +43,4 @@ python=/usr/bin/python3
 "$python" scripts/suite.py --self-test
 "$python" scripts/cleaning_model.py --self-test
 # 10 s per target keeps the whole command within CI's 30 minutes on 2 cores.
-FUZZ_SECONDS="${FUZZ_SECONDS:-10}" scripts/fuzz.sh
+FUZZ_SECONDS="${FUZZ_SECONDS:-8}" scripts/fuzz.sh
