@@ -17,7 +17,7 @@ ratios to cleave and writes two PNG plots.
     scripts/suite.py fixed-8k --space-limits 1.1,1.25,1.5,2 --overwrite-distribution uniform
     scripts/suite.py --self-test                 # scripts/tests/test_suite.py
 
-Suites: fixed-1k, fixed-8k, fixed-16k, mixed-8k, pareto-1k, ycsb. The
+Suites: fixed-1k, fixed-8k, fixed-16k, mixed-8k, pareto-1k, ycsb, ttl-8k. The
 key-value suites load every key once (filluniquerandom), then overwrite keys
 drawn from --overwrite-distribution (zipfian, the default, or uniform); reads
 and seeks are uniform. cleave separates values of at least --min_blob_size
@@ -41,6 +41,13 @@ budget set to the same R (unless --space-budget says otherwise), each run in
 update-phase throughput against the limit, per engine, each point filled if
 the engine held the limit (the driver never had to stop its writers) and
 hollow if not.
+ttl-8k writes 8 KiB values with a time to live (--ttl-seconds, default 20)
+at a steady rate (--write-rate-mib, default 24 MiB/s) for ten times the TTL
+(fillrandom over as many keys as it writes), then reads (readrandom): cleave
+with put_with_ttl, RocksDB and BlobDB opened through DBWithTTL. Its live data
+is what has not expired, about rate x TTL (--live-gib does not apply); the
+table adds each engine's space amplification over that once steady (from
+twice the TTL on) and the value-file bytes its compactions read.
 Plots need matplotlib (apt-get install python3-matplotlib).
 """
 
@@ -84,7 +91,12 @@ SUITES = {
     "mixed-8k": ("mixed-8k", 8345, "Mixed-8K values, mean 8345 B"),
     "pareto-1k": ("pareto-1k", 1023, "Pareto-1K values, mean 1023 B"),
     "ycsb": (None, YCSB_RECORD, "YCSB, 10 x 100 B fields"),
+    "ttl-8k": ("fixed", 8192, "8 KiB values with a TTL"),
 }
+TTL_PHASES = "fillrandom,readrandom"
+# The TTL suite writes for this many TTLs, so that most of the run is in
+# the steady state where values expire as fast as they are written.
+TTL_RUN_TTLS = 10
 OVERWRITE_DISTRIBUTIONS = ("zipfian", "uniform")
 ENGINE_NAMES = {"cleave": "cleave", "rocksdb": "RocksDB", "blobdb": "BlobDB"}
 ENGINE_COLORS = {"cleave": "tab:blue", "rocksdb": "tab:orange", "blobdb": "tab:green"}
@@ -109,8 +121,18 @@ def suite_flags(args):
     if args.write_buffer_mib is not None:
         flags = [f"--write_buffer_size={int(args.write_buffer_mib * MIB)}"
                  if f.startswith("--write_buffer_size=") else f for f in flags]
+    if args.suite == "ttl-8k":
+        rate = int(args.write_rate_mib * MIB)
+        num = TTL_RUN_TTLS * args.ttl_seconds * rate // (KEY_SIZE + mean_value)
+        live = rate * args.ttl_seconds
     flags.append(f"--cache_size={max(8 * MIB, live // 100)}")
-    if dist is None:  # ycsb: records of field_count x field_length bytes
+    if args.suite == "ttl-8k":
+        flags += [f"--benchmarks={args.phases or TTL_PHASES}", f"--num={num}",
+                  f"--value_size={mean_value}", "--key_distribution=uniform",
+                  "--read_key_distribution=uniform", f"--reads={args.reads}",
+                  f"--ttl_seconds={args.ttl_seconds}",
+                  f"--benchmark_write_rate_limit={rate}"]
+    elif dist is None:  # ycsb: records of field_count x field_length bytes
         flags += [f"--benchmarks={args.phases or YCSB_PHASES}", f"--num={num}",
                   f"--ycsb_operation_count={args.ycsb_ops}",
                   "--ycsb_field_count=10", "--ycsb_field_length=100"]
@@ -246,8 +268,36 @@ def make_table(records, title):
                 fmt(g("peak_rss_bytes"), ",.0f", MIB), fmt(g("cpu_s"), ".1f"),
                 fmt(g("device_reads_per_op"), ".2f"), fmt(g("elapsed_s"), ".1f")]) + " |")
         summaries.append(summary_line(label, group, base))
-    return "\n".join(lines + space_section(records) + gc_section(records)
+    return "\n".join(lines + ttl_section(records) + space_section(records) + gc_section(records)
                      + ["", "Summary:", ""] + summaries) + "\n"
+
+
+def ttl_section(records):
+    """Each engine's space over unexpired live data once steady, and what
+    its compactions read of value files, for runs with a TTL (records with
+    steady_space_amp); none otherwise."""
+    rows = [(label, r) for label, group in group_records(records) for r in group
+            if r.get("steady_space_amp") is not None]
+    if not rows:
+        return []
+    lines = ["", "With a TTL: disk over unexpired live data once a second from twice the "
+             "TTL on, and the value-file bytes compactions read (cleave: for compaction "
+             "filters, none to expire; BlobDB: blob reads, which DBWithTTL's filter needs "
+             "to find each value's time, and blob GC's; RocksDB keeps values in its "
+             "sstables, read by every compaction). Expired is what cleave's compactions "
+             "dropped without reading it.", "",
+             "| benchmark | engine | space amp median | space amp max | points "
+             "| compaction read MiB | value-file bytes read MiB | expired MiB |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for label, r in rows:
+        steady, counters = r["steady_space_amp"], r.get("engine_counters") or {}
+        lines.append("| " + " | ".join([
+            label, pretty(r["engine"]), fmt(steady.get("median"), ".2f"),
+            fmt(steady.get("max"), ".2f"), fmt(steady.get("points")),
+            fmt(counters.get("compaction_bytes_read"), ",.1f", MIB),
+            fmt(counters.get("compaction_value_bytes_read"), ",.1f", MIB),
+            fmt(counters.get("expired_value_bytes"), ",.1f", MIB)]) + " |")
+    return lines
 
 
 def space_section(records):
@@ -576,6 +626,8 @@ def render(records, out, title, space_limit):
 def suite_title(suite, live_gib, overwrite_distribution=None):
     """The title of tables and plots; names the overwrite keys' distribution
     when given (the key-value suites)."""
+    if suite == "ttl-8k":
+        return f"{suite} ({SUITES[suite][2]})"
     overwrites = ""
     if overwrite_distribution and SUITES[suite][0] is not None:
         overwrites = f", {overwrite_distribution} overwrites"
@@ -602,6 +654,9 @@ def parse_args(argv):
     p.add_argument("--write-buffer-mib", type=float, metavar="MIB",
                    help="memtable size instead of the suites' 64 MiB")
     p.add_argument("--reads", type=int, default=200000)
+    p.add_argument("--ttl-seconds", type=int, default=20, help="ttl-8k: the values' TTL")
+    p.add_argument("--write-rate-mib", type=float, default=24.0,
+                   help="ttl-8k: the steady write rate, MiB/s")
     p.add_argument("--seeks", type=int, default=20000)
     p.add_argument("--ycsb-ops", type=int, default=200000)
     p.add_argument("--space-limit", type=float, metavar="R", help="--space_limit_ratio")

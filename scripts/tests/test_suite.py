@@ -21,6 +21,7 @@ suite = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(suite)
 
 GIB = 1 << 30
+MIB = 1 << 20
 ENGINES = ["cleave", "rocksdb", "blobdb"]
 # Overwrite ops/s per engine: the ratios the table must show are 0.50 and 0.80.
 OVERWRITE_OPS = {"cleave": 30000.0, "rocksdb": 15000.0, "blobdb": 24000.0}
@@ -116,6 +117,18 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(flags[-1], "--threads=2")
         flags = suite.suite_flags(args_for("fixed-1k", "--extra=--a=1", "--", "--b=2", "--c"))
         self.assertEqual(flags[-3:], ["--a=1", "--b=2", "--c"])
+
+    def test_ttl_flags(self):
+        flags = suite.suite_flags(args_for("ttl-8k", "--ttl-seconds", "30",
+                                           "--write-rate-mib", "16"))
+        num = 10 * 30 * 16 * MIB // (24 + 8192)
+        for flag in [f"--num={num}", "--ttl_seconds=30",
+                     f"--benchmark_write_rate_limit={16 * MIB}", "--value_size=8192",
+                     "--key_distribution=uniform", "--benchmarks=" + suite.TTL_PHASES,
+                     f"--cache_size={8 * MIB}"]:
+            self.assertIn(flag, flags)
+        self.assertFalse(any(f.startswith("--writes") for f in flags))
+        self.assertEqual(suite.suite_title("ttl-8k", 2.0), "ttl-8k (8 KiB values with a TTL)")
 
     def test_ycsb_flags(self):
         flags = suite.suite_flags(args_for("ycsb", "--ycsb-ops", "1000"))
@@ -217,6 +230,29 @@ class TableTest(unittest.TestCase):
         # garbage 0.5 x 0.4 GiB.
         self.assertEqual(overwrite[1:], ["41.0", "2.16", "0.20", "9.3", "1.11"])
         self.assertLess(start, lines.index("Summary:"))
+
+    def test_ttl_section(self):
+        records = fake_results()
+        self.assertNotIn("With a TTL", suite.make_table(records, "t"))
+        for r in records:
+            if r["benchmark"] == "overwrite":
+                r["steady_space_amp"] = {"from_s": 40.0, "points": 160, "median": 1.234,
+                                         "max": 1.5}
+                r["engine_counters"] = {"compaction_bytes_read": 3 * MIB,
+                                        "compaction_value_bytes_read":
+                                            None if r["engine"] == "rocksdb" else 2 * MIB,
+                                        "expired_value_bytes":
+                                            MIB if r["engine"] == "cleave" else None}
+        table = suite.make_table(records, "t")
+        lines = table.splitlines()
+        start = lines.index(next(line for line in lines if line.startswith(
+            "| benchmark | engine | space amp median")))
+        rows = {row[1]: row for row in ([c.strip() for c in line.strip("|").split("|")]
+                                        for line in lines[start + 2:start + 5])}
+        self.assertEqual(rows["cleave"], ["overwrite", "cleave", "1.23", "1.50", "160", "3.0",
+                                          "2.0", "1.0"])
+        self.assertEqual(rows["RocksDB"][5:], ["3.0", "–", "–"])
+        self.assertEqual(rows["BlobDB"][6:], ["2.0", "–"])
 
     def test_cleave_gc(self):
         table = suite.make_table(fake_results(), "t")

@@ -157,6 +157,13 @@ pub struct Flags {
     #[arg(long, default_value_t = 0)]
     pub benchmark_write_rate_limit: u64,
 
+    /// Every put expires this many seconds after it is written (0: never):
+    /// cleave's `put_with_ttl`, RocksDB and BlobDB opened through
+    /// `DBWithTTL`. The live set then counts only unexpired values, so
+    /// space amplification is over what an engine must keep.
+    #[arg(long, default_value_t = 0)]
+    pub ttl_seconds: u64,
+
     /// Throttle writers whenever the database directory holds more than
     /// this many times the live logical bytes (0: no limit). The same for
     /// every engine: the papers' fair-comparison mode.
@@ -555,6 +562,11 @@ impl Flags {
         }
         if self.mergereadpercent > 100 {
             bail!("--mergereadpercent must be at most 100");
+        }
+        if self.ttl_seconds > 0 && self.merge_operator != MergeKind::None {
+            // cleave merges an operand onto nothing once its base expired,
+            // DBWithTTL stamps each operand: no common meaning to compare.
+            bail!("--ttl_seconds applies to puts; run it without --merge_operator");
         }
         if self.merge_as_get_put && self.merge_operator == MergeKind::None {
             bail!("--merge_as_get_put needs a --merge_operator to apply");

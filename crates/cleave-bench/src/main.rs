@@ -242,8 +242,10 @@ impl Driver {
     }
 
     fn fresh_state(&self) -> (Option<LiveSet>, Records) {
-        let live = (!self.flags.use_existing_db)
-            .then(|| LiveSet::new(self.params.keys, self.live_capacity()));
+        let live = (!self.flags.use_existing_db).then(|| match self.config.ttl {
+            Some(ttl) => LiveSet::with_ttl(self.params.keys, self.live_capacity(), ttl),
+            None => LiveSet::new(self.params.keys, self.live_capacity()),
+        });
         (live, Records::new(self.params.num))
     }
 
@@ -410,6 +412,7 @@ impl Driver {
                 .zip(gc_before)
                 .map(|(end, start)| end.since(&start)),
             space,
+            ttl: self.config.ttl,
             series,
         };
         let record = BenchmarkRecord::new(

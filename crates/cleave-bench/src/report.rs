@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
@@ -214,8 +215,50 @@ pub struct BenchmarkRecord {
     /// cleave's `Stats::gc`). Left out of the JSON for engines without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gc: Option<GcBreakdown>,
+    /// With `--ttl_seconds`: disk over unexpired live bytes in the steady
+    /// state ([`SteadySpace`]). Left out of the JSON without a TTL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady_space_amp: Option<SteadySpace>,
     /// Once a second: throughput and disk size, for stability plots.
     pub series: Vec<SeriesPoint>,
+}
+
+/// Space amplification over time once a TTL workload is steady: the
+/// once-a-second points from twice the TTL on. By then the first TTL's
+/// values have been expired for a whole TTL, time enough for an engine
+/// that reclaims expired values to have done so once.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SteadySpace {
+    pub from_s: f64,
+    pub points: usize,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl SteadySpace {
+    /// `None` when the series has no point that late (a benchmark shorter
+    /// than twice the TTL) or no live bytes then.
+    pub fn of(series: &[SeriesPoint], ttl: Duration) -> Option<Self> {
+        let from_s = 2.0 * ttl.as_secs_f64();
+        let mut ratios: Vec<f64> = series
+            .iter()
+            .filter(|point| point.t_s >= from_s)
+            .filter_map(|point| {
+                let live = point.live_bytes.filter(|&live| live > 0)?;
+                Some(point.disk_bytes as f64 / live as f64)
+            })
+            .collect();
+        if ratios.is_empty() {
+            return None;
+        }
+        ratios.sort_by(f64::total_cmp);
+        Some(Self {
+            from_s,
+            points: ratios.len(),
+            median: ratios[ratios.len() / 2],
+            max: ratios[ratios.len() - 1],
+        })
+    }
 }
 
 /// Everything measured around one benchmark, besides its outcome.
@@ -234,6 +277,8 @@ pub struct Costs {
     pub engine_counters: Option<EngineCounters>,
     pub gc: Option<GcBreakdown>,
     pub space: Option<SpaceBreakdown>,
+    /// The values' time to live (`--ttl_seconds`), for the steady state.
+    pub ttl: Option<Duration>,
     pub series: Vec<SeriesPoint>,
 }
 
@@ -314,6 +359,9 @@ impl BenchmarkRecord {
             gc_max_jobs: costs.space.map(|space| space.gc_max_jobs),
             gc_rate_limit: costs.space.map(|space| space.gc_rate_limit.unwrap_or(0)),
             gc: costs.gc,
+            steady_space_amp: costs
+                .ttl
+                .and_then(|ttl| SteadySpace::of(&costs.series, ttl)),
             series: costs.series,
         }
     }
@@ -402,6 +450,27 @@ impl BenchmarkRecord {
                 mebibytes(Some(counters.value_file_bytes_written)),
                 counters.stall_micros as f64 / 1e6,
                 ratio(self.engine_write_amp),
+            ));
+        }
+        if let Some(counters) = self
+            .engine_counters
+            .filter(|c| c.compaction_value_bytes_read.is_some() || c.expired_value_bytes.is_some())
+        {
+            let expired = counters
+                .expired_value_bytes
+                .map(|bytes| format!(", {} expired without a read", mebibytes(Some(bytes))))
+                .unwrap_or_default();
+            text.push_str(&format!(
+                "  value-file bytes read for compactions: {}{expired} \
+                 (BlobDB's count holds its gets' blob reads too)\n",
+                mebibytes(counters.compaction_value_bytes_read),
+            ));
+        }
+        if let Some(steady) = self.steady_space_amp {
+            text.push_str(&format!(
+                "  space-amp over unexpired live data from {:.0} s on: median {:.2}, max {:.2} \
+                 ({} points)\n",
+                steady.from_s, steady.median, steady.max, steady.points
             ));
         }
         if let Some(gc) = self.gc.filter(|gc| gc.jobs > 0) {
@@ -551,6 +620,48 @@ mod tests {
     }
 
     #[test]
+    fn steady_space_is_taken_from_twice_the_ttl_on() {
+        let point = |t_s: f64, disk_bytes: u64, live: u64| SeriesPoint {
+            t_s,
+            ops_per_sec: 0.0,
+            mb_per_sec: 0.0,
+            disk_bytes,
+            live_bytes: Some(live),
+        };
+        let series = [
+            point(5.0, 900, 100),
+            point(10.0, 300, 100),
+            point(11.0, 130, 100),
+            point(12.0, 120, 0),
+            point(13.0, 110, 100),
+        ];
+        let steady = SteadySpace::of(&series, Duration::from_secs(5)).expect("steady");
+        // The point at 5 s is before 2 x TTL, and one with no live bytes
+        // has no ratio.
+        assert_eq!(steady.points, 3);
+        assert_eq!((steady.from_s, steady.median, steady.max), (10.0, 1.3, 3.0));
+        assert_eq!(SteadySpace::of(&series, Duration::from_secs(7)), None);
+
+        let record = BenchmarkRecord::new(
+            "cleave",
+            1,
+            &outcome(Benchmark::FillRandom, 10, 1000, 1.0),
+            1000,
+            Costs {
+                ttl: Some(Duration::from_secs(5)),
+                series: series.to_vec(),
+                ..Costs::default()
+            },
+        );
+        assert_eq!(record.steady_space_amp, Some(steady));
+        assert!(record
+            .cost_lines()
+            .contains("space-amp over unexpired live data from 10 s on: median 1.30, max 3.00"));
+        let json = serde_json::to_value(&record).expect("json");
+        assert_eq!(json["steady_space_amp"]["median"], 1.3);
+    }
+
+    #[test]
     fn record_computes_write_amp_and_serializes_the_required_fields() {
         let mut run = outcome(Benchmark::FillRandom, 1000, 116_000, 0.5);
         run.latencies.record(2_000).expect("record");
@@ -571,6 +682,7 @@ mod tests {
             engine_counters: None,
             gc: None,
             space: None,
+            ttl: None,
             series: vec![SeriesPoint {
                 t_s: 1.0,
                 ops_per_sec: 10.0,

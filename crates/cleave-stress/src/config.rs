@@ -6,10 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use cleave::{
-    CompactionDecision, CompactionFilter, Compression, FilterContext, FilterValue, Options,
-    WriteOptions,
-};
+use cleave::{CompactionDecision, Compression, FilterFn, FilterValue, Options, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -65,29 +62,6 @@ pub const PREFIX_LEN: usize = 7;
 
 /// Engine options for a run; `variant` varies compression and caches
 /// between runs on one database, as an operator changing options would.
-/// Removes tombs (`values::is_tomb`) in compactions, reading separated
-/// values to tell.
-#[derive(Debug)]
-struct TombFilter;
-
-impl CompactionFilter for TombFilter {
-    fn name(&self) -> &str {
-        "cleave-stress.tomb"
-    }
-
-    fn filter(
-        &self,
-        _: &FilterContext<'_>,
-        _: &[u8],
-        value: &mut FilterValue<'_>,
-    ) -> CompactionDecision {
-        match value.bytes() {
-            Ok(v) if crate::values::is_tomb(v) => CompactionDecision::Remove,
-            _ => CompactionDecision::Keep,
-        }
-    }
-}
-
 pub fn options(variant: u64) -> Options {
     let mut rng = StdRng::seed_from_u64(variant);
     let codecs = [Compression::None, Compression::Lz4, Compression::Zstd];
@@ -118,8 +92,15 @@ pub fn options(variant: u64) -> Options {
         // disk by all three ways: inline, at flush, and through a value log.
         // Counters are merges of 8-byte increments.
         merge_operator: Some(std::sync::Arc::new(cleave::U64Add)),
-        // Tombs go in compactions (counters are merged values, never tombs).
-        compaction_filter: Some(std::sync::Arc::new(TombFilter)),
+        // Tombs (`values::is_tomb`) go in compactions, which read separated
+        // values to tell (counters are merged values, never tombs).
+        compaction_filter: Some(std::sync::Arc::new(FilterFn::new(
+            "cleave-stress.tomb",
+            |_, _, value: &mut FilterValue<'_>| match value.bytes() {
+                Ok(v) if crate::values::is_tomb(v) => CompactionDecision::Remove,
+                _ => CompactionDecision::Keep,
+            },
+        ))),
         // Prefix filters in half the runs: a reopen with or without them
         // reads tables written either way.
         // Memtable filters in half the runs.

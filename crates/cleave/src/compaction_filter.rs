@@ -41,6 +41,63 @@ pub trait CompactionFilter: Send + Sync + fmt::Debug {
     fn filter(&self, ctx: &FilterContext<'_>, key: &[u8], value: &mut FilterValue<'_>) -> Decision;
 }
 
+/// A stateless compaction filter made of a name and a closure, as the
+/// `rocksdb` crate's `set_compaction_filter` takes one:
+///
+/// ```
+/// use cleave::{CompactionDecision, FilterFn};
+///
+/// let drop_sessions = FilterFn::new("drop-sessions", |_, key: &[u8], _: &mut _| {
+///     if key.starts_with(b"session:") {
+///         CompactionDecision::Remove
+///     } else {
+///         CompactionDecision::Keep
+///     }
+/// });
+/// let options = cleave::Options {
+///     compaction_filter: Some(std::sync::Arc::new(drop_sessions)),
+///     ..cleave::Options::default()
+/// };
+/// # let _ = options;
+/// ```
+pub struct FilterFn<F> {
+    name: String,
+    decide: F,
+}
+
+impl<F> FilterFn<F>
+where
+    F: Fn(&FilterContext<'_>, &[u8], &mut FilterValue<'_>) -> Decision + Send + Sync,
+{
+    pub fn new(name: impl Into<String>, decide: F) -> Self {
+        Self {
+            name: name.into(),
+            decide,
+        }
+    }
+}
+
+impl<F> fmt::Debug for FilterFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FilterFn")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F> CompactionFilter for FilterFn<F>
+where
+    F: Fn(&FilterContext<'_>, &[u8], &mut FilterValue<'_>) -> Decision + Send + Sync,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn filter(&self, ctx: &FilterContext<'_>, key: &[u8], value: &mut FilterValue<'_>) -> Decision {
+        (self.decide)(ctx, key, value)
+    }
+}
+
 /// The compaction a filter is asked from: the level it writes, and the
 /// database's current contents, for a filter whose decision rests on
 /// another key (a hash's fields on its metadata, as kvrocks's filters).

@@ -466,12 +466,15 @@ pub fn version_edit(data: &[u8]) -> usize {
         compaction::picker::pick(&v, &picker, &Busy::default());
     }
     for max_live_bytes in [u64::MAX, opts.value_file_size] {
-        let gc = GcPickerOptions {
-            garbage_ratio: opts.gc_garbage_ratio,
-            value_file_size: opts.value_file_size,
-            max_live_bytes,
-        };
-        gc::picker::pick(&v, &gc, &HashSet::new());
+        for leave_expiring_until in [0, EXPIRY_NOW] {
+            let gc = GcPickerOptions {
+                garbage_ratio: opts.gc_garbage_ratio,
+                value_file_size: opts.value_file_size,
+                max_live_bytes,
+                leave_expiring_until,
+            };
+            gc::picker::pick(&v, &gc, &HashSet::new());
+        }
     }
     2
 }

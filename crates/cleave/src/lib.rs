@@ -32,7 +32,7 @@ mod wal;
 pub use base::expiry::{Clock, ManualClock, SystemClock};
 pub use batch::WriteBatch;
 pub use compaction_filter::{
-    CompactionFilter, Decision as CompactionDecision, FilterContext, FilterValue,
+    CompactionFilter, Decision as CompactionDecision, FilterContext, FilterFn, FilterValue,
 };
 pub use db::{
     CacheKindStats, CheckpointInfo, Db, LevelSpace, LevelStats, Snapshot, SpaceReport, Stats,

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use cleave::vfs::MemFs;
 use cleave::{
-    CompactionDecision, CompactionFilter, Db, FilterContext, FilterValue, ManualClock, Options,
-    ReadOptions, WriteOptions,
+    CompactionDecision, CompactionFilter, Db, FilterContext, FilterFn, FilterValue, ManualClock,
+    Options, ReadOptions, WriteOptions,
 };
 
 const DIR: &str = "/db";
@@ -135,32 +135,19 @@ fn removed_keys_read_deleted_and_changed_ones_changed() {
     assert!(report.is_ok(), "{report}");
 }
 
-/// Removes values larger than 2 KB, judging by size alone.
-#[derive(Debug)]
-struct BySize;
-
-impl CompactionFilter for BySize {
-    fn name(&self) -> &str {
-        "by-size"
-    }
-
-    fn filter(
-        &self,
-        _: &FilterContext<'_>,
-        _: &[u8],
-        value: &mut FilterValue<'_>,
-    ) -> CompactionDecision {
-        if value.size() > 2000 {
-            CompactionDecision::Remove
-        } else {
-            CompactionDecision::Keep
-        }
-    }
-}
-
 #[test]
 fn a_filter_that_asks_only_the_size_reads_no_value() {
-    let db = open(Arc::new(BySize));
+    // Removes values larger than 2 KB, judging by size alone.
+    let db = open(Arc::new(FilterFn::new(
+        "by-size",
+        |_, _, value: &mut FilterValue<'_>| {
+            if value.size() > 2000 {
+                CompactionDecision::Remove
+            } else {
+                CompactionDecision::Keep
+            }
+        },
+    )));
     let wo = WriteOptions::default();
     for i in 0..50u32 {
         let v = if i % 2 == 0 {
@@ -234,35 +221,19 @@ fn a_snapshot_keeps_what_it_sees_from_the_filter() {
     assert_eq!(seen, vec![None, Some(T0 + 60_000)]);
 }
 
-/// Removes the values `gone`.
-#[derive(Debug)]
-struct Gone;
-
-impl CompactionFilter for Gone {
-    fn name(&self) -> &str {
-        "gone"
-    }
-
-    fn filter(
-        &self,
-        _: &FilterContext<'_>,
-        _: &[u8],
-        value: &mut FilterValue<'_>,
-    ) -> CompactionDecision {
-        match value.bytes() {
-            Ok(b"gone") => CompactionDecision::Remove,
-            _ => CompactionDecision::Keep,
-        }
-    }
-}
-
 /// A removed entry over an older version a snapshot keeps, in the same
 /// compaction, in the last level: it becomes a deletion, or the older
 /// version would show through to reads without the snapshot. (The model
 /// test found it.)
 #[test]
 fn a_removal_over_a_version_a_snapshot_keeps_leaves_a_deletion() {
-    let db = open(Arc::new(Gone));
+    let db = open(Arc::new(FilterFn::new(
+        "gone",
+        |_, _, value: &mut FilterValue<'_>| match value.bytes() {
+            Ok(b"gone") => CompactionDecision::Remove,
+            _ => CompactionDecision::Keep,
+        },
+    )));
     let wo = WriteOptions::default();
     db.put(&wo, b"k", b"old").unwrap();
     let snap = db.snapshot();

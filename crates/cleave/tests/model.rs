@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use cleave::vfs::{FileOptions, Fs, MemFs};
 use cleave::{
-    Clock, CompactionDecision, CompactionFilter, Db, FilterContext, FilterValue, ManualClock,
-    Options, ReadOptions, Snapshot, WriteBatch, WriteOptions,
+    Clock, CompactionDecision, CompactionFilter, Db, FilterFn, FilterValue, ManualClock, Options,
+    ReadOptions, Snapshot, WriteBatch, WriteOptions,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -47,25 +47,14 @@ fn seen(v: Option<Vec<u8>>) -> Option<Vec<u8>> {
 }
 
 /// Removes tombs in compactions; reads a separated value to tell.
-#[derive(Debug)]
-struct TombFilter;
-
-impl CompactionFilter for TombFilter {
-    fn name(&self) -> &str {
-        "tomb"
-    }
-
-    fn filter(
-        &self,
-        _: &FilterContext<'_>,
-        _: &[u8],
-        value: &mut FilterValue<'_>,
-    ) -> CompactionDecision {
-        match value.bytes() {
+fn tomb_filter() -> Arc<dyn CompactionFilter> {
+    Arc::new(FilterFn::new(
+        "tomb",
+        |_, _, value: &mut FilterValue<'_>| match value.bytes() {
             Ok(v) if is_tomb(v) => CompactionDecision::Remove,
             _ => CompactionDecision::Keep,
-        }
-    }
+        },
+    ))
 }
 
 /// When the model's keys with a time to live expire.
@@ -87,7 +76,7 @@ fn expire(model: &mut Model, expiries: &mut Expiries, now: u64) {
 fn options(fs: &MemFs, rng: &mut StdRng, clock: &Arc<ManualClock>, filter: bool) -> Options {
     Options {
         clock: clock.clone(),
-        compaction_filter: filter.then(|| Arc::new(TombFilter) as Arc<dyn CompactionFilter>),
+        compaction_filter: filter.then(tomb_filter),
         ..random_options(fs, rng)
     }
 }

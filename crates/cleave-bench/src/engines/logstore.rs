@@ -17,6 +17,9 @@ pub struct LogStoreEngine {
 
 impl LogStoreEngine {
     pub fn open(config: &EngineConfig) -> Result<Self> {
+        if config.ttl.is_some() {
+            bail!("the log store keeps records until they are trimmed: it has no --ttl_seconds");
+        }
         let opts = LogOptions {
             fs: Arc::new(cleave::vfs::OsFs::new()),
             create_if_missing: true,

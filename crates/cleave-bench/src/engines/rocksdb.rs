@@ -70,6 +70,9 @@ const TICKER_COMPACTION_WRITE_BYTES: &str = "rocksdb.compact.write.bytes";
 /// the stacked BlobDB's old name.
 const TICKER_BLOB_FILE_BYTES: &str = "rocksdb.blobdb.blob.file.bytes.written";
 const TICKER_STALL_MICROS: &str = "rocksdb.stall.micros";
+/// Integrated BlobDB's `BlobFileReader` counts every blob it reads here,
+/// for gets and for compactions alike.
+const TICKER_BLOB_FILE_BYTES_READ: &str = "rocksdb.blobdb.blob.file.bytes.read";
 
 thread_local! {
     /// Whether this thread has turned RocksDB's perf counters off.
@@ -298,7 +301,7 @@ fn parse_tickers(text: &str) -> HashMap<&str, u64> {
 
 /// `EngineCounters` from parsed tickers; a missing ticker counts as 0, as
 /// RocksDB prints every ticker it has, and one it lacks never moved.
-fn counters_from_tickers(tickers: &HashMap<&str, u64>) -> EngineCounters {
+fn counters_from_tickers(tickers: &HashMap<&str, u64>, flavor: Flavor) -> EngineCounters {
     let ticker = |name: &str| tickers.get(name).copied().unwrap_or(0);
     EngineCounters {
         user_bytes_written: ticker(TICKER_USER_BYTES),
@@ -314,14 +317,24 @@ fn counters_from_tickers(tickers: &HashMap<&str, u64>) -> EngineCounters {
         value_log_bytes_written: 0,
         stall_micros: ticker(TICKER_STALL_MICROS),
         flush_stall_micros: None,
+        compaction_value_bytes_read: (flavor == Flavor::Blob)
+            .then(|| ticker(TICKER_BLOB_FILE_BYTES_READ)),
+        expired_value_bytes: None,
     }
 }
 
 impl RocksDbEngine {
     pub fn open(config: &EngineConfig, flavor: Flavor) -> Result<Self> {
         let options = database_options(config, flavor)?;
-        let db = DB::open(&options, &config.path)
-            .with_context(|| format!("opening RocksDB at {}", config.path.display()))?;
+        // DBWithTTL appends the write time to each value and installs a
+        // compaction filter that drops values older than the TTL; reads
+        // strip the time but do not check it, so an expired value is
+        // found until a compaction drops it.
+        let db = match config.ttl {
+            Some(ttl) => DB::open_with_ttl(&options, &config.path, ttl),
+            None => DB::open(&options, &config.path),
+        }
+        .with_context(|| format!("opening RocksDB at {}", config.path.display()))?;
         let mut write_options = WriteOptions::default();
         write_options.set_sync(config.sync);
         write_options.disable_wal(config.disable_wal);
@@ -333,6 +346,13 @@ impl RocksDbEngine {
             ),
             UNMAPPABLE_DB_BENCH_DEFAULTS.to_owned(),
         ];
+        if let Some(ttl) = config.ttl {
+            notes.push(format!(
+                "opened through DBWithTTL with a TTL of {} s: expired values are dropped by \
+                 compaction only, and gets find them until then",
+                ttl.as_secs()
+            ));
+        }
         if flavor == Flavor::Blob {
             notes.push(format!(
                 "BlobDB: min_blob_size {}, blob_file_size {} (= target_file_size_base), \
@@ -502,7 +522,7 @@ impl Engine for RocksDbEngine {
 
     fn counters(&self) -> Option<EngineCounters> {
         let text = self.options.get_statistics()?;
-        Some(counters_from_tickers(&parse_tickers(&text)))
+        Some(counters_from_tickers(&parse_tickers(&text), self.flavor))
     }
 
     fn config_notes(&self) -> Vec<String> {
@@ -532,6 +552,7 @@ rocksdb.compact.read.bytes COUNT : 300
 rocksdb.compact.write.bytes COUNT : 400
 rocksdb.blobdb.blob.file.bytes.written COUNT : 1500000
 rocksdb.stall.micros COUNT : 77
+rocksdb.blobdb.blob.file.bytes.read COUNT : 9000
 rocksdb.db.get.micros P50 : 1.500000 P95 : 3.000000 P99 : 4.000000 P100 : 9.000000 COUNT : 5 SUM : 20
 rocksdb.broken.line COUNT : not-a-number
 rocksdb.extra.words COUNT : 5 6
@@ -544,7 +565,7 @@ rocksdb.extra.words COUNT : 5 6
         assert_eq!(tickers.get("rocksdb.db.get.micros"), None);
         assert_eq!(tickers.get("rocksdb.broken.line"), None);
         assert_eq!(tickers.get("rocksdb.extra.words"), None);
-        let counters = counters_from_tickers(&tickers);
+        let counters = counters_from_tickers(&tickers, Flavor::Plain);
         assert_eq!(
             counters,
             EngineCounters {
@@ -559,10 +580,15 @@ rocksdb.extra.words COUNT : 5 6
                 value_log_bytes_written: 0,
                 stall_micros: 77,
                 flush_stall_micros: None,
+                compaction_value_bytes_read: None,
+                expired_value_bytes: None,
             }
         );
+        // BlobDB's blob reads are its compactions' value reads.
+        let blob = counters_from_tickers(&tickers, Flavor::Blob);
+        assert_eq!(blob.compaction_value_bytes_read, Some(9000));
         assert_eq!(
-            counters_from_tickers(&parse_tickers("")),
+            counters_from_tickers(&parse_tickers(""), Flavor::Plain),
             EngineCounters::default()
         );
     }
@@ -666,6 +692,46 @@ rocksdb.extra.words COUNT : 5 6
             assert_eq!(engine.get(b"key").expect("get"), Some(value));
             Box::new(engine).close().expect("close");
         }
+    }
+
+    /// Writes 4 KiB values with a TTL of 1 s, waits past it (DBWithTTL
+    /// stamps whole seconds and drops a value once stamp + TTL < now),
+    /// compacts, and returns what the compaction read of value files.
+    fn expire(flavor: Flavor) -> Option<u64> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = EngineConfig {
+            ttl: Some(Duration::from_secs(1)),
+            compression: CompressionType::None,
+            ..small_test_config(dir.path().join("db"))
+        };
+        let engine = RocksDbEngine::open(&config, flavor).expect("open");
+        let value = vec![b't'; 4096];
+        for index in 0..200 {
+            engine.put(&key(index), &value).expect("put");
+        }
+        engine.flush().expect("flush");
+        // Reads strip DBWithTTL's stamp.
+        assert_eq!(engine.get(&key(7)).expect("get"), Some(value));
+        let before = engine.counters().expect("counters");
+        thread::sleep(Duration::from_millis(2500));
+        engine.compact_all().expect("compact");
+        assert_eq!(engine.get(&key(7)).expect("get"), None);
+        let read = engine.counters().expect("counters").since(&before);
+        Box::new(engine).close().expect("close");
+        read.compaction_value_bytes_read
+    }
+
+    #[test]
+    fn rocksdb_with_a_ttl_drops_expired_values_in_compaction() {
+        assert_eq!(expire(Flavor::Plain), None);
+    }
+
+    #[test]
+    fn blobdb_reads_every_blob_to_expire_it() {
+        // DBWithTTL's filter finds the stamp at the end of the value, so
+        // compaction reads each blob before it can drop it.
+        let read = expire(Flavor::Blob).expect("BlobDB counts blob reads");
+        assert!(read >= 200 * 4096, "{read}");
     }
 
     #[test]

@@ -25,7 +25,6 @@ use std::sync::Arc;
 
 use crate::base::limits::NUM_LEVELS;
 use crate::base::FileNumber;
-use crate::manifest::file_meta::EXPIRY_POINTS;
 use crate::manifest::{FileMeta, Version, VersionEdit};
 use crate::options::Options;
 
@@ -422,11 +421,14 @@ fn scattered(f: &FileMeta, max_sorted_runs: usize) -> bool {
 /// than `max_sorted_runs` (at least 1) and no one of them holds more than
 /// half of its value bytes, compacted into its own level with its values
 /// rewritten in key order. A merged file references one new logical file,
-/// so the pick converges while no write arrives.
+/// so the pick converges while no write arrives. A file whose entries all
+/// expire by `leave_expiring_until` is left alone: its values are garbage
+/// soon, and copying them would only delay that.
 pub(crate) fn pick_range_merge(
     v: &Version,
     opts: &PickerOptions,
     max_sorted_runs: usize,
+    leave_expiring_until: u64,
     busy: &Busy,
 ) -> Option<CompactionPlan> {
     debug_assert!(max_sorted_runs >= 1);
@@ -435,7 +437,12 @@ pub(crate) fn pick_range_merge(
     let mut order: Vec<(usize, FileNumber, usize)> = files
         .iter()
         .enumerate()
-        .filter(|(_, f)| scattered(f, max_sorted_runs) && !busy.contains_file(f.number))
+        .filter(|(_, f)| {
+            scattered(f, max_sorted_runs)
+                && !busy.contains_file(f.number)
+                && f.all_expired_by()
+                    .is_none_or(|at| at > leave_expiring_until)
+        })
         .map(|(i, f)| (f.value_refs.len(), f.number, i))
         .collect();
     // Most runs first; of equals, the oldest file.
@@ -450,16 +457,21 @@ pub(crate) fn pick_range_merge(
 }
 
 /// Whether a table holds enough expired values, at `now`, for a compaction
-/// of it alone to be worth its cost: at least half the bytes of its
-/// values with an expiry, and at least a quarter of the table's own bytes
-/// (what the compaction rewrites). A table with a few expiring entries
-/// among many that do not is left to the compactions that size picks.
+/// of it alone to be worth its cost (rewriting the table): expired bytes
+/// at least the table's own, so that it frees more than it rewrites (a
+/// table of separated values, whose entries are small beside the values
+/// they name, qualifies at its first expired eighth); or half the bytes of
+/// its values with an expiry and a quarter of the table's bytes. A table
+/// with a few expiring entries among many that do not is left to the
+/// compactions that size picks. Waiting for half, a TTL workload kept up
+/// to half a TTL of expired values on disk (docs/benchmarks.md, issue 24).
 pub(crate) fn expired_enough(f: &FileMeta, now: u64) -> bool {
     f.expiry.is_some_and(|x| {
         let expired = x.expired_bytes(now);
         expired > 0
-            && expired.saturating_mul(2) >= x.value_bytes
-            && expired.saturating_mul(4) >= f.size
+            && (expired >= f.size
+                || (expired.saturating_mul(2) >= x.value_bytes
+                    && expired.saturating_mul(4) >= f.size))
     })
 }
 
@@ -505,7 +517,7 @@ pub(crate) fn next_expiry_check(v: &Version, now: u64, recheck: u64) -> Option<u
         .flat_map(|l| v.files(l))
         .filter_map(|f| {
             let x = f.expiry?;
-            let latest = x.points[EXPIRY_POINTS - 1];
+            let latest = x.latest();
             if now < x.earliest() {
                 Some(x.earliest())
             } else {
@@ -684,6 +696,34 @@ mod tests {
     use super::*;
     use crate::manifest::testutil::meta;
 
+    #[test]
+    fn a_table_is_worth_compacting_for_expiry_when_it_frees_what_it_rewrites() {
+        use crate::manifest::TableExpiry;
+        // Eight eighths of expiring values, the k-th expired at k x 1000.
+        let table = |size, value_bytes| {
+            let mut f = meta(7, "a", "z", 1, size);
+            f.expiry = Some(TableExpiry {
+                entries: 80,
+                value_bytes,
+                points: [0, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000],
+            });
+            f
+        };
+        // Separated 8 KiB values behind a 40 KiB table: an eighth expired
+        // (80 KiB) frees more than the compaction rewrites.
+        let separated = table(40 << 10, 640 << 10);
+        assert!(!expired_enough(&separated, 999));
+        assert!(expired_enough(&separated, 1000));
+        // Inline values: the table is its values; an eighth expired is
+        // not worth a rewrite, half is.
+        let inline = table(700 << 10, 640 << 10);
+        assert!(!expired_enough(&inline, 3999));
+        assert!(expired_enough(&inline, 4000));
+        // Half of a few expiring values in a large table: too little.
+        let diluted = table(4 << 20, 640 << 10);
+        assert!(!expired_enough(&diluted, 8000));
+    }
+
     /// Builds a Version from lines `level number lo hi size` (seq = number,
     /// so higher numbers are newer in L0).
     fn version(spec: &str) -> Version {
@@ -817,10 +857,17 @@ mod tests {
         // Newer first within the user key "f" both hold.
         e.add_file(6, with_runs(4, "d", "f", 6));
         e.add_file(6, with_runs(3, "f", "h", 2));
-        e.add_file(6, with_runs(5, "i", "k", 5));
+        // File 5's one value entry expires at 9,000.
+        let mut expiring = with_runs(5, "i", "k", 5);
+        expiring.expiry = Some(crate::manifest::TableExpiry {
+            entries: 1,
+            value_bytes: 25,
+            points: [9_000; crate::manifest::file_meta::EXPIRY_POINTS],
+        });
+        e.add_file(6, expiring);
         let v = Version::default().apply(e).unwrap();
         let o = opts(true);
-        let p = pick_range_merge(&v, &o, 4, &Busy::default()).unwrap();
+        let p = pick_range_merge(&v, &o, 4, 0, &Busy::default()).unwrap();
         assert!(p.range_merge && !p.trivial_move && p.bottommost);
         assert_eq!((p.level, p.output_level), (6, 6));
         // File 4 shares user key "f" with file 3: both go.
@@ -829,9 +876,12 @@ mod tests {
         // With those busy, the next widest; above every count, nothing.
         let mut busy = Busy::default();
         busy.add(&p);
-        let next = pick_range_merge(&v, &o, 4, &busy).unwrap();
+        let next = pick_range_merge(&v, &o, 4, 0, &busy).unwrap();
         assert_eq!(nums(&next.inputs), vec![5]);
-        assert!(pick_range_merge(&v, &o, 6, &Busy::default()).is_none());
+        // Unless its values are left to expire.
+        assert!(pick_range_merge(&v, &o, 4, 8_999, &busy).is_some());
+        assert!(pick_range_merge(&v, &o, 4, 9_000, &busy).is_none());
+        assert!(pick_range_merge(&v, &o, 6, 0, &Busy::default()).is_none());
         // Normal picks never are range merges.
         assert!(pick(&v, &o, &Busy::default()).is_none_or(|p| !p.range_merge));
 

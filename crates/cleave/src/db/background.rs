@@ -303,7 +303,14 @@ impl DbInner {
             &busy,
             PushDownFor::RangeMerge,
         )
-        .or_else(|| picker::pick_range_merge(&st.current, &self.picker_opts, runs, &busy)) else {
+        .or_else(|| {
+            let until = self
+                .opts
+                .clock
+                .now_ms()
+                .saturating_add(super::gc::expiry_wait_ms());
+            picker::pick_range_merge(&st.current, &self.picker_opts, runs, until, &busy)
+        }) else {
             return RangeMerge::Nothing;
         };
         match self

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
 
@@ -95,6 +95,18 @@ impl Drop for Reservation<'_> {
     }
 }
 
+/// GC leaves a value file whose live records all expire within this long:
+/// compactions drop their references when they expire, reading no value,
+/// and the file then goes whole. Collecting it would copy records about to
+/// become garbage, and copy them again as they expire in the output. The
+/// garbage waits that long at most, unless space is short. Range merges
+/// leave such values where they are too.
+const EXPIRY_WAIT: Duration = Duration::from_secs(300);
+
+pub(super) fn expiry_wait_ms() -> u64 {
+    u64::try_from(EXPIRY_WAIT.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// How compaction and GC share the background threads now.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Schedule {
@@ -130,11 +142,24 @@ pub(super) struct GcTotals {
 }
 
 impl DbInner {
-    fn gc_picker_options(&self, garbage_ratio: f64, room: u64) -> GcPickerOptions {
+    /// `leave_expiring` leaves alone the files whose live records all
+    /// expire within `EXPIRY_WAIT`.
+    fn gc_picker_options(
+        &self,
+        garbage_ratio: f64,
+        room: u64,
+        leave_expiring: bool,
+    ) -> GcPickerOptions {
+        let leave_expiring_until = if leave_expiring {
+            self.opts.clock.now_ms().saturating_add(expiry_wait_ms())
+        } else {
+            0
+        };
         GcPickerOptions {
             garbage_ratio,
             value_file_size: self.opts.effective_value_file_size(),
             max_live_bytes: room,
+            leave_expiring_until,
         }
     }
 
@@ -155,7 +180,9 @@ impl DbInner {
         sched: &Schedule,
         avoid: &HashSet<FileNumber>,
     ) -> Option<GcPlan> {
-        let opts = self.gc_picker_options(sched.gc_ratio, sched.gc_room);
+        // Short of space, every byte GC can free now counts.
+        let leave_expiring = !sched.short && sched.device_room.is_none();
+        let opts = self.gc_picker_options(sched.gc_ratio, sched.gc_room, leave_expiring);
         picker::pick(&st.current, &opts, avoid).or_else(|| {
             let stuck = self.budget.bytes > 0
                 && sched.device_room.is_none()
@@ -163,7 +190,7 @@ impl DbInner {
                 && sched.usage >= self.budget.target_bytes()
                 && self.purger.retained() == 0;
             stuck.then(|| {
-                let unbounded = self.gc_picker_options(sched.gc_ratio, u64::MAX);
+                let unbounded = self.gc_picker_options(sched.gc_ratio, u64::MAX, false);
                 picker::pick(&st.current, &unbounded, avoid)
             })?
         })
@@ -510,7 +537,7 @@ impl DbInner {
             )));
         }
         // Asked for: not bounded by the budget's room.
-        let opts = self.gc_picker_options(garbage_ratio, u64::MAX);
+        let opts = self.gc_picker_options(garbage_ratio, u64::MAX, false);
         let mut done = GcStats::default();
         let mut st = self.state.lock();
         let eligible: HashSet<FileNumber> = st.current.value_files().map(|f| f.number).collect();

@@ -17,9 +17,13 @@
 //! small files into as many smaller ones. No job copies more than
 //! `max_live_bytes`, the room a space budget leaves it. Files with no live record at all
 //! never reach the picker: the edit that drops their last reference also
-//! drops them.
+//! drops them. Nor do files whose live records all expire before
+//! `leave_expiring_until`: compactions will drop every reference to them
+//! without reading a value, and the file goes whole, where GC would copy
+//! records about to become garbage (on a TTL workload GC rewrote as many
+//! bytes as were written, docs/benchmarks.md, issue 24).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::base::FileNumber;
@@ -34,6 +38,9 @@ pub(crate) struct GcPickerOptions {
     /// Most live bytes one job copies, a single file included: a file
     /// holding more is left for later.
     pub max_live_bytes: u64,
+    /// Milliseconds since the Unix epoch: a file whose live records all
+    /// expire by then is left to expire. 0 leaves none.
+    pub leave_expiring_until: u64,
 }
 
 /// One GC job: the physical files to collect, and what they hold.
@@ -56,6 +63,20 @@ pub(crate) fn pick(
     opts: &GcPickerOptions,
     busy: &HashSet<FileNumber>,
 ) -> Option<GcPlan> {
+    let expiries = if opts.leave_expiring_until > 0 && v.has_expiring_entries() {
+        v.logical_expiries()
+    } else {
+        HashMap::new()
+    };
+    let expires_soon = |f: &ValueFileMeta| {
+        !expiries.is_empty()
+            && f.hosted.iter().all(|h| {
+                v.referenced(h.logical_file).count == 0
+                    || expiries
+                        .get(&h.logical_file)
+                        .is_some_and(|&at| at <= opts.leave_expiring_until)
+            })
+    };
     let mut candidates: Vec<(f64, &Arc<ValueFileMeta>, u64, u64)> = v
         .value_files()
         .filter(|f| !busy.contains(&f.number))
@@ -67,7 +88,7 @@ pub(crate) fn pick(
             }
             let ratio = garbage as f64 / records as f64;
             let live = records - garbage;
-            (ratio >= opts.garbage_ratio && live <= opts.max_live_bytes)
+            (ratio >= opts.garbage_ratio && live <= opts.max_live_bytes && !expires_soon(f))
                 .then_some((ratio, f, live, garbage))
         })
         .collect();
@@ -110,12 +131,22 @@ pub(crate) fn pick(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::manifest::file_meta::EXPIRY_POINTS;
     use crate::manifest::testutil::meta;
-    use crate::manifest::{HostedLogical, TableValueRefs, VersionEdit};
+    use crate::manifest::{HostedLogical, TableExpiry, TableValueRefs, VersionEdit};
 
     /// A Version with one value file per `(number, record bytes, live
     /// bytes)`, each referenced by its own table.
     fn version(files: &[(u64, u64, u64)]) -> Version {
+        version_expiring(files, |_| None)
+    }
+
+    /// As `version`, each table with the expiry and entry count
+    /// `expiry(i)` gives (`None`: no expiring entry).
+    fn version_expiring(
+        files: &[(u64, u64, u64)],
+        expiry: impl Fn(usize) -> Option<(TableExpiry, u64)>,
+    ) -> Version {
         let mut e = VersionEdit::default();
         for (i, &(n, records, live)) in files.iter().enumerate() {
             e.add_value_file(ValueFileMeta {
@@ -135,6 +166,10 @@ mod tests {
                 count: live / 10,
                 bytes: live,
             }];
+            if let Some((x, entries)) = expiry(i) {
+                table.expiry = Some(x);
+                table.num_entries = entries;
+            }
             e.add_file(6, table);
         }
         Version::default().apply(e).unwrap()
@@ -145,7 +180,48 @@ mod tests {
             garbage_ratio: ratio,
             value_file_size: size,
             max_live_bytes: u64::MAX,
+            leave_expiring_until: 0,
         }
+    }
+
+    #[test]
+    fn files_whose_live_records_expire_soon_are_left_to_expire() {
+        // Each table holds one value entry and one deletion (`meta`).
+        let expiring = |latest| {
+            let x = TableExpiry {
+                entries: 1,
+                value_bytes: 500,
+                points: [latest; EXPIRY_POINTS],
+            };
+            Some((x, 2))
+        };
+        // File 1's references all expire at 5,000; file 2's at 50,000;
+        // file 3's table has a value entry with no expiry as well.
+        let v = version_expiring(
+            &[(1, 1000, 500), (2, 1000, 500), (3, 1000, 500)],
+            |i| match i {
+                0 => expiring(5_000),
+                1 => expiring(50_000),
+                _ => expiring(1_000).map(|(x, _)| (x, 3)),
+            },
+        );
+        let until = |at| GcPickerOptions {
+            leave_expiring_until: at,
+            ..opts(0.2, 10_000)
+        };
+        assert_eq!(
+            numbers(&pick(&v, &until(0), &HashSet::new()).unwrap()),
+            vec![1, 2, 3]
+        );
+        assert_eq!(
+            numbers(&pick(&v, &until(10_000), &HashSet::new()).unwrap()),
+            vec![2, 3]
+        );
+        // Expiring past the wait: collected as any other.
+        assert_eq!(
+            numbers(&pick(&v, &until(60_000), &HashSet::new()).unwrap()),
+            vec![3]
+        );
     }
 
     fn numbers(p: &GcPlan) -> Vec<u64> {

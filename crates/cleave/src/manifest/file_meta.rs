@@ -81,6 +81,10 @@ impl TableExpiry {
         self.points[0]
     }
 
+    pub(crate) fn latest(&self) -> u64 {
+        self.points[EXPIRY_POINTS - 1]
+    }
+
     /// Eighths of the expiring weight expired at `now`.
     fn eighths_expired(&self, now: u64) -> u128 {
         self.points[1..].iter().filter(|&&p| p <= now).count() as u128
@@ -157,6 +161,14 @@ impl FileMeta {
 
     pub(crate) fn largest_user(&self) -> &[u8] {
         self.largest.user_key()
+    }
+
+    /// When every entry of the table will have expired: `None` if some
+    /// entry other than a deletion has no expiry (a merge operand
+    /// included), so that it may live for ever.
+    pub(crate) fn all_expired_by(&self) -> Option<u64> {
+        let x = self.expiry?;
+        (x.entries.saturating_add(self.num_deletions) >= self.num_entries).then(|| x.latest())
     }
 
     /// Bytes of value-file records the table references.

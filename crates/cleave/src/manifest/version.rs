@@ -8,7 +8,7 @@
 //! file's garbage.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -104,6 +104,31 @@ impl Version {
             sum.saturating_add(self.referenced(h.logical_file).bytes)
         });
         file.record_bytes().saturating_sub(live)
+    }
+
+    /// For each logical value file that live sstables reference only from
+    /// tables whose every entry expires, when the last of those entries
+    /// will have expired (`FileMeta::all_expired_by`). A logical file
+    /// missing from the map is referenced by an entry that may live for
+    /// ever, or by none.
+    pub(crate) fn logical_expiries(&self) -> HashMap<FileNumber, u64> {
+        let mut by: HashMap<FileNumber, Option<u64>> = HashMap::new();
+        for (_, f) in self.all_files() {
+            let until = f.all_expired_by();
+            for r in &f.value_refs {
+                by.entry(r.logical_file)
+                    .and_modify(|at| *at = at.zip(until).map(|(a, b)| a.max(b)))
+                    .or_insert(until);
+            }
+        }
+        by.into_iter()
+            .filter_map(|(logical, at)| Some((logical, at?)))
+            .collect()
+    }
+
+    /// Whether any live sstable holds an entry with an expiry.
+    pub(crate) fn has_expiring_entries(&self) -> bool {
+        self.all_files().any(|(_, f)| f.expiry.is_some())
     }
 
     /// Physical value files none of whose records any sstable references.
