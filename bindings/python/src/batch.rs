@@ -68,8 +68,7 @@ impl PyWriteBatch {
         let value = extract(value, "value")?;
         match ttl {
             Some(t) => {
-                let ttl_ms = u64::try_from(options::ttl(py, t)?.as_millis()).unwrap_or(u64::MAX);
-                let at = Clock::now_ms(&SystemClock).saturating_add(ttl_ms);
+                let at = SystemClock.expiry_after(options::ttl(py, t)?);
                 self.batch.lock().put_with_expiry(&key, &value, at);
             }
             None => self.batch.lock().put(&key, &value),

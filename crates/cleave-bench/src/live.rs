@@ -26,7 +26,7 @@ pub struct LiveSet {
 
 /// When each key's value expires.
 struct Ttl {
-    ttl: Duration,
+    ttl_ms: u64,
     start: Instant,
     /// Milliseconds since `start` at which each key's last value expires.
     expires_ms: Vec<AtomicU64>,
@@ -54,7 +54,7 @@ impl LiveSet {
     pub fn with_ttl(keys: KeyFormat, capacity: u64, ttl: Duration) -> Self {
         Self {
             ttl: Some(Ttl {
-                ttl,
+                ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
                 start: Instant::now(),
                 expires_ms: (0..capacity).map(|_| AtomicU64::new(0)).collect(),
             }),
@@ -87,9 +87,8 @@ impl LiveSet {
         if let Some(ttl) = &self.ttl {
             // Where `sizes` has a slot, `expires_ms` has one.
             if let Some(expires) = ttl.expires_ms.get(index as usize) {
-                let at_ms = ttl.ms_since_start(at);
-                let ttl_ms = u64::try_from(ttl.ttl.as_millis()).unwrap_or(u64::MAX);
-                expires.store(at_ms.saturating_add(ttl_ms), Ordering::Relaxed);
+                let expires_ms = ttl.ms_since_start(at).saturating_add(ttl.ttl_ms);
+                expires.store(expires_ms, Ordering::Relaxed);
             }
         }
         let old = slot.swap(encoded, Ordering::Relaxed);

@@ -214,14 +214,6 @@ impl CleaveEngine {
         })
     }
 
-    /// When a value written now with the configured TTL expires, in
-    /// milliseconds since the Unix epoch, by the clock `Db::put_with_ttl`
-    /// reads (the default `Options::clock`).
-    fn expires_at_ms(ttl: Duration) -> u64 {
-        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        SystemClock.now_ms().saturating_add(ttl_ms)
-    }
-
     fn write_options(&self) -> WriteOptions {
         WriteOptions {
             sync: self.sync,
@@ -256,7 +248,9 @@ impl Engine for CleaveEngine {
 
     fn write_batch(&self, entries: &[(&[u8], &[u8])]) -> Result<()> {
         let mut batch = WriteBatch::new();
-        let expires_at_ms = self.ttl.map(Self::expires_at_ms);
+        // By the clock `Db::put_with_ttl` reads: the adapter leaves
+        // `Options::clock` at its default.
+        let expires_at_ms = self.ttl.map(|ttl| SystemClock.expiry_after(ttl));
         for (key, value) in entries {
             match expires_at_ms {
                 Some(at) => batch.put_with_expiry(key, value, at),

@@ -20,6 +20,13 @@ pub(crate) const EXPIRY_LEN: usize = 8;
 pub trait Clock: Send + Sync + fmt::Debug {
     /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> u64;
+
+    /// When something that lives `ttl` from now expires, in milliseconds
+    /// since the Unix epoch (for `WriteBatch::put_with_expiry`).
+    fn expiry_after(&self, ttl: std::time::Duration) -> u64 {
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self.now_ms().saturating_add(ttl_ms)
+    }
 }
 
 /// The system's wall clock.

@@ -304,11 +304,7 @@ impl DbInner {
             PushDownFor::RangeMerge,
         )
         .or_else(|| {
-            let until = self
-                .opts
-                .clock
-                .now_ms()
-                .saturating_add(super::gc::expiry_wait_ms());
+            let until = self.opts.clock.expiry_after(super::gc::EXPIRY_WAIT);
             picker::pick_range_merge(&st.current, &self.picker_opts, runs, until, &busy)
         }) else {
             return RangeMerge::Nothing;

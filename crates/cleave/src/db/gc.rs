@@ -101,11 +101,7 @@ impl Drop for Reservation<'_> {
 /// become garbage, and copy them again as they expire in the output. The
 /// garbage waits that long at most, unless space is short. Range merges
 /// leave such values where they are too.
-const EXPIRY_WAIT: Duration = Duration::from_secs(300);
-
-pub(super) fn expiry_wait_ms() -> u64 {
-    u64::try_from(EXPIRY_WAIT.as_millis()).unwrap_or(u64::MAX)
-}
+pub(super) const EXPIRY_WAIT: Duration = Duration::from_secs(300);
 
 /// How compaction and GC share the background threads now.
 #[derive(Debug, Clone, Copy)]
@@ -151,7 +147,7 @@ impl DbInner {
         leave_expiring: bool,
     ) -> GcPickerOptions {
         let leave_expiring_until = if leave_expiring {
-            self.opts.clock.now_ms().saturating_add(expiry_wait_ms())
+            self.opts.clock.expiry_after(EXPIRY_WAIT)
         } else {
             0
         };

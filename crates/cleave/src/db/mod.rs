@@ -312,8 +312,7 @@ impl Db {
         value: &[u8],
         ttl: std::time::Duration,
     ) -> Result<()> {
-        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        let expires_at_ms = self.inner.opts.clock.now_ms().saturating_add(ttl_ms);
+        let expires_at_ms = self.inner.opts.clock.expiry_after(ttl);
         self.put_with_expiry(opts, key, value, expires_at_ms)
     }
 

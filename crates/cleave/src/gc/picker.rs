@@ -23,7 +23,7 @@
 //! records about to become garbage (on a TTL workload GC rewrote as many
 //! bytes as were written, docs/benchmarks.md, issue 24).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::base::FileNumber;
@@ -63,20 +63,6 @@ pub(crate) fn pick(
     opts: &GcPickerOptions,
     busy: &HashSet<FileNumber>,
 ) -> Option<GcPlan> {
-    let expiries = if opts.leave_expiring_until > 0 && v.has_expiring_entries() {
-        v.logical_expiries()
-    } else {
-        HashMap::new()
-    };
-    let expires_soon = |f: &ValueFileMeta| {
-        !expiries.is_empty()
-            && f.hosted.iter().all(|h| {
-                v.referenced(h.logical_file).count == 0
-                    || expiries
-                        .get(&h.logical_file)
-                        .is_some_and(|&at| at <= opts.leave_expiring_until)
-            })
-    };
     let mut candidates: Vec<(f64, &Arc<ValueFileMeta>, u64, u64)> = v
         .value_files()
         .filter(|f| !busy.contains(&f.number))
@@ -88,10 +74,23 @@ pub(crate) fn pick(
             }
             let ratio = garbage as f64 / records as f64;
             let live = records - garbage;
-            (ratio >= opts.garbage_ratio && live <= opts.max_live_bytes && !expires_soon(f))
+            (ratio >= opts.garbage_ratio && live <= opts.max_live_bytes)
                 .then_some((ratio, f, live, garbage))
         })
         .collect();
+    // The walk of every table's references only when a file qualifies.
+    if opts.leave_expiring_until > 0 && !candidates.is_empty() && v.has_expiring_entries() {
+        let expiries = v.logical_expiries();
+        candidates.retain(|(_, f, _, _)| {
+            expiries.is_empty()
+                || !f.hosted.iter().all(|h| {
+                    v.referenced(h.logical_file).count == 0
+                        || expiries
+                            .get(&h.logical_file)
+                            .is_some_and(|&at| at <= opts.leave_expiring_until)
+                })
+        });
+    }
     let newest = v.value_files().map(|f| f.number.0).max().unwrap_or(0);
     let score =
         |g: f64, n: FileNumber| g / (2.0 - g) * newest.saturating_sub(n.0).saturating_add(1) as f64;
