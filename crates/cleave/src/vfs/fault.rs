@@ -67,6 +67,9 @@ struct Strike {
 struct Disk {
     bytes: u64,
     used: u64,
+    /// [`FaultFs::fill`] holds it full: bytes freed leave no room either
+    /// (another tenant takes them), until the disk is grown or reset.
+    held_full: bool,
 }
 
 #[derive(Debug, Default)]
@@ -97,6 +100,9 @@ impl Control {
     fn free_space(&self, bytes: u64) {
         if let Some(d) = self.disk.lock().as_mut() {
             d.used = d.used.saturating_sub(bytes);
+            if d.held_full {
+                d.bytes = d.used;
+            }
         }
     }
 
@@ -239,14 +245,23 @@ impl FaultFs {
         for name in self.inner.list(dir)? {
             used += self.len_of(&dir.join(name));
         }
-        *self.control.disk.lock() = Some(Disk { bytes, used });
+        *self.control.disk.lock() = Some(Disk {
+            bytes,
+            used,
+            held_full: false,
+        });
         Ok(())
     }
 
-    /// Leaves no room on the disk [`Self::set_capacity`] made.
+    /// Leaves no room on the disk [`Self::set_capacity`] made, and keeps it
+    /// so while files are deleted (a background job's obsolete inputs
+    /// would otherwise free room and let the database resume under a test
+    /// that checks it read-only), until [`Self::add_capacity`] or
+    /// [`Self::set_capacity`].
     pub fn fill(&self) {
         if let Some(d) = self.control.disk.lock().as_mut() {
             d.bytes = d.used;
+            d.held_full = true;
         }
     }
 
@@ -254,6 +269,7 @@ impl FaultFs {
     pub fn add_capacity(&self, bytes: u64) {
         if let Some(d) = self.control.disk.lock().as_mut() {
             d.bytes = d.bytes.saturating_add(bytes);
+            d.held_full = false;
         }
     }
 
@@ -571,6 +587,32 @@ mod tests {
         assert!(f.sync().is_err());
         assert_eq!(f.len(), 12);
         assert_eq!(fs.injected(), 2);
+    }
+
+    /// A filled disk stays full while files are deleted, until it grows.
+    #[test]
+    fn a_filled_disk_stays_full_until_it_grows() {
+        let fs = FaultFs::new(Arc::new(MemFs::new()));
+        let dir = Path::new("/d");
+        fs.create_dir_all(dir).unwrap();
+        fs.set_capacity(dir, Some(1 << 20)).unwrap();
+        for name in ["000001.sst", "000002.sst"] {
+            let mut f = fs.create(&dir.join(name), FileOptions::default()).unwrap();
+            f.append(&[7; 4096]).unwrap();
+        }
+        fs.fill();
+        assert_eq!(fs.free_space(dir).unwrap(), 0);
+        fs.remove(&dir.join("000001.sst")).unwrap();
+        assert_eq!(fs.free_space(dir).unwrap(), 0);
+        let mut f = fs
+            .create(&dir.join("000003.sst"), FileOptions::default())
+            .unwrap();
+        assert!(f.append(b"x").unwrap_err().is_device_full());
+        fs.add_capacity(10);
+        assert_eq!(fs.free_space(dir).unwrap(), 10);
+        // Grown, it frees what is deleted again.
+        fs.remove(&dir.join("000002.sst")).unwrap();
+        assert_eq!(fs.free_space(dir).unwrap(), 10 + 4096);
     }
 
     /// A `Read` rule counts and strikes each request of a batch: the one it
