@@ -39,6 +39,25 @@ bench() {
 }
 bench -t set,get,incr,mset,hset -n 10000 -P 16
 bench -t set,get -n 2000 -d 16384 -c 10
+# The default test list: strings, lists, sets, hashes, sorted sets.
+bench -n 20000
+redis-cli -p "$port" flushdb > /dev/null
+
+# redis-cli's key-space tools: --scan lists every key, --bigkeys sizes each
+# type with its own count command.
+redis-cli -p "$port" rpush list a b c > /dev/null
+redis-cli -p "$port" sadd set a b > /dev/null
+redis-cli -p "$port" zadd zset 1 a > /dev/null
+redis-cli -p "$port" hset hash f v > /dev/null
+redis-cli -p "$port" set string hello > /dev/null
+[ "$(redis-cli -p "$port" --scan | sort | tr '\n' ' ')" = "hash list set string zset " ]
+bigkeys=$(redis-cli -p "$port" --bigkeys)
+for line in "list found '\"list\"' has 3 items" "set found '\"set\"' has 2 members" \
+  "zset found '\"zset\"' has 1 members" "string found '\"string\"' has 5 bytes"; do
+  echo "$bigkeys" | grep -qF "$line" || { echo "$bigkeys" >&2; echo "redis-clients: --bigkeys lacks: $line" >&2; exit 1; }
+done
+redis-cli -p "$port" flushdb > /dev/null
+echo "redis-clients: redis-cli --scan and --bigkeys work"
 [ "$(redis-cli -p "$port" get nosuchkey)" = "" ]
 
 # 3. redis-py under pytest.

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::watch;
 
 use crate::commands::{self, Ctx};
 use crate::resp::{parse_request, Reply};
-use crate::state::{Client, Counters, Shared};
+use crate::state::{Client, Counters, Shared, Wait};
 use crate::store::FsyncMode;
 
 /// Most requests of one pipeline run in one blocking task: bounds the
@@ -47,8 +48,14 @@ impl Drop for Registered<'_> {
 async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> std::io::Result<()> {
     let mut client = Some(client);
     let mut shutdown = shared.shutdown_signal();
+    // Subscribed before the first blocking command runs, so that no push
+    // after its first look goes unseen.
+    let mut pushes: Option<watch::Receiver<u64>> = None;
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
     let mut start = 0;
+    // Requests a blocking command holds up: it first, those pipelined
+    // after it behind it, as Redis holds them.
+    let mut held: Vec<Vec<Vec<u8>>> = Vec::new();
     loop {
         let (max_bulk, buffer_limit) = {
             let l = shared.limits.read();
@@ -56,18 +63,50 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
         };
         let mut requests = Vec::new();
         let mut protocol_error = None;
-        while requests.len() < MAX_BATCH_REQUESTS {
-            match parse_request(&buf[start..], max_bulk) {
-                Ok(Some((args, used))) => {
-                    start += used;
-                    if !args.is_empty() {
-                        requests.push(args);
-                    }
+        if !held.is_empty() {
+            // Held requests wait on a blocked command, subscribed.
+            let (Some(c), Some(rx)) = (client.as_mut(), &mut pushes) else {
+                return Ok(());
+            };
+            let Wait::Blocked(deadline) = c.wait else {
+                return Ok(());
+            };
+            let timeout = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d.into()).await,
+                    None => std::future::pending().await,
                 }
-                Ok(None) => break,
-                Err(e) => {
-                    protocol_error = Some(e);
-                    break;
+            };
+            tokio::select! {
+                _ = rx.changed() => c.wait = Wait::Retry(deadline),
+                _ = timeout => c.wait = Wait::TimedOut,
+                n = stream.read_buf(&mut buf) => {
+                    // Requests sent meanwhile wait in the buffer; a closed
+                    // connection ends the wait.
+                    let n = n?;
+                    if n == 0 || buf.len() - start > buffer_limit {
+                        return Ok(());
+                    }
+                    Counters::add(&shared.stats.input_bytes, n as u64);
+                    continue;
+                }
+                _ = shutdown.wait_for(|down| *down) => return Ok(()),
+            }
+            requests = std::mem::take(&mut held);
+        } else {
+            while requests.len() < MAX_BATCH_REQUESTS {
+                match parse_request(&buf[start..], max_bulk) {
+                    Ok(Some((args, used))) => {
+                        start += used;
+                        if !args.is_empty() {
+                            requests.push(args);
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        protocol_error = Some(e);
+                        break;
+                    }
                 }
             }
         }
@@ -76,9 +115,16 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
             let Some(c) = client.take() else {
                 return Ok(());
             };
+            if pushes.is_none() && commands::may_block(&requests) {
+                pushes = Some(shared.pushes());
+            }
+            if let Some(rx) = &mut pushes {
+                rx.borrow_and_update();
+            }
             let synced = shared.store.fsync_mode() == FsyncMode::Always;
-            let (c, mut out) = if let Some(cluster) = shared.cluster.get() {
-                crate::cluster::execute(shared, cluster, c, requests).await
+            let (c, mut out, rest) = if let Some(cluster) = shared.cluster.get() {
+                let (c, out) = crate::cluster::execute(shared, cluster, c, requests).await;
+                (c, out, Vec::new())
             } else if commands::needs_blocking_thread(&requests, synced) {
                 let worker = Arc::clone(shared);
                 let done = tokio::task::spawn_blocking(move || execute(&worker, c, requests)).await;
@@ -90,6 +136,7 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
             } else {
                 execute(shared, c, requests)
             };
+            held = rest;
             let mut close = c.close;
             if let Some(e) = protocol_error {
                 Counters::add(&shared.stats.protocol_errors, 1);
@@ -103,6 +150,9 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
             }
             if close {
                 return Ok(());
+            }
+            if !held.is_empty() {
+                continue;
             }
         }
         if start == buf.len() {
@@ -136,11 +186,16 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
     }
 }
 
+/// What running a batch left: the client, the encoded replies, and the
+/// requests a blocked command holds up (it first).
+type Ran = (Client, Vec<u8>, Vec<Vec<Vec<u8>>>);
+
 /// Runs `requests` in order, stopping after one that closes the
-/// connection; returns the client and the encoded replies.
-fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>) -> (Client, Vec<u8>) {
+/// connection or at one that blocks.
+fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>) -> Ran {
     let mut out = Vec::new();
-    for args in requests {
+    let mut requests = requests.into_iter();
+    while let Some(args) = requests.next() {
         let reply = commands::execute(
             &mut Ctx {
                 shared,
@@ -148,6 +203,12 @@ fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>) -> 
             },
             &args,
         );
+        if matches!(client.wait, Wait::Blocked(_)) {
+            let mut held = vec![args];
+            held.extend(requests);
+            return (client, out, held);
+        }
+        client.wait = Wait::None;
         if client.silent {
             break;
         }
@@ -156,5 +217,5 @@ fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>) -> 
             break;
         }
     }
-    (client, out)
+    (client, out, Vec::new())
 }

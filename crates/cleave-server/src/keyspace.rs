@@ -22,13 +22,20 @@ pub const SCORE: u8 = b'Z';
 pub const INTERNAL: u8 = b'@';
 
 /// The key-space format this build writes (`@format`); an open refuses a
-/// data directory written by a later one.
-pub const FORMAT_VERSION: u64 = 1;
+/// data directory written by a later one. 2 added lists and sets.
+pub const FORMAT_VERSION: u64 = 2;
 
 /// Bytes of a metadata value before the type's own payload: type, expiry.
 const META_HEADER_LEN: usize = 1 + 8;
-/// A hash's or sorted set's payload: version, number of fields.
+/// A hash's, set's or sorted set's payload: version, number of fields.
 const COLLECTION_LEN: usize = 8 + 8;
+/// A list's payload: version, number of elements, index of the head.
+const LIST_LEN: usize = 8 + 8 + 8;
+
+/// The index a new list's first element gets: the middle of the range, so
+/// that pushes at either end have 2^63 indexes to go (kvrocks does the
+/// same).
+pub const LIST_FIRST_INDEX: u64 = 1 << 63;
 
 /// Most bytes of a Redis key or field: cleave's keys hold at most 64 KiB,
 /// and a subkey holds the key and a field (or a score and a member) with
@@ -40,6 +47,8 @@ pub const MAX_KEY_AND_FIELD_BYTES: usize = (64 << 10) - 32;
 pub enum Type {
     String = 1,
     Hash = 2,
+    List = 3,
+    Set = 4,
     ZSet = 5,
 }
 
@@ -48,6 +57,8 @@ impl Type {
         match b {
             1 => Some(Type::String),
             2 => Some(Type::Hash),
+            3 => Some(Type::List),
+            4 => Some(Type::Set),
             5 => Some(Type::ZSet),
             _ => None,
         }
@@ -58,6 +69,8 @@ impl Type {
         match self {
             Type::String => "string",
             Type::Hash => "hash",
+            Type::List => "list",
+            Type::Set => "set",
             Type::ZSet => "zset",
         }
     }
@@ -67,11 +80,19 @@ impl Type {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Meta {
     String(Vec<u8>),
-    /// A hash or sorted set: the version its subkeys carry, and how many
-    /// fields or members it holds (never 0: an emptied one is deleted).
+    /// A hash, set or sorted set: the version its subkeys carry, and how
+    /// many fields or members it holds (never 0: an emptied one is
+    /// deleted).
     Collection {
         kind: Type,
         version: u64,
+        size: u64,
+    },
+    /// A list: its elements are the subkeys of indexes `head` to
+    /// `head + size - 1` under `version` (never empty).
+    List {
+        version: u64,
+        head: u64,
         size: u64,
     },
 }
@@ -81,6 +102,15 @@ impl Meta {
         match self {
             Meta::String(_) => Type::String,
             Meta::Collection { kind, .. } => *kind,
+            Meta::List { .. } => Type::List,
+        }
+    }
+
+    /// The version a collection's subkeys carry; `None` for a string.
+    pub fn version(&self) -> Option<u64> {
+        match self {
+            Meta::String(_) => None,
+            Meta::Collection { version, .. } | Meta::List { version, .. } => Some(*version),
         }
     }
 
@@ -99,6 +129,19 @@ impl Meta {
                 out.extend_from_slice(&expire.to_be_bytes());
                 out.extend_from_slice(&version.to_be_bytes());
                 out.extend_from_slice(&size.to_be_bytes());
+                out
+            }
+            Meta::List {
+                version,
+                head,
+                size,
+            } => {
+                let mut out = Vec::with_capacity(META_HEADER_LEN + LIST_LEN);
+                out.push(Type::List as u8);
+                out.extend_from_slice(&expire.to_be_bytes());
+                out.extend_from_slice(&version.to_be_bytes());
+                out.extend_from_slice(&size.to_be_bytes());
+                out.extend_from_slice(&head.to_be_bytes());
                 out
             }
         }
@@ -125,7 +168,29 @@ impl Meta {
                 value.drain(..META_HEADER_LEN);
                 Ok((Meta::String(value), expire))
             }
-            Type::Hash | Type::ZSet => {
+            Type::List => {
+                if payload.len() != LIST_LEN {
+                    return Err(format!("list metadata of {} bytes", value.len()));
+                }
+                let word =
+                    |i: usize| u64::from_be_bytes(payload[i..i + 8].try_into().unwrap_or_default());
+                let (version, size, head) = (word(0), word(8), word(16));
+                if size == 0 {
+                    return Err("empty list".into());
+                }
+                if head.checked_add(size).is_none() {
+                    return Err(format!("list of {size} elements from index {head}"));
+                }
+                Ok((
+                    Meta::List {
+                        version,
+                        head,
+                        size,
+                    },
+                    expire,
+                ))
+            }
+            Type::Hash | Type::Set | Type::ZSet => {
                 if payload.len() != COLLECTION_LEN {
                     return Err(format!("{} metadata of {} bytes", kind.name(), value.len()));
                 }
@@ -206,6 +271,13 @@ pub fn collection_prefix_len(key: &[u8]) -> Option<usize> {
     let len = u32::from_be_bytes(rest.get(1..5)?.try_into().ok()?) as usize;
     let n = (2 + 4 + 8usize).checked_add(len)?;
     (key.len() >= n).then_some(n)
+}
+
+/// The subkey of a list's element at `index` (`prefix` is the list's
+/// collection prefix): the index big-endian, so that elements sort in
+/// list order.
+pub fn list_element(prefix: &[u8], index: u64) -> Vec<u8> {
+    join(prefix, &index.to_be_bytes())
 }
 
 /// `prefix` followed by `suffix`.
@@ -315,6 +387,16 @@ mod tests {
                 version: u64::MAX,
                 size: 1,
             },
+            Meta::Collection {
+                kind: Type::Set,
+                version: 3,
+                size: 9,
+            },
+            Meta::List {
+                version: 5,
+                head: LIST_FIRST_INDEX - 2,
+                size: 4,
+            },
         ] {
             assert_eq!(Meta::decode(m.encode(0)).unwrap(), m);
             assert_eq!(Meta::decode_with_expire(m.encode(77)).unwrap(), (m, 77));
@@ -328,6 +410,18 @@ mod tests {
             size: 0,
         };
         assert!(Meta::decode(empty.encode(0)).is_err());
+        let past_the_end = Meta::List {
+            version: 1,
+            head: u64::MAX,
+            size: 2,
+        };
+        assert!(Meta::decode(past_the_end.encode(0)).is_err());
+        let empty_list = Meta::List {
+            version: 1,
+            head: 1,
+            size: 0,
+        };
+        assert!(Meta::decode(empty_list.encode(0)).is_err());
         // A string grows by concatenation: what APPEND's merge does.
         let mut appended = string_meta(b"ab", 0);
         appended.extend_from_slice(b"cd");

@@ -80,6 +80,9 @@ pub struct Shared {
     /// Set by SHUTDOWN or a signal; the listener and connections stop.
     shutting_down: AtomicBool,
     shutdown: watch::Sender<bool>,
+    /// Bumped by every push into a list: wakes the clients a blocking pop
+    /// (BLPOP, BRPOP, BLMOVE) holds, which then try again.
+    pushes: watch::Sender<u64>,
 }
 
 impl Shared {
@@ -97,6 +100,7 @@ impl Shared {
             started_at: SystemTime::now(),
             shutting_down: AtomicBool::new(false),
             shutdown: watch::Sender::new(false),
+            pushes: watch::Sender::new(0),
         }
     }
 
@@ -129,6 +133,8 @@ impl Shared {
             close: false,
             silent: false,
             readonly: false,
+            wait: Wait::None,
+            may_block: true,
         })
     }
 
@@ -149,6 +155,32 @@ impl Shared {
     pub fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
     }
+
+    /// Wakes the clients blocked on lists: something was pushed.
+    pub fn pushed(&self) {
+        if self.pushes.receiver_count() > 0 {
+            self.pushes.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// Changes whenever something is pushed into a list.
+    pub fn pushes(&self) -> watch::Receiver<u64> {
+        self.pushes.subscribe()
+    }
+}
+
+/// Where a client stands with a blocking command (BLPOP and its kin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Not blocked.
+    None,
+    /// The command found nothing and waits until the deadline (`None`:
+    /// forever) for a push; the connection runs it again on each.
+    Blocked(Option<Instant>),
+    /// Run again after a push, with the first attempt's deadline.
+    Retry(Option<Instant>),
+    /// The deadline passed: the command answers as at its timeout.
+    TimedOut,
 }
 
 /// One connection's state.
@@ -167,6 +199,12 @@ pub struct Client {
     /// READONLY: in cluster mode, reads on a follower are served from its
     /// own state, which may be behind the leader's.
     pub readonly: bool,
+    /// A blocking command's state.
+    pub wait: Wait,
+    /// Whether a blocking command may wait: not for a command a cluster
+    /// member applies from the log, which answers at once, as Redis runs
+    /// a blocking command inside MULTI.
+    pub may_block: bool,
 }
 
 impl Client {
@@ -183,6 +221,8 @@ impl Client {
             close: false,
             silent: false,
             readonly: false,
+            wait: Wait::None,
+            may_block: false,
         }
     }
 }

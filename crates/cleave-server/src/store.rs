@@ -166,6 +166,14 @@ impl Store {
                         keyspace::FORMAT_VERSION
                     ));
                 }
+                if version < keyspace::FORMAT_VERSION {
+                    // Each format holds the one before it: only the number
+                    // changes, so that an older build, which could not read
+                    // what this one may write, refuses the directory.
+                    let format = keyspace::FORMAT_VERSION.to_string();
+                    db.put(&SYNC, &keyspace::format_key(), format.as_bytes())
+                        .map_err(|e| fail("writing the format", e))?;
+                }
             }
             None => {
                 let mut it = db.iter(&r);
@@ -211,8 +219,8 @@ impl Store {
     /// `meta`, that a collection's version ended: compactions then drop its
     /// subkeys without looking its metadata up.
     pub fn ended(&self, db: u8, key: &[u8], meta: &Meta) {
-        if let Meta::Collection { version, .. } = meta {
-            self.subkeys.ended(db, key, *version);
+        if let Some(version) = meta.version() {
+            self.subkeys.ended(db, key, version);
         }
     }
 
@@ -442,6 +450,42 @@ impl Store {
         }
     }
 
+    /// The list at `key`: its version, head index, size and expiry.
+    pub fn list(
+        &self,
+        r: &ReadOptions<'_>,
+        db: u8,
+        key: &[u8],
+    ) -> Result<Option<ListMeta>, CmdError> {
+        match self.meta_with_expire(r, db, key)? {
+            None => Ok(None),
+            Some((
+                Meta::List {
+                    version,
+                    head,
+                    size,
+                },
+                expire,
+            )) => Ok(Some(ListMeta {
+                version,
+                head,
+                size,
+                expire,
+            })),
+            Some(_) => Err(CmdError::WrongType),
+        }
+    }
+
+    /// A seed for a command that picks at random (SPOP, SRANDMEMBER): in
+    /// cluster mode the same on every member applying the command, so
+    /// that they pick alike.
+    pub fn random_seed(&self) -> u64 {
+        match self.applying.lock().as_ref() {
+            Some(a) => a.next_version,
+            None => rand::random(),
+        }
+    }
+
     pub fn get(&self, r: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
         Ok(self.db.load().get(r, key)?)
     }
@@ -459,6 +503,31 @@ impl Store {
             upper_bound: end,
         };
         self.db.load().iter(&r)
+    }
+}
+
+/// A list's metadata: its elements are at indexes `head..head + size`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListMeta {
+    pub version: u64,
+    pub head: u64,
+    pub size: u64,
+    /// Milliseconds since the epoch, 0 for none.
+    pub expire: u64,
+}
+
+/// Adds to `b` the metadata of the list `l` at `key`; an emptied one is
+/// deleted, as Redis deletes an empty list.
+pub fn put_list(b: &mut WriteBatch, db: u8, key: &[u8], l: &ListMeta) {
+    if l.size == 0 {
+        b.delete(&keyspace::meta_key(db, key));
+    } else {
+        let meta = Meta::List {
+            version: l.version,
+            head: l.head,
+            size: l.size,
+        };
+        put_meta(b, db, key, &meta, l.expire);
     }
 }
 
@@ -595,6 +664,26 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.contains("did not write"), "{err}");
+    }
+
+    #[test]
+    fn an_earlier_format_is_taken_and_marked_current() {
+        let opts = options();
+        let store = Store::open(Path::new("/d"), opts.clone(), FsyncMode::No).unwrap();
+        store
+            .db()
+            .put(&WriteOptions::default(), &keyspace::format_key(), b"1")
+            .unwrap();
+        store.close().unwrap();
+        let store = Store::open(Path::new("/d"), opts, FsyncMode::No).unwrap();
+        let format = store
+            .get(&ReadOptions::new(), &keyspace::format_key())
+            .unwrap();
+        assert_eq!(
+            format,
+            Some(keyspace::FORMAT_VERSION.to_string().into_bytes())
+        );
+        const { assert!(keyspace::FORMAT_VERSION >= 2) };
     }
 
     #[test]

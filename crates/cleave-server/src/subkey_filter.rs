@@ -1,4 +1,4 @@
-//! Reclaims the subkeys of hashes and sorted sets that are gone: deleted,
+//! Reclaims the subkeys of hashes, lists, sets and sorted sets that are gone: deleted,
 //! overwritten, emptied or expired. Deleting a collection deletes only its
 //! metadata key (docs/format/server.md); its fields stay under a version
 //! no metadata names, and this compaction filter drops them.
@@ -122,8 +122,7 @@ impl StaleSubkeys {
         let version = u64::from_be_bytes(version);
         let live = match ctx.get(&keyspace::meta_key(db, key)) {
             Ok(Some(v)) => match Meta::decode(v) {
-                Ok(Meta::Collection { version: v, .. }) => v == version,
-                Ok(Meta::String(_)) => false,
+                Ok(meta) => meta.version() == Some(version),
                 // Damaged metadata: keep the subkeys for a reader to see.
                 Err(_) => true,
             },

@@ -788,3 +788,85 @@ fn concurrent_clients_and_pipelines() {
         assert_eq!(c.read(), b(&format!("{i:04}")));
     }
 }
+
+/// Lists and sets end as hashes do: deleting one drops its metadata only,
+/// and compaction drops its elements' subkeys; elements popped or trimmed
+/// off a live list go as they are removed.
+#[test]
+fn compaction_reclaims_the_subkeys_of_ended_lists_and_sets() {
+    let (_d, s) = server();
+    let mut c = s.client();
+    const ELEMENTS: usize = 40;
+    let elements: String = (0..ELEMENTS).map(|e| format!(" e{e}")).collect();
+    for k in 0..20 {
+        assert_eq!(
+            c.cmd(&format!("RPUSH l{k}{elements}")),
+            Int(ELEMENTS as i64)
+        );
+        assert_eq!(c.cmd(&format!("SADD s{k}{elements}")), Int(ELEMENTS as i64));
+    }
+    for k in 0..10 {
+        assert_eq!(c.cmd(&format!("DEL l{k} s{k}")), Int(2));
+    }
+    // Emptied by trimming: the metadata goes, the elements with its version.
+    assert_eq!(c.cmd("LTRIM l10 1 0"), ok());
+    assert_eq!(
+        c.cmd("LPOP l11 10"),
+        Value::Array((0..10).map(|e| b(&format!("e{e}"))).collect())
+    );
+    assert_eq!(c.cmd("COMPACT"), ok());
+    let removed = info_field(&mut c, "cleave", "stale_subkeys_removed");
+    assert_eq!(removed, (2 * 10 + 1) * ELEMENTS as u64);
+    assert_eq!(c.cmd("LLEN l11"), Int(30));
+    assert_eq!(c.cmd("LINDEX l11 0"), b("e10"));
+    assert_eq!(c.cmd("SCARD s15"), Int(ELEMENTS as i64));
+    assert_eq!(c.cmd("EXISTS l10 l5 s5"), Int(0));
+    assert_eq!(c.cmd("COMPACT"), ok());
+    assert_eq!(
+        info_field(&mut c, "cleave", "stale_subkeys_removed"),
+        removed
+    );
+}
+
+/// A set too large to read whole for SPOP and SRANDMEMBER: they pick by
+/// seeks, and still answer distinct members of the set, as many as asked.
+#[test]
+fn random_picks_from_a_large_set() {
+    let (_d, s) = server();
+    let mut c = s.client();
+    const MEMBERS: usize = 20_000;
+    for chunk in (0..MEMBERS).collect::<Vec<_>>().chunks(1000) {
+        let members: String = chunk.iter().map(|m| format!(" member:{m:05}")).collect();
+        assert_eq!(
+            c.cmd(&format!("SADD big{members}")),
+            Int(chunk.len() as i64)
+        );
+    }
+    let names = |v: Value| -> Vec<Vec<u8>> {
+        match v {
+            Value::Array(items) | Value::Set(items) => items
+                .into_iter()
+                .map(|i| match i {
+                    Value::Bulk(b) => b,
+                    other => panic!("{other:?}"),
+                })
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let picked = names(c.cmd("SRANDMEMBER big 300"));
+    let distinct: std::collections::HashSet<_> = picked.iter().collect();
+    assert_eq!((picked.len(), distinct.len()), (300, 300));
+    let repeats = names(c.cmd("SRANDMEMBER big -500"));
+    assert_eq!(repeats.len(), 500);
+    let popped = names(c.cmd("SPOP big 1000"));
+    let distinct: std::collections::HashSet<_> = popped.iter().collect();
+    assert_eq!(distinct.len(), 1000);
+    assert_eq!(c.cmd("SCARD big"), Int((MEMBERS - 1000) as i64));
+    for m in popped.iter().take(50) {
+        assert_eq!(c.call(&[b"SISMEMBER", b"big", m]), Int(0));
+    }
+    for m in picked.iter().chain(&repeats) {
+        assert!(m.starts_with(b"member:"), "{}", m.escape_ascii());
+    }
+}

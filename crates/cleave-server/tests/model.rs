@@ -5,7 +5,7 @@
 //! faults: a failed command answers an error, and after a reopen every
 //! acknowledged write is there.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
@@ -30,6 +30,8 @@ enum Value {
     Str(Vec<u8>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     ZSet(BTreeMap<Vec<u8>, f64>),
+    List(VecDeque<Vec<u8>>),
+    Set(BTreeSet<Vec<u8>>),
 }
 
 /// Redis, as a map.
@@ -70,7 +72,7 @@ impl Model {
                     .map(|o| String::from_utf8_lossy(o).to_ascii_uppercase());
                 let old = self.keys.get(&key).cloned();
                 if opt.as_deref() == Some("GET")
-                    && matches!(old, Some(Value::Hash(_) | Value::ZSet(_)))
+                    && old.as_ref().is_some_and(|v| !matches!(v, Value::Str(_)))
                 {
                     return wrongtype();
                 }
@@ -192,6 +194,8 @@ impl Model {
                 Some(Value::Str(_)) => "string",
                 Some(Value::Hash(_)) => "hash",
                 Some(Value::ZSet(_)) => "zset",
+                Some(Value::List(_)) => "list",
+                Some(Value::Set(_)) => "set",
             }),
             "MGET" => Reply::Array(
                 args[1..]
@@ -337,9 +341,297 @@ impl Model {
                 Some(Value::ZSet(z)) => Reply::Array(z.keys().map(|m| bulk(m)).collect()),
                 Some(_) => wrongtype(),
             },
+            "LPUSH" | "RPUSH" => {
+                let l = match self
+                    .keys
+                    .entry(key)
+                    .or_insert_with(|| Value::List(VecDeque::new()))
+                {
+                    Value::List(l) => l,
+                    _ => return wrongtype(),
+                };
+                for v in &args[2..] {
+                    if name == "LPUSH" {
+                        l.push_front(v.clone());
+                    } else {
+                        l.push_back(v.clone());
+                    }
+                }
+                Reply::Int(l.len() as i64)
+            }
+            "LPOP" | "RPOP" => {
+                let count: Option<usize> = args.get(2).map(|c| parse(c));
+                let Some(l) = self.list(&key) else {
+                    return match self.keys.get(&key) {
+                        Some(_) => wrongtype(),
+                        None if count.is_some() => Reply::NilArray,
+                        None => Reply::Nil,
+                    };
+                };
+                let mut out = Vec::new();
+                for _ in 0..count.unwrap_or(1) {
+                    let v = if name == "LPOP" {
+                        l.pop_front()
+                    } else {
+                        l.pop_back()
+                    };
+                    out.extend(v.map(|v| bulk(&v)));
+                }
+                self.drop_if_empty(&key);
+                match count {
+                    Some(_) => Reply::Array(out),
+                    None => out.pop().unwrap_or(Reply::Nil),
+                }
+            }
+            "LLEN" => match self.keys.get(&key) {
+                None => Reply::Int(0),
+                Some(Value::List(l)) => Reply::Int(l.len() as i64),
+                Some(_) => wrongtype(),
+            },
+            "LRANGE" => match self.keys.get(&key) {
+                None => Reply::Array(vec![]),
+                Some(Value::List(l)) => Reply::Array(l.iter().map(|v| bulk(v)).collect()),
+                Some(_) => wrongtype(),
+            },
+            "LINDEX" => match self.keys.get(&key) {
+                None => Reply::Nil,
+                Some(Value::List(l)) => {
+                    let i: i64 = parse(&args[2]);
+                    let i = if i < 0 { l.len() as i64 + i } else { i };
+                    usize::try_from(i)
+                        .ok()
+                        .and_then(|i| l.get(i))
+                        .map_or(Reply::Nil, |v| bulk(v))
+                }
+                Some(_) => wrongtype(),
+            },
+            "LSET" => {
+                let i: i64 = parse(&args[2]);
+                match self.keys.get_mut(&key) {
+                    None => Reply::Error("ERR no such key".into()),
+                    Some(Value::List(l)) => {
+                        let i = if i < 0 { l.len() as i64 + i } else { i };
+                        match usize::try_from(i).ok().and_then(|i| l.get_mut(i)) {
+                            Some(slot) => {
+                                *slot = args[3].clone();
+                                Reply::ok()
+                            }
+                            None => Reply::Error("ERR index out of range".into()),
+                        }
+                    }
+                    Some(_) => wrongtype(),
+                }
+            }
+            "LREM" => {
+                let count: i64 = parse(&args[2]);
+                let Some(l) = self.list(&key) else {
+                    return self.missing_or_wrongtype(&key, Reply::Int(0));
+                };
+                let limit = if count == 0 {
+                    usize::MAX
+                } else {
+                    count.unsigned_abs() as usize
+                };
+                let mut places: Vec<usize> = (0..l.len()).filter(|&i| l[i] == args[3]).collect();
+                if count < 0 {
+                    places.reverse();
+                }
+                places.truncate(limit);
+                places.sort_unstable();
+                for &i in places.iter().rev() {
+                    l.remove(i);
+                }
+                self.drop_if_empty(&key);
+                Reply::Int(places.len() as i64)
+            }
+            "LINSERT" => {
+                let Some(l) = self.list(&key) else {
+                    return self.missing_or_wrongtype(&key, Reply::Int(0));
+                };
+                match l.iter().position(|v| *v == args[3]) {
+                    None => Reply::Int(-1),
+                    Some(at) => {
+                        let after = args[2].eq_ignore_ascii_case(b"after");
+                        l.insert(at + usize::from(after), args[4].clone());
+                        Reply::Int(l.len() as i64)
+                    }
+                }
+            }
+            "LTRIM" => {
+                let (start, stop): (i64, i64) = (parse(&args[2]), parse(&args[3]));
+                let Some(l) = self.list(&key) else {
+                    return self.missing_or_wrongtype(&key, Reply::ok());
+                };
+                let n = l.len() as i64;
+                let norm = |i: i64| if i < 0 { n + i } else { i };
+                let (from, to) = (norm(start).max(0), (norm(stop) + 1).min(n));
+                let kept: VecDeque<_> = if from < to {
+                    l.range(from as usize..to as usize).cloned().collect()
+                } else {
+                    VecDeque::new()
+                };
+                *l = kept;
+                self.drop_if_empty(&key);
+                Reply::ok()
+            }
+            "LMOVE" => {
+                let dst = args[2].clone();
+                let Some(src) = self.list(&key) else {
+                    return self.missing_or_wrongtype(&key, Reply::Nil);
+                };
+                if src.is_empty() {
+                    return Reply::Nil;
+                }
+                if !matches!(self.keys.get(&dst), None | Some(Value::List(_))) {
+                    return wrongtype();
+                }
+                let src = self.list(&key).unwrap();
+                let v = if args[3].eq_ignore_ascii_case(b"left") {
+                    src.pop_front()
+                } else {
+                    src.pop_back()
+                }
+                .unwrap();
+                let Value::List(d) = self
+                    .keys
+                    .entry(dst)
+                    .or_insert_with(|| Value::List(VecDeque::new()))
+                else {
+                    unreachable!()
+                };
+                if args[4].eq_ignore_ascii_case(b"left") {
+                    d.push_front(v.clone());
+                } else {
+                    d.push_back(v.clone());
+                }
+                self.drop_if_empty(&key);
+                bulk(&v)
+            }
+            "SADD" => {
+                let set = match self
+                    .keys
+                    .entry(key)
+                    .or_insert_with(|| Value::Set(BTreeSet::new()))
+                {
+                    Value::Set(s) => s,
+                    _ => return wrongtype(),
+                };
+                Reply::Int(args[2..].iter().filter(|m| set.insert(m.to_vec())).count() as i64)
+            }
+            "SREM" => match self.keys.get_mut(&key) {
+                None => Reply::Int(0),
+                Some(Value::Set(set)) => {
+                    let n = args[2..].iter().filter(|m| set.remove(*m)).count();
+                    self.drop_if_empty(&key);
+                    Reply::Int(n as i64)
+                }
+                Some(_) => wrongtype(),
+            },
+            "SMEMBERS" => match self.keys.get(&key) {
+                None => Reply::Set(vec![]),
+                Some(Value::Set(set)) => Reply::Set(set.iter().map(|m| bulk(m)).collect()),
+                Some(_) => wrongtype(),
+            },
+            "SISMEMBER" => match self.keys.get(&key) {
+                None => Reply::Int(0),
+                Some(Value::Set(set)) => Reply::Int(i64::from(set.contains(&args[2]))),
+                Some(_) => wrongtype(),
+            },
+            "SCARD" => match self.keys.get(&key) {
+                None => Reply::Int(0),
+                Some(Value::Set(set)) => Reply::Int(set.len() as i64),
+                Some(_) => wrongtype(),
+            },
+            "SINTERSTORE" => {
+                let mut out: Option<BTreeSet<Vec<u8>>> = None;
+                for k in &args[2..] {
+                    let set = match self.keys.get(k) {
+                        None => BTreeSet::new(),
+                        Some(Value::Set(s)) => s.clone(),
+                        Some(_) => return wrongtype(),
+                    };
+                    out = Some(match out {
+                        None => set,
+                        Some(o) => o.intersection(&set).cloned().collect(),
+                    });
+                }
+                let out = out.unwrap_or_default();
+                let n = out.len();
+                self.expires.remove(&key);
+                if out.is_empty() {
+                    self.keys.remove(&key);
+                } else {
+                    self.keys.insert(key, Value::Set(out));
+                }
+                Reply::Int(n as i64)
+            }
+            // Pops every member: what it picks at random is then known.
+            "SPOP" => {
+                let Some(Value::Set(set)) = self.keys.get(&key) else {
+                    return self.missing_or_wrongtype(&key, Reply::Set(vec![]));
+                };
+                let out = Reply::Set(set.iter().map(|m| bulk(m)).collect());
+                self.keys.remove(&key);
+                self.expires.remove(&key);
+                out
+            }
+            "ZPOPMIN" => {
+                let Some(Value::ZSet(z)) = self.keys.get_mut(&key) else {
+                    return self.missing_or_wrongtype(&key, Reply::Array(vec![]));
+                };
+                let Some((member, score)) = z
+                    .iter()
+                    .min_by(|a, b| a.1.total_cmp(b.1).then(a.0.cmp(b.0)))
+                    .map(|(m, s)| (m.clone(), *s))
+                else {
+                    return Reply::Array(vec![]);
+                };
+                z.remove(&member);
+                self.drop_if_empty(&key);
+                Reply::Array(vec![bulk(&member), Reply::Double(score)])
+            }
             other => panic!("the model has no {other}"),
         }
     }
+
+    /// The list at `key`, if it holds one.
+    fn list(&mut self, key: &[u8]) -> Option<&mut VecDeque<Vec<u8>>> {
+        match self.keys.get_mut(key) {
+            Some(Value::List(l)) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// `reply` if `key` holds nothing, else WRONGTYPE.
+    fn missing_or_wrongtype(&self, key: &[u8], reply: Reply) -> Reply {
+        if self.keys.contains_key(key) {
+            wrongtype()
+        } else {
+            reply
+        }
+    }
+
+    /// Redis deletes an emptied list, set or sorted set.
+    fn drop_if_empty(&mut self, key: &[u8]) {
+        let empty = match self.keys.get(key) {
+            Some(Value::List(l)) => l.is_empty(),
+            Some(Value::Set(s)) => s.is_empty(),
+            Some(Value::ZSet(z)) => z.is_empty(),
+            Some(Value::Hash(h)) => h.is_empty(),
+            _ => false,
+        };
+        if empty {
+            self.keys.remove(key);
+            self.expires.remove(key);
+        }
+    }
+}
+
+fn parse<T: std::str::FromStr>(b: &[u8]) -> T
+where
+    T::Err: std::fmt::Debug,
+{
+    String::from_utf8_lossy(b).parse().unwrap()
 }
 
 fn parse_score(b: &[u8]) -> f64 {
@@ -371,7 +663,7 @@ fn random_command(rng: &mut StdRng) -> Vec<Vec<u8>> {
     };
     let r = &mut rng2;
     let words = |v: &[&[u8]]| v.iter().map(|w| w.to_vec()).collect::<Vec<_>>();
-    match r.gen_range(0..20) {
+    match r.gen_range(0..32) {
         0 => words(&[b"GET", &key]),
         1 => {
             let v = value(r);
@@ -454,6 +746,80 @@ fn random_command(rng: &mut StdRng) -> Vec<Vec<u8>> {
         16 => words(&[b"ZREM", &key, &field(r)]),
         17 => words(&[b"ZSCORE", &key, &field(r)]),
         18 => words(&[b"ZRANGEBYSCORE", &key, b"-inf", b"+inf", b"WITHSCORES"]),
+        20 | 21 => {
+            let push: &[u8] = if r.gen_bool(0.5) { b"LPUSH" } else { b"RPUSH" };
+            let mut cmd = words(&[push, &key]);
+            for _ in 0..r.gen_range(1..4) {
+                cmd.push(field(r));
+            }
+            cmd
+        }
+        22 => {
+            let pop: &[u8] = if r.gen_bool(0.5) { b"LPOP" } else { b"RPOP" };
+            if r.gen_bool(0.5) {
+                words(&[pop, &key])
+            } else {
+                words(&[pop, &key, r.gen_range(0..4).to_string().as_bytes()])
+            }
+        }
+        23 => match r.gen_range(0..4) {
+            0 => words(&[b"LRANGE", &key, b"0", b"-1"]),
+            1 => words(&[b"LLEN", &key]),
+            2 => words(&[b"LINDEX", &key, r.gen_range(-4..4).to_string().as_bytes()]),
+            _ => {
+                let i = r.gen_range(-4..4).to_string();
+                words(&[b"LSET", &key, i.as_bytes(), &value(r)])
+            }
+        },
+        24 => {
+            let count = r.gen_range(-2..3).to_string();
+            words(&[b"LREM", &key, count.as_bytes(), &field(r)])
+        }
+        25 => {
+            let (start, stop) = (
+                r.gen_range(-4..4).to_string(),
+                r.gen_range(-4..4).to_string(),
+            );
+            if r.gen_bool(0.5) {
+                words(&[b"LTRIM", &key, start.as_bytes(), stop.as_bytes()])
+            } else {
+                let side: &[u8] = if r.gen_bool(0.5) { b"BEFORE" } else { b"AFTER" };
+                words(&[b"LINSERT", &key, side, &field(r), &field(r)])
+            }
+        }
+        26 => {
+            let other = format!("k{}", r.gen_range(0..8)).into_bytes();
+            let ends: [&[u8]; 2] = [b"LEFT", b"RIGHT"];
+            words(&[
+                b"LMOVE",
+                &key,
+                &other,
+                ends[r.gen_range(0..2)],
+                ends[r.gen_range(0..2)],
+            ])
+        }
+        27 | 28 => {
+            let add: &[u8] = if r.gen_bool(0.7) { b"SADD" } else { b"SREM" };
+            let mut cmd = words(&[add, &key]);
+            for _ in 0..r.gen_range(1..4) {
+                cmd.push(field(r));
+            }
+            cmd
+        }
+        29 => match r.gen_range(0..4) {
+            0 => words(&[b"SMEMBERS", &key]),
+            1 => words(&[b"SISMEMBER", &key, &field(r)]),
+            2 => words(&[b"SCARD", &key]),
+            _ => words(&[b"SPOP", &key, b"100"]),
+        },
+        30 => {
+            let (a, b) = (
+                format!("k{}", r.gen_range(0..8)).into_bytes(),
+                format!("k{}", r.gen_range(0..8)).into_bytes(),
+            );
+            words(&[b"SINTERSTORE", &key, &a, &b])
+        }
+        31 => words(&[b"ZPOPMIN", &key]),
         _ => {
             if r.gen_bool(0.5) {
                 words(&[b"ZCARD", &key])

@@ -168,7 +168,8 @@ pub fn compact(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Result {
 }
 
 /// Deletes every key of the database, subkeys included, while no other
-/// command runs. ASYNC is taken and run as SYNC.
+/// command runs, and compacts the deletions away. ASYNC is taken and run
+/// as SYNC.
 pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     match &args[1..] {
         [] => {}
@@ -193,6 +194,11 @@ pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         if !b.is_empty() {
             store.write(b)?;
         }
+        // The deletions compacted away at once: the disk space comes back
+        // as Redis's memory does, and DBSIZE's estimate, which counts
+        // deletions in sstables against the keys, is exact again.
+        let (begin, end) = keyspace::range(tag, db);
+        store.db().compact_range(Some(&begin), Some(&end))?;
     }
     Ok(Reply::ok())
 }

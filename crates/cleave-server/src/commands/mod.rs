@@ -4,7 +4,9 @@
 pub mod expiry;
 mod hashes;
 mod keys;
+mod lists;
 mod server;
+mod sets;
 mod strings;
 mod zsets;
 
@@ -44,6 +46,7 @@ pub struct Command {
 const W: &[&str] = &["write", "denyoom"];
 const WF: &[&str] = &["write", "denyoom", "fast"];
 const WD: &[&str] = &["write"];
+const WB: &[&str] = &["write", "blocking"];
 const R: &[&str] = &["readonly"];
 const RF: &[&str] = &["readonly", "fast"];
 const S: &[&str] = &["fast", "stale", "loading"];
@@ -94,8 +97,49 @@ static COMMANDS: &[Command] = &[
     cmd!("hdel", -3, WF, 1, 1, 1, hashes::hdel),
     cmd!("hexists", 3, RF, 1, 1, 1, hashes::hexists),
     cmd!("hlen", 2, RF, 1, 1, 1, hashes::hlen),
+    // Lists.
+    cmd!("lpush", -3, WF, 1, 1, 1, lists::lpush),
+    cmd!("rpush", -3, WF, 1, 1, 1, lists::rpush),
+    cmd!("lpushx", -3, WF, 1, 1, 1, lists::lpushx),
+    cmd!("rpushx", -3, WF, 1, 1, 1, lists::rpushx),
+    cmd!("lpop", -2, WF, 1, 1, 1, lists::lpop),
+    cmd!("rpop", -2, WF, 1, 1, 1, lists::rpop),
+    cmd!("llen", 2, RF, 1, 1, 1, lists::llen),
+    cmd!("lindex", 3, R, 1, 1, 1, lists::lindex),
+    cmd!("lrange", 4, R, 1, 1, 1, lists::lrange),
+    cmd!("lset", 4, W, 1, 1, 1, lists::lset),
+    cmd!("ltrim", 4, WD, 1, 1, 1, lists::ltrim),
+    cmd!("lrem", 4, WD, 1, 1, 1, lists::lrem),
+    cmd!("linsert", 5, W, 1, 1, 1, lists::linsert),
+    cmd!("lpos", -3, R, 1, 1, 1, lists::lpos),
+    cmd!("lmove", 5, W, 1, 2, 1, lists::lmove),
+    cmd!("rpoplpush", 3, W, 1, 2, 1, lists::rpoplpush),
+    cmd!("blpop", -3, WB, 1, -2, 1, lists::blpop),
+    cmd!("brpop", -3, WB, 1, -2, 1, lists::brpop),
+    cmd!("blmove", 6, WB, 1, 2, 1, lists::blmove),
+    cmd!("brpoplpush", 4, WB, 1, 2, 1, lists::brpoplpush),
+    // Sets.
+    cmd!("sadd", -3, WF, 1, 1, 1, sets::sadd),
+    cmd!("srem", -3, WF, 1, 1, 1, sets::srem),
+    cmd!("smembers", 2, R, 1, 1, 1, sets::smembers),
+    cmd!("sismember", 3, RF, 1, 1, 1, sets::sismember),
+    cmd!("smismember", -3, RF, 1, 1, 1, sets::smismember),
+    cmd!("scard", 2, RF, 1, 1, 1, sets::scard),
+    cmd!("spop", -2, WF, 1, 1, 1, sets::spop),
+    cmd!("srandmember", -2, R, 1, 1, 1, sets::srandmember),
+    cmd!("smove", 4, WF, 1, 2, 1, sets::smove),
+    cmd!("sinter", -2, R, 1, -1, 1, sets::sinter),
+    cmd!("sunion", -2, R, 1, -1, 1, sets::sunion),
+    cmd!("sdiff", -2, R, 1, -1, 1, sets::sdiff),
+    cmd!("sinterstore", -3, W, 1, -1, 1, sets::sinterstore),
+    cmd!("sunionstore", -3, W, 1, -1, 1, sets::sunionstore),
+    cmd!("sdiffstore", -3, W, 1, -1, 1, sets::sdiffstore),
+    cmd!("sintercard", -3, R, 0, 0, 0, sets::sintercard),
+    cmd!("sscan", -3, R, 1, 1, 1, sets::sscan),
     // Sorted sets.
     cmd!("zadd", -4, WF, 1, 1, 1, zsets::zadd),
+    cmd!("zpopmin", -2, WF, 1, 1, 1, zsets::zpopmin),
+    cmd!("zpopmax", -2, WF, 1, 1, 1, zsets::zpopmax),
     cmd!("zrem", -3, WF, 1, 1, 1, zsets::zrem),
     cmd!("zscore", 3, RF, 1, 1, 1, zsets::zscore),
     cmd!("zcard", 2, RF, 1, 1, 1, zsets::zcard),
@@ -238,6 +282,14 @@ impl Command {
             .and_then(|i| args.get(i))
             .map(Vec::as_slice)
     }
+}
+
+/// Whether one of `requests` may block (BLPOP and its kin).
+pub fn may_block(requests: &[Vec<Vec<u8>>]) -> bool {
+    requests.iter().any(|args| {
+        lookup(args.first().map_or(&[][..], Vec::as_slice))
+            .is_some_and(|c| c.flags.contains(&"blocking"))
+    })
 }
 
 /// Whether `requests` should run on a blocking thread rather than on the

@@ -435,3 +435,87 @@ pub fn zrangebylex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     )?;
     Ok(range_reply(ctx, members, false))
 }
+
+/// Pops up to `count` members with the lowest scores (or the highest).
+fn zpop(ctx: &mut Ctx<'_>, args: &[Vec<u8>], highest: bool) -> Result {
+    let count = match args.len() {
+        2 => None,
+        3 => Some(
+            u64::try_from(int_arg(&args[2])?)
+                .map_err(|_| CmdError::err("value is out of range, must be positive"))?,
+        ),
+        _ => return Err(CmdError::Syntax),
+    };
+    let key = &args[1];
+    let store = &ctx.shared.store;
+    let db = ctx.client.db;
+    let _lock = store.lock(db, &[key]);
+    let snapshot = store.snapshot();
+    let r = Store::read_at(&snapshot);
+    let Some((version, size, expire)) = store.collection(&r, db, key, Type::ZSet)? else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let px = Prefixes::new(db, key, version);
+    let n = count.unwrap_or(1).min(size);
+    let plen = px.scores.len();
+    let mut it = store.iter(
+        Some(&snapshot),
+        px.scores.clone(),
+        keyspace::prefix_end(&px.scores),
+    );
+    if highest {
+        it.seek_to_last()?;
+    } else {
+        it.seek_to_first()?;
+    }
+    let mut popped = Vec::with_capacity(n.min(1 << 16) as usize);
+    let mut b = WriteBatch::new();
+    while it.valid() && (popped.len() as u64) < n {
+        let k = it.key();
+        let Some(bytes) = k.get(plen..plen + 8) else {
+            return Err(CmdError::corrupt(key, "short score-index key"));
+        };
+        let score = decode_score(bytes.try_into().unwrap_or_default());
+        let member = k[plen + 8..].to_vec();
+        b.delete(k);
+        b.delete(&px.member(&member));
+        popped.push((member, score));
+        if highest {
+            it.prev()?;
+        } else {
+            it.next()?;
+        }
+    }
+    it.status()?;
+    if !popped.is_empty() {
+        let left = size - (popped.len() as u64).min(size);
+        put_collection(&mut b, db, key, Type::ZSet, version, left, expire);
+        store.write(b)?;
+        if left == 0 {
+            let meta = keyspace::Meta::Collection {
+                kind: Type::ZSet,
+                version,
+                size: 0,
+            };
+            store.ended(db, key, &meta);
+        }
+    }
+    // Without a count, one flat pair in either protocol, as Redis 7.
+    if count.is_none() {
+        return Ok(Reply::Array(
+            popped
+                .into_iter()
+                .flat_map(|(m, s)| [Reply::Bulk(m), Reply::Double(s)])
+                .collect(),
+        ));
+    }
+    Ok(range_reply(ctx, popped, true))
+}
+
+pub fn zpopmin(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    zpop(ctx, args, false)
+}
+
+pub fn zpopmax(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    zpop(ctx, args, true)
+}
