@@ -313,7 +313,13 @@ impl Store {
     /// Locks the keys `(db, key)` for a read-modify-write: stripes in
     /// order, each once, so two commands never wait on each other.
     pub fn lock<'a>(&'a self, db: u8, keys: &[&[u8]]) -> KeyGuard<'a> {
-        let mut stripes: Vec<usize> = keys.iter().map(|k| stripe(db, k)).collect();
+        let keys: Vec<(u8, &[u8])> = keys.iter().map(|k| (db, *k)).collect();
+        self.lock_in(&keys)
+    }
+
+    /// As [`Store::lock`], for keys of several databases (COPY … DB).
+    pub fn lock_in<'a>(&'a self, keys: &[(u8, &[u8])]) -> KeyGuard<'a> {
+        let mut stripes: Vec<usize> = keys.iter().map(|(db, k)| stripe(*db, k)).collect();
         stripes.sort_unstable();
         stripes.dedup();
         KeyGuard {

@@ -624,7 +624,7 @@ fn server_commands() {
     assert_eq!(c.cmd("ECHO hello"), b("hello"));
     assert_eq!(c.cmd("SELECT 0"), ok());
     assert_eq!(
-        c.cmd("SELECT 1"),
+        c.cmd("SELECT 16"),
         Value::err("ERR DB index is out of range")
     );
     assert_eq!(c.cmd("SELECT x"), Value::err(NOT_INT));

@@ -21,6 +21,14 @@ struct Acked {
     appended: i64,
     /// Hash fields acknowledged.
     fields: Vec<String>,
+    /// Elements acknowledged pushed onto the thread's list, in order, and
+    /// how many were acknowledged popped off its head.
+    pushed: Vec<String>,
+    popped: usize,
+    /// Every element an RPUSH was sent for, acknowledged or not.
+    sent: Vec<String>,
+    /// Set members acknowledged.
+    members: Vec<String>,
 }
 
 fn value(round: usize, t: usize, i: usize) -> Vec<u8> {
@@ -77,7 +85,25 @@ fn kill_under_load_loses_no_acknowledged_write_with_always() {
                         if !matches!(c.try_read(), Some(Value::Int(_))) {
                             return;
                         }
-                        acked.lock().unwrap().fields.push(field);
+                        acked.lock().unwrap().fields.push(field.clone());
+                        acked.lock().unwrap().sent.push(field.clone());
+                        c.send(&[b"RPUSH", format!("l:{t}").as_bytes(), field.as_bytes()]);
+                        if !matches!(c.try_read(), Some(Value::Int(_))) {
+                            return;
+                        }
+                        acked.lock().unwrap().pushed.push(field.clone());
+                        if i % 3 == 2 {
+                            c.send(&[b"LPOP", format!("l:{t}").as_bytes()]);
+                            if !matches!(c.try_read(), Some(Value::Bulk(_))) {
+                                return;
+                            }
+                            acked.lock().unwrap().popped += 1;
+                        }
+                        c.send(&[b"SADD", format!("s:{t}").as_bytes(), field.as_bytes()]);
+                        if !matches!(c.try_read(), Some(Value::Int(_))) {
+                            return;
+                        }
+                        acked.lock().unwrap().members.push(field);
                     }
                 })
             })
@@ -125,6 +151,39 @@ fn kill_under_load_loses_no_acknowledged_write_with_always() {
                 panic!()
             };
             assert!(hlen as usize >= a.fields.len());
+            // The list holds what was pushed, in order, less what was
+            // popped off its head: every acknowledged push past the
+            // acknowledged pops (and one unacknowledged pop per round),
+            // and nothing that was never sent.
+            let Value::Array(list) = c.cmd(&format!("LRANGE l:{t} 0 -1")) else {
+                panic!("list {t}")
+            };
+            let list: Vec<String> = list
+                .into_iter()
+                .map(|v| match v {
+                    Value::Bulk(b) => String::from_utf8(b).unwrap(),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            let mut sent = a.sent.iter();
+            for e in &list {
+                assert!(
+                    sent.any(|s| s == e),
+                    "list {t}: {e} out of order or never sent"
+                );
+            }
+            let must = a.pushed.iter().skip(a.popped + round + 1);
+            let mut found = list.iter();
+            for e in must {
+                assert!(found.any(|f| f == e), "list {t} lost {e}: {list:?}");
+            }
+            for m in &a.members {
+                assert_eq!(
+                    c.cmd(&format!("SISMEMBER s:{t} {m}")),
+                    Value::Int(1),
+                    "s:{t} {m}"
+                );
+            }
         }
         assert!(checked > 0, "round {round}: no write was acknowledged");
     }

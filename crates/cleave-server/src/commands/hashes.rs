@@ -5,7 +5,11 @@ use std::collections::HashSet;
 
 use cleave::{ReadOptions, Snapshot, WriteBatch};
 
-use super::Ctx;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use super::sets::{pick, scan_args, scan_collection, scan_reply, scan_start, Entry};
+use super::{int_arg, is, parse_f64, parse_i64, Ctx};
 use crate::error::CmdError;
 use crate::keyspace::{self, collection_prefix, join, Type, SUB};
 use crate::resp::Reply;
@@ -137,29 +141,13 @@ pub fn hlen(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
 
 pub fn hgetall(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
-    let db = ctx.client.db;
-    let key = &args[1];
     let snapshot = store.snapshot();
-    let Some((version, size, _)) =
-        store.collection(&Store::read_at(&snapshot), db, key, Type::Hash)?
-    else {
-        return Ok(Reply::Map(Vec::new()));
-    };
-    let prefix = collection_prefix(SUB, db, key, version);
-    let mut it = store.iter(
-        Some(&snapshot),
-        prefix.clone(),
-        keyspace::prefix_end(&prefix),
-    );
-    it.seek_to_first()?;
-    let mut out = Vec::with_capacity(size.min(1 << 16) as usize);
-    while it.valid() {
-        let field = it.key()[prefix.len()..].to_vec();
-        out.push((Reply::Bulk(field), Reply::Bulk(it.value()?.to_vec())));
-        it.next()?;
-    }
-    it.status()?;
-    Ok(Reply::Map(out))
+    let all = entries(store, &snapshot, ctx.client.db, &args[1])?;
+    Ok(Reply::Map(
+        all.into_iter()
+            .map(|(f, v)| (Reply::Bulk(f), Reply::Bulk(v)))
+            .collect(),
+    ))
 }
 
 pub fn hdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
@@ -196,4 +184,205 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     );
     store.write(b)?;
     Ok(Reply::Int(removed as i64))
+}
+
+/// Changes one field under the hash's lock: `change` gets its value (if
+/// any) and gives the new one and the reply, or `None` to leave it.
+fn update_field(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    field: &[u8],
+    change: impl FnOnce(Option<Vec<u8>>) -> std::result::Result<(Option<Vec<u8>>, Reply), CmdError>,
+) -> Result {
+    check_field(key, field)?;
+    let store = &ctx.shared.store;
+    let db = ctx.client.db;
+    let _lock = store.lock(db, &[key]);
+    let r = ReadOptions::new();
+    let existing = store.collection(&r, db, key, Type::Hash)?;
+    let (version, size, expire) = match existing {
+        Some(vse) => vse,
+        None => (store.new_version()?, 0, 0),
+    };
+    let sub = join(&collection_prefix(SUB, db, key, version), field);
+    let old = match existing {
+        Some(_) => store.get(&r, &sub)?,
+        None => None,
+    };
+    let added = u64::from(old.is_none());
+    let (new, reply) = change(old)?;
+    if let Some(new) = new {
+        let mut b = WriteBatch::new();
+        b.put(&sub, &new);
+        put_collection(&mut b, db, key, Type::Hash, version, size + added, expire);
+        store.write(b)?;
+    }
+    Ok(reply)
+}
+
+pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let value = args[3].clone();
+    update_field(ctx, &args[1], &args[2], |old| {
+        Ok(match old {
+            Some(_) => (None, Reply::Int(0)),
+            None => (Some(value), Reply::Int(1)),
+        })
+    })
+}
+
+pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let by = int_arg(&args[3])?;
+    update_field(ctx, &args[1], &args[2], |old| {
+        let old = match old {
+            None => 0,
+            Some(v) => {
+                parse_i64(&v).ok_or_else(|| CmdError::err("hash value is not an integer"))?
+            }
+        };
+        let new = old.checked_add(by).ok_or(CmdError::Overflow)?;
+        Ok((Some(new.to_string().into_bytes()), Reply::Int(new)))
+    })
+}
+
+pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let by = parse_f64(&args[3]).ok_or(CmdError::NotFloat)?;
+    update_field(ctx, &args[1], &args[2], |old| {
+        let old = match old {
+            None => 0.0,
+            Some(v) => parse_f64(&v).ok_or_else(|| CmdError::err("hash value is not a float"))?,
+        };
+        let new = add_floats(old, by)?;
+        Ok((Some(new.clone()), Reply::Bulk(new)))
+    })
+}
+
+/// INCRBYFLOAT's sum, as the text Redis stores: no exponent, no trailing
+/// zeros.
+pub fn add_floats(a: f64, b: f64) -> std::result::Result<Vec<u8>, CmdError> {
+    let sum = a + b;
+    if !sum.is_finite() {
+        return Err(CmdError::err("increment would produce NaN or Infinity"));
+    }
+    // Rust's shortest round-trip text, which never uses an exponent.
+    Ok(format!("{sum}").into_bytes())
+}
+
+/// Every field and value of the hash at `key`, as of `snapshot`, in field
+/// order.
+fn entries(
+    store: &Store,
+    snapshot: &Snapshot,
+    db: u8,
+    key: &[u8],
+) -> std::result::Result<Vec<Entry>, CmdError> {
+    let Some((version, size, _)) =
+        store.collection(&Store::read_at(snapshot), db, key, Type::Hash)?
+    else {
+        return Ok(Vec::new());
+    };
+    let prefix = collection_prefix(SUB, db, key, version);
+    let mut it = store.iter(
+        Some(snapshot),
+        prefix.clone(),
+        keyspace::prefix_end(&prefix),
+    );
+    it.seek_to_first()?;
+    let mut out = Vec::with_capacity(size.min(1 << 16) as usize);
+    while it.valid() {
+        out.push((it.key()[prefix.len()..].to_vec(), it.value()?.to_vec()));
+        it.next()?;
+    }
+    it.status()?;
+    Ok(out)
+}
+
+pub fn hkeys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let store = &ctx.shared.store;
+    let snapshot = store.snapshot();
+    let all = entries(store, &snapshot, ctx.client.db, &args[1])?;
+    Ok(Reply::Array(
+        all.into_iter().map(|(f, _)| Reply::Bulk(f)).collect(),
+    ))
+}
+
+pub fn hvals(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let store = &ctx.shared.store;
+    let snapshot = store.snapshot();
+    let all = entries(store, &snapshot, ctx.client.db, &args[1])?;
+    Ok(Reply::Array(
+        all.into_iter().map(|(_, v)| Reply::Bulk(v)).collect(),
+    ))
+}
+
+pub fn hstrlen(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let store = &ctx.shared.store;
+    let snapshot = store.snapshot();
+    let v = fields(store, &snapshot, ctx.client.db, &args[1], &args[2..3])?
+        .and_then(|mut v| v.pop().flatten());
+    Ok(Reply::Int(v.map_or(0, |v| v.len() as i64)))
+}
+
+pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let (count, with_values) = match &args[2..] {
+        [] => (None, false),
+        [c] => (Some(int_arg(c)?), false),
+        [c, w] if is(w, "withvalues") => (Some(int_arg(c)?), true),
+        _ => return Err(CmdError::Syntax),
+    };
+    let store = &ctx.shared.store;
+    let (db, key) = (ctx.client.db, &args[1]);
+    let snapshot = store.snapshot();
+    let Some((version, size, _)) =
+        store.collection(&Store::read_at(&snapshot), db, key, Type::Hash)?
+    else {
+        return Ok(if count.is_some() {
+            Reply::Array(Vec::new())
+        } else {
+            Reply::Nil
+        });
+    };
+    let prefix = collection_prefix(SUB, db, key, version);
+    let mut rng = StdRng::seed_from_u64(store.random_seed());
+    let (n, repeats) = match count {
+        None => (1, false),
+        Some(c) => (c.unsigned_abs(), c < 0),
+    };
+    let picked = pick(store, &snapshot, &prefix, size, n, repeats, &mut rng)?;
+    let Some(_) = count else {
+        return Ok(picked
+            .into_iter()
+            .next()
+            .map_or(Reply::Nil, |(f, _)| Reply::Bulk(f)));
+    };
+    Ok(Reply::Array(if !with_values {
+        picked.into_iter().map(|(f, _)| Reply::Bulk(f)).collect()
+    } else if ctx.client.proto >= 3 {
+        picked
+            .into_iter()
+            .map(|(f, v)| Reply::Array(vec![Reply::Bulk(f), Reply::Bulk(v)]))
+            .collect()
+    } else {
+        picked
+            .into_iter()
+            .flat_map(|(f, v)| [Reply::Bulk(f), Reply::Bulk(v)])
+            .collect()
+    }))
+}
+
+pub fn hscan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let o = scan_args(&args[3..])?;
+    let store = &ctx.shared.store;
+    let (db, key) = (ctx.client.db, &args[1]);
+    let snapshot = store.snapshot();
+    let Some((version, _, _)) =
+        store.collection(&Store::read_at(&snapshot), db, key, Type::Hash)?
+    else {
+        scan_start(ctx, &[], &args[2])?;
+        return Ok(scan_reply(0, Vec::new()));
+    };
+    let prefix = collection_prefix(SUB, db, key, version);
+    let (next, found) = scan_collection(ctx, &snapshot, &prefix, &args[2], &o, |f, v| {
+        Ok(vec![Reply::Bulk(f.to_vec()), Reply::Bulk(v.to_vec())])
+    })?;
+    Ok(scan_reply(next, found))
 }

@@ -1,6 +1,7 @@
 //! The command table and dispatch: arity, key positions and flags as
 //! Redis's `COMMAND` reports them, and the handler of each command.
 
+mod bits;
 pub mod expiry;
 mod hashes;
 mod keys;
@@ -88,6 +89,15 @@ static COMMANDS: &[Command] = &[
     cmd!("setex", 4, W, 1, 1, 1, strings::setex),
     cmd!("psetex", 4, W, 1, 1, 1, strings::psetex),
     cmd!("getex", -2, WF, 1, 1, 1, strings::getex),
+    cmd!("setnx", 3, WF, 1, 1, 1, strings::setnx),
+    cmd!("getset", 3, WF, 1, 1, 1, strings::getset),
+    cmd!("incrbyfloat", 3, WF, 1, 1, 1, strings::incrbyfloat),
+    cmd!("lcs", -3, R, 1, 2, 1, strings::lcs),
+    cmd!("setbit", 4, W, 1, 1, 1, bits::setbit),
+    cmd!("getbit", 3, RF, 1, 1, 1, bits::getbit),
+    cmd!("bitcount", -2, R, 1, 1, 1, bits::bitcount),
+    cmd!("bitpos", -3, R, 1, 1, 1, bits::bitpos),
+    cmd!("bitop", -4, W, 2, -1, 1, bits::bitop),
     // Hashes.
     cmd!("hset", -4, WF, 1, 1, 1, hashes::hset),
     cmd!("hmset", -4, WF, 1, 1, 1, hashes::hmset),
@@ -97,6 +107,14 @@ static COMMANDS: &[Command] = &[
     cmd!("hdel", -3, WF, 1, 1, 1, hashes::hdel),
     cmd!("hexists", 3, RF, 1, 1, 1, hashes::hexists),
     cmd!("hlen", 2, RF, 1, 1, 1, hashes::hlen),
+    cmd!("hsetnx", 4, WF, 1, 1, 1, hashes::hsetnx),
+    cmd!("hincrby", 4, WF, 1, 1, 1, hashes::hincrby),
+    cmd!("hincrbyfloat", 4, WF, 1, 1, 1, hashes::hincrbyfloat),
+    cmd!("hkeys", 2, R, 1, 1, 1, hashes::hkeys),
+    cmd!("hvals", 2, R, 1, 1, 1, hashes::hvals),
+    cmd!("hstrlen", 3, RF, 1, 1, 1, hashes::hstrlen),
+    cmd!("hrandfield", -2, R, 1, 1, 1, hashes::hrandfield),
+    cmd!("hscan", -3, R, 1, 1, 1, hashes::hscan),
     // Lists.
     cmd!("lpush", -3, WF, 1, 1, 1, lists::lpush),
     cmd!("rpush", -3, WF, 1, 1, 1, lists::rpush),
@@ -143,10 +161,35 @@ static COMMANDS: &[Command] = &[
     cmd!("zrem", -3, WF, 1, 1, 1, zsets::zrem),
     cmd!("zscore", 3, RF, 1, 1, 1, zsets::zscore),
     cmd!("zcard", 2, RF, 1, 1, 1, zsets::zcard),
+    cmd!("zrange", -4, R, 1, 1, 1, zsets::zrange),
+    cmd!("zrevrange", -4, R, 1, 1, 1, zsets::zrevrange),
     cmd!("zrangebyscore", -4, R, 1, 1, 1, zsets::zrangebyscore),
+    cmd!("zrevrangebyscore", -4, R, 1, 1, 1, zsets::zrevrangebyscore),
     cmd!("zrangebylex", -4, R, 1, 1, 1, zsets::zrangebylex),
+    cmd!("zrevrangebylex", -4, R, 1, 1, 1, zsets::zrevrangebylex),
+    cmd!("zcount", 4, RF, 1, 1, 1, zsets::zcount),
+    cmd!("zlexcount", 4, RF, 1, 1, 1, zsets::zlexcount),
+    cmd!("zincrby", 4, WF, 1, 1, 1, zsets::zincrby),
+    cmd!("zmscore", -3, RF, 1, 1, 1, zsets::zmscore),
+    cmd!("zrank", -3, RF, 1, 1, 1, zsets::zrank),
+    cmd!("zrevrank", -3, RF, 1, 1, 1, zsets::zrevrank),
+    cmd!("zremrangebyscore", 4, W, 1, 1, 1, zsets::zremrangebyscore),
+    cmd!("zremrangebyrank", 4, W, 1, 1, 1, zsets::zremrangebyrank),
+    cmd!("zremrangebylex", 4, W, 1, 1, 1, zsets::zremrangebylex),
+    cmd!("zscan", -3, R, 1, 1, 1, zsets::zscan),
     // Keys.
     cmd!("del", -2, WD, 1, -1, 1, keys::del),
+    cmd!("unlink", -2, WF, 1, -1, 1, keys::unlink),
+    cmd!("touch", -2, RF, 1, -1, 1, keys::touch),
+    cmd!("rename", 3, WD, 1, 2, 1, keys::rename),
+    cmd!("renamenx", 3, WF, 1, 2, 1, keys::renamenx),
+    cmd!("copy", -3, W, 1, 2, 1, keys::copy),
+    cmd!("randomkey", 1, R, 0, 0, 0, keys::randomkey),
+    Command {
+        slow: true,
+        ..cmd!("keys", 2, R, 0, 0, 0, keys::keys_)
+    },
+    cmd!("object", -2, R, 2, 2, 1, keys::object),
     cmd!("exists", -2, RF, 1, -1, 1, keys::exists),
     cmd!("type", 2, RF, 1, 1, 1, keys::type_),
     cmd!("expire", -3, WF, 1, 1, 1, expiry::expire_),
@@ -167,6 +210,11 @@ static COMMANDS: &[Command] = &[
         exclusive: true,
         slow: true,
         ..cmd!("flushdb", -1, WD, 0, 0, 0, keys::flushdb)
+    },
+    Command {
+        exclusive: true,
+        slow: true,
+        ..cmd!("flushall", -1, WD, 0, 0, 0, keys::flushall)
     },
     // Connection and server.
     cmd!("ping", -1, S, 0, 0, 0, server::ping),

@@ -31,14 +31,19 @@ pub fn echo(_: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     Ok(Reply::Bulk(args[1].clone()))
 }
 
-pub fn select(_: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
-    let index = parse_i64(&args[1]).ok_or(CmdError::NotInteger)?;
-    if index != 0 {
-        // One database for now; the key space has room for 256.
-        return Err(CmdError::err("DB index is out of range"));
+pub fn select(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    ctx.client.db = super::keys::db_index(&args[1])?;
+    if let Some(info) = ctx.shared.clients.lock().get_mut(&ctx.client.id) {
+        info.db = ctx.client.db;
     }
     Ok(Reply::ok())
 }
+
+/// INFO keyspace's line names, one per database.
+const DB_NAMES: [&str; super::keys::DATABASES as usize] = [
+    "db0", "db1", "db2", "db3", "db4", "db5", "db6", "db7", "db8", "db9", "db10", "db11", "db12",
+    "db13", "db14", "db15",
+];
 
 /// Redis's answer to a cluster command on a server without cluster mode.
 const NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
@@ -580,14 +585,19 @@ fn info_section(
             "Cluster"
         }
         "keyspace" => {
-            let (begin, end) = keyspace::range(META, 0);
             let db = shared.store.db();
-            let keys = db.estimate_num_keys(&begin, &end);
-            // Estimates both, from the engine's counts: an expired key
-            // counts in `keys` until compaction drops it.
-            let expires = db.estimate_num_expiring(&begin, &end).min(keys);
-            if keys > 0 {
-                l.push(("db0", format!("keys={keys},expires={expires},avg_ttl=0")));
+            for n in 0..super::keys::DATABASES {
+                let (begin, end) = keyspace::range(META, n);
+                let keys = super::keys::count_keys(&shared.store, n)?;
+                // Estimates both, from the engine's counts: an expired key
+                // counts in `keys` until compaction drops it.
+                let expires = db.estimate_num_expiring(&begin, &end).min(keys);
+                if keys > 0 {
+                    l.push((
+                        DB_NAMES[n as usize],
+                        format!("keys={keys},expires={expires},avg_ttl=0"),
+                    ));
+                }
             }
             "Keyspace"
         }

@@ -127,16 +127,34 @@ fn read_members(
     from: &[u8],
     n: u64,
 ) -> std::result::Result<Vec<Vec<u8>>, CmdError> {
+    Ok(read_entries(store, snapshot, prefix, from, n)?
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect())
+}
+
+/// Fields and values of the collection with subkey prefix `prefix` from
+/// the subkey `from` on, up to `n` of them.
+fn read_entries(
+    store: &Store,
+    snapshot: &Snapshot,
+    prefix: &[u8],
+    from: &[u8],
+    n: u64,
+) -> std::result::Result<Vec<Entry>, CmdError> {
     let mut it = store.iter(Some(snapshot), from.to_vec(), keyspace::prefix_end(prefix));
     it.seek_to_first()?;
     let mut out = Vec::with_capacity(n.min(1 << 16) as usize);
     while it.valid() && (out.len() as u64) < n {
-        out.push(it.key()[prefix.len()..].to_vec());
+        out.push((it.key()[prefix.len()..].to_vec(), it.value()?.to_vec()));
         it.next()?;
     }
     it.status()?;
     Ok(out)
 }
+
+/// A field (or member) and its value.
+pub type Entry = (Vec<u8>, Vec<u8>);
 
 pub fn smembers(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
@@ -192,7 +210,7 @@ pub fn scard(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
 /// A subkey between the first and the last member (both included) of the
 /// set with subkey prefix `prefix`, at random: the bytes after their common
 /// part, read as numbers, picked between.
-fn random_point(prefix: &[u8], first: &[u8], last: &[u8], rng: &mut StdRng) -> Vec<u8> {
+pub fn random_point(prefix: &[u8], first: &[u8], last: &[u8], rng: &mut StdRng) -> Vec<u8> {
     let common = first.iter().zip(last).take_while(|(a, b)| a == b).count();
     let word = |m: &[u8]| {
         let mut w = [0u8; 8];
@@ -208,9 +226,10 @@ fn random_point(prefix: &[u8], first: &[u8], last: &[u8], rng: &mut StdRng) -> V
     point
 }
 
-/// Members of a set picked at random: `n` distinct ones (all of them if
-/// `n` ≥ its size), or, with `repeats`, `n` picked independently.
-fn pick(
+/// Fields (or members) of a collection, with their values, picked at
+/// random: `n` distinct ones (all of them if `n` ≥ its size), or, with
+/// `repeats`, `n` picked independently.
+pub fn pick(
     store: &Store,
     snapshot: &Snapshot,
     prefix: &[u8],
@@ -218,12 +237,12 @@ fn pick(
     n: u64,
     repeats: bool,
     rng: &mut StdRng,
-) -> std::result::Result<Vec<Vec<u8>>, CmdError> {
+) -> std::result::Result<Vec<Entry>, CmdError> {
     if !repeats && n >= size {
-        return read_members(store, snapshot, prefix, prefix, size);
+        return read_entries(store, snapshot, prefix, prefix, size);
     }
     if size <= SMALL_SET_MEMBERS {
-        let all = read_members(store, snapshot, prefix, prefix, size)?;
+        let all = read_entries(store, snapshot, prefix, prefix, size)?;
         if all.is_empty() {
             return Ok(all);
         }
@@ -259,14 +278,14 @@ fn pick(
         for _ in 0..n {
             at(&random_point(prefix, &first, &last, rng), &mut it)?;
             if it.valid() {
-                out.push(it.key()[prefix.len()..].to_vec());
+                out.push((it.key()[prefix.len()..].to_vec(), it.value()?.to_vec()));
             }
         }
     } else {
         // A run of `n` from a random member on, going round past the last.
         at(&random_point(prefix, &first, &last, rng), &mut it)?;
         while (out.len() as u64) < n && it.valid() {
-            out.push(it.key()[prefix.len()..].to_vec());
+            out.push((it.key()[prefix.len()..].to_vec(), it.value()?.to_vec()));
             it.next()?;
             if !it.valid() {
                 it.seek_to_first()?;
@@ -302,7 +321,10 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let prefix = collection_prefix(SUB, db, key, version);
     let mut rng = StdRng::seed_from_u64(store.random_seed());
     let n = count.unwrap_or(1);
-    let popped = pick(store, &snapshot, &prefix, size, n, false, &mut rng)?;
+    let popped: Vec<Vec<u8>> = pick(store, &snapshot, &prefix, size, n, false, &mut rng)?
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect();
     if !popped.is_empty() {
         let mut b = WriteBatch::new();
         for m in &popped {
@@ -346,9 +368,10 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         Some(c) => (c.unsigned_abs(), c < 0),
     };
     let picked = pick(store, &snapshot, &prefix, size, n, repeats, &mut rng)?;
+    let mut picked = picked.into_iter().map(|(m, _)| Reply::Bulk(m));
     Ok(match count {
-        Some(_) => Reply::Array(picked.into_iter().map(Reply::Bulk).collect()),
-        None => picked.into_iter().next().map_or(Reply::Nil, Reply::Bulk),
+        Some(_) => Reply::Array(picked.collect()),
+        None => picked.next().unwrap_or(Reply::Nil),
     })
 }
 
@@ -595,8 +618,27 @@ pub fn sscan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         return Ok(scan_reply(0, Vec::new()));
     };
     let prefix = collection_prefix(SUB, db, key, version);
-    let start = scan_start(ctx, &prefix, &args[2])?;
-    let mut it = store.iter(Some(&snapshot), start, keyspace::prefix_end(&prefix));
+    let (next, found) = scan_collection(ctx, &snapshot, &prefix, &args[2], &o, |m, _| {
+        Ok(vec![Reply::Bulk(m.to_vec())])
+    })?;
+    Ok(scan_reply(next, found))
+}
+
+/// One call of SSCAN, HSCAN or ZSCAN over the subkeys under `prefix`:
+/// from `cursor` on, up to the scan's count of fields, those matching its
+/// pattern turned into replies by `item` (from the field and its value).
+/// Returns the next cursor (0 at the end) and the replies.
+pub fn scan_collection(
+    ctx: &Ctx<'_>,
+    snapshot: &Snapshot,
+    prefix: &[u8],
+    cursor: &[u8],
+    o: &ScanArgs<'_>,
+    mut item: impl FnMut(&[u8], &[u8]) -> std::result::Result<Vec<Reply>, CmdError>,
+) -> std::result::Result<(u64, Vec<Reply>), CmdError> {
+    let start = scan_start(ctx, prefix, cursor)?;
+    let store = &ctx.shared.store;
+    let mut it = store.iter(Some(snapshot), start, keyspace::prefix_end(prefix));
     it.seek_to_first()?;
     let mut found = Vec::new();
     let mut last = None;
@@ -604,11 +646,12 @@ pub fn sscan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         if !it.valid() {
             break;
         }
-        let member = it.key()[prefix.len()..].to_vec();
-        if o.pattern.is_none_or(|p| glob::matches(p, &member)) {
-            found.push(Reply::Bulk(member.clone()));
+        let field = &it.key()[prefix.len()..];
+        if o.pattern.is_none_or(|p| glob::matches(p, field)) {
+            let field = field.to_vec();
+            found.extend(item(&field, it.value()?)?);
         }
-        last = Some(member);
+        last = Some(it.key()[prefix.len()..].to_vec());
         it.next()?;
     }
     it.status()?;
@@ -616,7 +659,7 @@ pub fn sscan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         (true, Some(last)) => ctx.shared.cursors.lock().save(last),
         _ => 0,
     };
-    Ok(scan_reply(next, found))
+    Ok((next, found))
 }
 
 /// A SCAN-family reply: the next cursor (0 at the end), then the items.

@@ -8,7 +8,8 @@
 
 use cleave::{ReadOptions, WriteBatch};
 
-use super::{int_arg, is, parse_i64, Ctx};
+use super::hashes::add_floats;
+use super::{int_arg, is, parse_f64, parse_i64, Ctx};
 use crate::error::CmdError;
 use crate::keyspace::{self, meta_key, Meta};
 use crate::resp::Reply;
@@ -431,9 +432,188 @@ pub fn decrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     incr_by(ctx, &args[1], by)
 }
 
+pub fn setnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let set_args = [
+        b"set".to_vec(),
+        args[1].clone(),
+        args[2].clone(),
+        b"nx".to_vec(),
+    ];
+    Ok(match set(ctx, &set_args)? {
+        Reply::Nil => Reply::Int(0),
+        _ => Reply::Int(1),
+    })
+}
+
+pub fn getset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let set_args = [
+        b"set".to_vec(),
+        args[1].clone(),
+        args[2].clone(),
+        b"get".to_vec(),
+    ];
+    set(ctx, &set_args)
+}
+
+pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let key = &args[1];
+    let by = parse_f64(&args[2]).ok_or(CmdError::NotFloat)?;
+    check_key(key)?;
+    let store = &ctx.shared.store;
+    let db = ctx.client.db;
+    let _lock = store.lock(db, &[key]);
+    let (old, expire) = match store.string_with_expire(&ReadOptions::new(), db, key)? {
+        None => (0.0, 0),
+        Some((v, expire)) => (parse_f64(&v).ok_or(CmdError::NotFloat)?, expire),
+    };
+    let new = add_floats(old, by)?;
+    let mut b = WriteBatch::new();
+    put_string(&mut b, db, key, &new, expire);
+    store.write(b)?;
+    Ok(Reply::Bulk(new))
+}
+
+/// LCS's options.
+#[derive(Default)]
+struct LcsArgs {
+    len: bool,
+    idx: bool,
+    min_match_len: u64,
+    with_match_len: bool,
+}
+
+pub fn lcs(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    let mut o = LcsArgs::default();
+    let mut i = 3;
+    while i < args.len() {
+        let a = &args[i];
+        if is(a, "len") {
+            o.len = true;
+        } else if is(a, "idx") {
+            o.idx = true;
+        } else if is(a, "withmatchlen") {
+            o.with_match_len = true;
+        } else if is(a, "minmatchlen") && i + 1 < args.len() {
+            o.min_match_len = u64::try_from(int_arg(&args[i + 1])?).unwrap_or(0);
+            i += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    if o.len && o.idx {
+        return Err(CmdError::err(
+            "If you want both the length and indexes, please just use IDX.",
+        ));
+    }
+    let store = &ctx.shared.store;
+    let db = ctx.client.db;
+    let snapshot = store.snapshot();
+    let r = Store::read_at(&snapshot);
+    let a = store.string(&r, db, &args[1])?.unwrap_or_default();
+    let b = store.string(&r, db, &args[2])?.unwrap_or_default();
+    // The table of common-subsequence lengths, (|a|+1)(|b|+1) u32s, kept
+    // within the bulk-length limit as Redis keeps it.
+    let cells = (a.len() as u64 + 1).saturating_mul(b.len() as u64 + 1);
+    if cells.saturating_mul(4) > max_string(ctx) {
+        return Err(CmdError::err(
+            "Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
+        ));
+    }
+    let table = lcs_table(&a, &b);
+    let at = |i: usize, j: usize| table[i * (b.len() + 1) + j];
+    let total = at(a.len(), b.len());
+    if o.len {
+        return Ok(Reply::Int(i64::from(total)));
+    }
+    // Walk back from the end, collecting the subsequence and, for IDX,
+    // the ranges of contiguous matches, last first, as Redis does.
+    let mut common = vec![0u8; total as usize];
+    let mut matches = Vec::new();
+    let mut open: Option<(usize, usize, usize, usize)> = None;
+    let (mut i, mut j, mut k) = (a.len(), b.len(), total as usize);
+    while i > 0 && j > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[j - 1] {
+            common[k - 1] = a[i - 1];
+            open = match open {
+                None => Some((i - 1, i - 1, j - 1, j - 1)),
+                Some((as_, ae, bs, be)) if as_ == i && bs == j => Some((as_ - 1, ae, bs - 1, be)),
+                Some(r) => {
+                    emit = true;
+                    Some(r)
+                }
+            };
+            if let Some((as_, _, bs, _)) = open {
+                emit |= as_ == 0 || bs == 0;
+            }
+            k -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if at(i - 1, j) > at(i, j - 1) {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            emit = open.is_some();
+        }
+        if emit {
+            if let Some((as_, ae, bs, be)) = open.take() {
+                let len = (ae - as_ + 1) as u64;
+                if o.min_match_len == 0 || len >= o.min_match_len {
+                    matches.push((as_, ae, bs, be, len));
+                }
+            }
+        }
+    }
+    if !o.idx {
+        return Ok(Reply::Bulk(common));
+    }
+    let pair = |s: usize, e: usize| Reply::Array(vec![Reply::Int(s as i64), Reply::Int(e as i64)]);
+    let matches = matches
+        .into_iter()
+        .map(|(as_, ae, bs, be, len)| {
+            let mut m = vec![pair(as_, ae), pair(bs, be)];
+            if o.with_match_len {
+                m.push(Reply::Int(len as i64));
+            }
+            Reply::Array(m)
+        })
+        .collect();
+    Ok(Reply::Map(vec![
+        (Reply::bulk("matches"), Reply::Array(matches)),
+        (Reply::bulk("len"), Reply::Int(i64::from(total))),
+    ]))
+}
+
+/// Lengths of the longest common subsequences of every prefix of `a` and
+/// of `b`, row by row: cell `i * (|b| + 1) + j` for `a[..i]` and `b[..j]`.
+fn lcs_table(a: &[u8], b: &[u8]) -> Vec<u32> {
+    let w = b.len() + 1;
+    let mut t = vec![0u32; (a.len() + 1) * w];
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            t[i * w + j] = if a[i - 1] == b[j - 1] {
+                t[(i - 1) * w + j - 1] + 1
+            } else {
+                t[(i - 1) * w + j].max(t[i * w + j - 1])
+            };
+        }
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::substring;
+
+    #[test]
+    fn common_subsequence_lengths() {
+        let t = super::lcs_table(b"ohmytext", b"mynewtext");
+        assert_eq!(t[t.len() - 1], 6);
+        assert_eq!(super::lcs_table(b"", b"abc"), vec![0; 4]);
+    }
 
     #[test]
     fn ranges_follow_redis() {

@@ -24,6 +24,11 @@ def r(request):
     client.close()
 
 
+def pairs(reply):
+    """Member-score pairs as tuples: redis-py gives lists in RESP3."""
+    return [tuple(p) for p in reply]
+
+
 def other_client(r):
     return redis.Redis(port=PORT, protocol=r.get_connection_kwargs()["protocol"],
                        decode_responses=True)
@@ -270,7 +275,7 @@ def test_zpop(r):
     resp3 = r.get_connection_kwargs()["protocol"] == 3
     assert r.zpopmin("z") == (["a", 1.0] if resp3 else [("a", 1.0)])
     assert r.zpopmax("z") == (["d", 4.0] if resp3 else [("d", 4.0)])
-    assert [tuple(x) for x in r.zpopmin("z", 5)] == [("b", 2.0), ("c", 3.0)]
+    assert pairs(r.zpopmin("z", 5)) == [("b", 2.0), ("c", 3.0)]
     assert r.exists("z") == 0
     assert r.zpopmin("z") == []
 
@@ -306,3 +311,114 @@ def test_many_clients_push_and_pop(r):
     for n in range(8):
         mine = [int(x.split(":")[1]) for x in items if x.startswith(f"{n}:")]
         assert mine == list(range(200))
+
+
+def test_strings_and_bitmaps(r):
+    assert r.setnx("k", "v1") is True
+    assert r.setnx("k", "v2") is False
+    assert r.getset("k", "v3") == "v1"
+    assert r.get("k") == "v3"
+    r.set("f", "10.50")
+    assert r.incrbyfloat("f", 0.1) == 10.6
+    assert r.incrbyfloat("f", -5) == 5.6
+    with pytest.raises(redis.ResponseError, match="not a valid float"):
+        r.incrbyfloat("k", 1)
+    assert r.setbit("bm", 7, 1) == 0
+    assert r.setbit("bm", 7, 0) == 1
+    assert r.setbit("bm", 100, 1) == 0
+    assert r.getbit("bm", 100) == 1
+    assert r.getbit("bm", 101) == 0
+    assert r.strlen("bm") == 13
+    r.set("bc", "foobar")
+    assert r.bitcount("bc") == 26
+    assert r.bitcount("bc", 1, 1) == 6
+    assert r.bitcount("bc", 5, 30, mode="BIT") == 17
+    r.set("bp", b"\x00\xff\xf0")
+    assert r.bitpos("bp", 1) == 8
+    assert r.bitpos("bp", 0, 1) == 20
+    assert r.bitpos("bp", 1, 7, 15, mode="BIT") == 8
+    r.set("ba", "abc")
+    r.set("bb", "ABCDEF")
+    assert r.bitop("AND", "dest", "ba", "bb") == 6
+    assert r.get("dest") == "ABC\x00\x00\x00"
+    assert r.bitop("NOT", "dest", "ba") == 3
+    r.set("key1", "ohmytext")
+    r.set("key2", "mynewtext")
+    assert r.lcs("key1", "key2") == "mytext"
+    assert r.lcs("key1", "key2", len=True) == 6
+
+
+def test_hashes_rest(r):
+    r.hset("h", mapping={"a": "1", "b": "x", "c": "2.5"})
+    assert r.hsetnx("h", "a", "9") == 0
+    assert r.hsetnx("h", "d", "4") == 1
+    assert r.hincrby("h", "a", 10) == 11
+    with pytest.raises(redis.ResponseError, match="hash value is not an integer"):
+        r.hincrby("h", "b", 1)
+    assert r.hincrbyfloat("h", "c", 0.25) == 2.75
+    assert r.hkeys("h") == ["a", "b", "c", "d"]
+    assert r.hvals("h") == ["11", "x", "2.75", "4"]
+    assert r.hstrlen("h", "c") == 4
+    assert r.hrandfield("h") in {"a", "b", "c", "d"}
+    assert sorted(r.hrandfield("h", 10)) == ["a", "b", "c", "d"]
+    pairs = r.hrandfield("h", -6, withvalues=True)
+    assert len(pairs) in (6, 12)
+    assert dict(r.hscan_iter("h", match="[ab]")) == {"a": "11", "b": "x"}
+    assert r.hrandfield("none") is None
+
+
+def test_sorted_sets_rest(r):
+    r.zadd("z", {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5})
+    assert r.zincrby("z", 2.5, "a") == 3.5
+    assert r.zrange("z", 0, -1) == ["b", "c", "a", "d", "e"]
+    assert pairs(r.zrange("z", 0, 1, desc=True, withscores=True)) == [("e", 5.0), ("d", 4.0)]
+    assert r.zrange("z", 2, 4, byscore=True) == ["b", "c", "a", "d"]
+    assert r.zrange("z", "(2", 4, byscore=True, offset=1, num=2) == ["a", "d"]
+    assert r.zrange("z", 4, "(2", byscore=True, desc=True) == ["d", "a", "c"]
+    assert r.zrevrangebyscore("z", "+inf", 4) == ["e", "d"]
+    assert r.zrevrange("z", 0, 0) == ["e"]
+    assert r.zcount("z", "(2", 4) == 3
+    assert r.zrank("z", "a") == 2
+    assert r.zrevrank("z", "a") == 2
+    assert r.zrank("z", "nope") is None
+    assert r.zmscore("z", ["a", "nope"]) == [3.5, None]
+    assert r.zremrangebyscore("z", "-inf", 2) == 1
+    assert r.zremrangebyrank("z", -1, -1) == 1
+    assert r.zrange("z", 0, -1) == ["c", "a", "d"]
+    r.zadd("lz", {m: 0 for m in "abcdef"})
+    assert r.zlexcount("lz", "[b", "(e") == 3
+    assert r.zrangebylex("lz", "[b", "(e") == ["b", "c", "d"]
+    assert r.zrevrangebylex("lz", "+", "[e") == ["f", "e"]
+    assert r.zremrangebylex("lz", "[e", "+") == 2
+    assert dict(r.zscan_iter("lz")) == {m: 0.0 for m in "abcd"}
+
+
+def test_keys_rest(r):
+    r.set("s1", "hello", ex=1000)
+    assert r.rename("s1", "s2") is True
+    assert r.get("s2") == "hello" and 990 <= r.ttl("s2") <= 1000
+    with pytest.raises(redis.ResponseError, match="no such key"):
+        r.rename("nope", "x")
+    r.rpush("l", "a", "b")
+    assert r.renamenx("l", "s2") is False
+    assert r.renamenx("l", "l2") is True
+    assert r.lrange("l2", 0, -1) == ["a", "b"]
+    r.zadd("z", {"a": 1})
+    assert r.copy("z", "z2") is True
+    assert r.copy("z", "z2") is False
+    assert r.copy("z", "z2", replace=True) is True
+    assert pairs(r.zrange("z2", 0, -1, withscores=True)) == [("a", 1.0)]
+    assert r.copy("l2", "l2", destination_db=3) is True
+    assert r.touch("z", "z2", "nope") == 2
+    assert r.unlink("z2", "nope") == 1
+    assert r.object("encoding", "l2") == "quicklist"
+    assert sorted(r.keys("*2")) == ["l2", "s2"]
+    assert r.randomkey() in {"s2", "l2", "z"}
+    other = redis.Redis(port=PORT, db=3, decode_responses=True)
+    assert other.lrange("l2", 0, -1) == ["a", "b"]
+    assert other.dbsize() == 1
+    other.close()
+    info = r.info("keyspace")
+    assert info["db0"]["keys"] == 3 and info["db3"]["keys"] == 1
+    assert r.flushall() is True
+    assert r.dbsize() == 0 and r.info("keyspace") == {}

@@ -200,8 +200,11 @@ def test_server(r):
     assert r.ping() is True
     assert r.echo("hi") == "hi"
     assert r.execute_command("SELECT", 0) in (True, "OK")
+    # Databases 0 to 15, as Redis's default.
+    assert r.execute_command("SELECT", 15) in (True, "OK")
+    assert r.execute_command("SELECT", 0) in (True, "OK")
     with pytest.raises(redis.ResponseError, match="DB index is out of range"):
-        r.execute_command("SELECT", 1)
+        r.execute_command("SELECT", 16)
     assert r.client_setname("py") is True
     assert r.client_getname() == "py"
     info = r.info()
