@@ -9,6 +9,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::commands::{self, Ctx};
+use crate::pubsub::Message;
 use crate::resp::{parse_request, Reply};
 use crate::state::{Client, Counters, Shared, Wait};
 use crate::store::FsyncMode;
@@ -173,6 +174,7 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
             return Ok(());
         }
         buf.reserve(READ_CHUNK_BYTES);
+        let mut message = None;
         tokio::select! {
             n = stream.read_buf(&mut buf) => {
                 let n = n?;
@@ -181,9 +183,68 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
                 }
                 Counters::add(&shared.stats.input_bytes, n as u64);
             }
+            m = next_message(&mut client) => message = Some(m),
             _ = shutdown.wait_for(|down| *down) => return Ok(()),
         }
+        if let Some(m) = message {
+            let Some(c) = client.as_mut() else {
+                return Ok(());
+            };
+            let out = messages(c, m);
+            Counters::add(&shared.stats.output_bytes, out.len() as u64);
+            stream.write_all(&out).await?;
+            if c.subscription.as_ref().is_some_and(|s| s.dropped()) {
+                // Fell behind the messages published to it.
+                return Ok(());
+            }
+        }
     }
+}
+
+/// Messages published to a subscribed client written out at once: the
+/// most one write carries.
+const MAX_MESSAGES_PER_WRITE: usize = 256;
+
+/// The next message for `client`, once it is subscribed; never otherwise.
+async fn next_message(client: &mut Option<Client>) -> Option<Message> {
+    match client.as_mut().and_then(|c| c.subscription.as_mut()) {
+        Some(s) => s.messages.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `first` and the messages queued behind it, encoded as the client's
+/// protocol has them: pushes in RESP3, arrays in RESP2.
+fn messages(client: &mut Client, first: Option<Message>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let proto = client.proto;
+    let Some(sub) = client.subscription.as_mut() else {
+        return out;
+    };
+    let mut next = first;
+    for written in 1..=MAX_MESSAGES_PER_WRITE {
+        let Some(m) = next.take() else {
+            break;
+        };
+        let push = match m.pattern {
+            Some(p) => Reply::Push(vec![
+                Reply::bulk("pmessage"),
+                Reply::Bulk(p),
+                Reply::Bulk(m.channel),
+                Reply::Bulk(m.payload),
+            ]),
+            None => Reply::Push(vec![
+                Reply::bulk("message"),
+                Reply::Bulk(m.channel),
+                Reply::Bulk(m.payload),
+            ]),
+        };
+        push.write_to(proto, &mut out);
+        if written < MAX_MESSAGES_PER_WRITE {
+            next = sub.messages.try_recv().ok();
+        }
+    }
+    out
 }
 
 /// What running a batch left: the client, the encoded replies, and the

@@ -21,6 +21,8 @@ pub mod frame;
 pub mod fuzzing;
 pub mod glob;
 pub mod keyspace;
+#[cfg(feature = "server")]
+pub mod pubsub;
 pub mod resp;
 #[cfg(feature = "server")]
 mod serve;
@@ -31,6 +33,8 @@ pub mod state;
 pub mod store;
 #[cfg(feature = "server")]
 pub mod subkey_filter;
+#[cfg(feature = "server")]
+pub mod txn;
 
 #[cfg(feature = "server")]
 pub use serve::run;

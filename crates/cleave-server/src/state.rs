@@ -1,8 +1,8 @@
 //! What the connections share: the store, the settings CONFIG SET may
 //! change, counters for INFO, the connected clients, SCAN's cursors.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime};
 
@@ -83,6 +83,19 @@ pub struct Shared {
     /// Bumped by every push into a list: wakes the clients a blocking pop
     /// (BLPOP, BRPOP, BLMOVE) holds, which then try again.
     pushes: watch::Sender<u64>,
+    /// Pub/Sub's channels and subscribers.
+    pub pubsub: crate::pubsub::PubSub,
+    /// WATCHed keys and the clients whose EXEC a change to them aborts.
+    watches: Mutex<Watches>,
+    /// Keys watched, by all clients: 0 lets writes skip the registry.
+    watched_keys: AtomicUsize,
+}
+
+/// The keys clients WATCH, and which clients saw one of theirs change.
+#[derive(Default)]
+struct Watches {
+    keys: HashMap<(u8, Vec<u8>), HashSet<u64>>,
+    touched: HashSet<u64>,
 }
 
 impl Shared {
@@ -101,6 +114,9 @@ impl Shared {
             shutting_down: AtomicBool::new(false),
             shutdown: watch::Sender::new(false),
             pushes: watch::Sender::new(0),
+            pubsub: crate::pubsub::PubSub::default(),
+            watches: Mutex::new(Watches::default()),
+            watched_keys: AtomicUsize::new(0),
         }
     }
 
@@ -135,11 +151,82 @@ impl Shared {
             readonly: false,
             wait: Wait::None,
             may_block: true,
+            multi: None,
+            multi_failed: false,
+            subscription: None,
         })
     }
 
     pub fn disconnect(&self, id: u64) {
         self.clients.lock().remove(&id);
+        self.pubsub.forget(id);
+        if self.watched_keys.load(Ordering::Acquire) > 0 {
+            self.forget_watches(id);
+        }
+    }
+
+    /// WATCH: a change to `(db, key)` from now on aborts `client`'s EXEC.
+    pub fn watch(&self, client: u64, db: u8, key: &[u8]) {
+        let mut w = self.watches.lock();
+        if w.keys.entry((db, key.to_vec())).or_default().insert(client) {
+            self.watched_keys.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// UNWATCH (and EXEC, DISCARD): forgets `client`'s watches; returns
+    /// whether one of its keys changed since it watched it.
+    pub fn unwatch(&self, client: u64) -> bool {
+        if self.watched_keys.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        self.forget_watches(client)
+    }
+
+    fn forget_watches(&self, client: u64) -> bool {
+        let mut w = self.watches.lock();
+        let mut forgotten = 0;
+        w.keys.retain(|_, clients| {
+            forgotten += usize::from(clients.remove(&client));
+            !clients.is_empty()
+        });
+        self.watched_keys.fetch_sub(forgotten, Ordering::AcqRel);
+        w.touched.remove(&client)
+    }
+
+    /// A write changed `keys` of database `db`: the clients watching one
+    /// will find their EXEC aborted.
+    pub fn touched<'k>(&self, db: u8, keys: impl Iterator<Item = &'k [u8]>) {
+        if self.watched_keys.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut w = self.watches.lock();
+        let Watches {
+            keys: watched,
+            touched,
+        } = &mut *w;
+        for key in keys {
+            if let Some(clients) = watched.get(&(db, key.to_vec())) {
+                touched.extend(clients);
+            }
+        }
+    }
+
+    /// FLUSHDB (database `Some(db)`) or FLUSHALL (`None`) changed every
+    /// key watched there.
+    pub fn touched_all(&self, db: Option<u8>) {
+        if self.watched_keys.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut w = self.watches.lock();
+        let Watches {
+            keys: watched,
+            touched,
+        } = &mut *w;
+        for ((d, _), clients) in watched.iter() {
+            if db.is_none_or(|db| db == *d) {
+                touched.extend(clients);
+            }
+        }
     }
 
     pub fn request_shutdown(&self) {
@@ -202,9 +289,16 @@ pub struct Client {
     /// A blocking command's state.
     pub wait: Wait,
     /// Whether a blocking command may wait: not for a command a cluster
-    /// member applies from the log, which answers at once, as Redis runs
-    /// a blocking command inside MULTI.
+    /// member applies from the log, or one EXEC runs, which answer at
+    /// once, as Redis runs a blocking command inside MULTI.
     pub may_block: bool,
+    /// After MULTI: the commands queued for EXEC.
+    pub multi: Option<Vec<Vec<Vec<u8>>>>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub multi_failed: bool,
+    /// After SUBSCRIBE or PSUBSCRIBE: the channels and patterns, and the
+    /// queue of messages the connection writes out.
+    pub subscription: Option<crate::pubsub::Subscription>,
 }
 
 impl Client {
@@ -223,6 +317,9 @@ impl Client {
             readonly: false,
             wait: Wait::None,
             may_block: false,
+            multi: None,
+            multi_failed: false,
+            subscription: None,
         }
     }
 }

@@ -9,14 +9,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use arc_swap::{ArcSwap, Guard};
 use cleave::{
-    Append, Db, DbIterator, Options, PrefixExtractor, ReadOptions, Snapshot, WriteBatch,
-    WriteOptions,
+    Append, Db, Options, PrefixExtractor, ReadOptions, Snapshot, WriteBatch, WriteOptions,
 };
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::CmdError;
 use crate::keyspace::{self, Meta, Type};
 use crate::subkey_filter::{StaleSubkeys, SubkeyStats};
+use crate::txn::{Overlay, StoreIter};
 
 /// Key locks, striped: two keys share a lock one time in this many.
 const KEY_LOCK_STRIPES: usize = 1024;
@@ -91,6 +91,11 @@ pub struct Store {
     fsync: AtomicU8,
     /// A write since the last background sync (`everysec`).
     unsynced: AtomicBool,
+    /// The writes of the transaction EXEC runs, which holds the database
+    /// alone meanwhile: gathered into one batch and read back from here
+    /// until it is written.
+    txn: Mutex<Option<Overlay>>,
+    in_txn: AtomicBool,
 }
 
 /// A subkey's or score entry's prefix is its collection's (`tag db len
@@ -212,6 +217,8 @@ impl Store {
             versions: Mutex::new(Versions { next, floor }),
             fsync: AtomicU8::new(fsync as u8),
             unsynced: AtomicBool::new(false),
+            txn: Mutex::new(None),
+            in_txn: AtomicBool::new(false),
         })
     }
 
@@ -219,9 +226,16 @@ impl Store {
     /// `meta`, that a collection's version ended: compactions then drop its
     /// subkeys without looking its metadata up.
     pub fn ended(&self, db: u8, key: &[u8], meta: &Meta) {
-        if let Some(version) = meta.version() {
-            self.subkeys.ended(db, key, version);
+        let Some(version) = meta.version() else {
+            return;
+        };
+        if self.in_txn.load(Ordering::Acquire) {
+            if let Some(overlay) = self.txn.lock().as_mut() {
+                overlay.ended(db, key, version);
+                return;
+            }
         }
+        self.subkeys.ended(db, key, version);
     }
 
     /// What the stale-subkey filter did.
@@ -327,7 +341,40 @@ impl Store {
         }
     }
 
+    /// From now until [`Store::end_txn`], writes gather into one batch
+    /// and reads see them. The caller holds [`Store::exclusive`].
+    pub fn begin_txn(&self) {
+        *self.txn.lock() = Some(Overlay::default());
+        self.in_txn.store(true, Ordering::Release);
+    }
+
+    /// Ends the transaction [`Store::begin_txn`] began: writes its batch
+    /// with `commit`, else drops it.
+    pub fn end_txn(&self, commit: bool) -> Result<(), CmdError> {
+        self.in_txn.store(false, Ordering::Release);
+        let Some(overlay) = self.txn.lock().take() else {
+            return Ok(());
+        };
+        let (batch, ended) = overlay.into_parts();
+        if !commit {
+            return Ok(());
+        }
+        if !batch.is_empty() {
+            self.write(batch)?;
+        }
+        for (db, key, version) in ended {
+            self.subkeys.ended(db, &key, version);
+        }
+        Ok(())
+    }
+
     pub fn write(&self, mut batch: WriteBatch) -> Result<(), CmdError> {
+        if self.in_txn.load(Ordering::Acquire) {
+            if let Some(overlay) = self.txn.lock().as_mut() {
+                overlay.add(&batch);
+                return Ok(());
+            }
+        }
         if let Some(applying) = self.applying.lock().as_mut() {
             if let Some(marker) = &applying.marker {
                 batch.put(&keyspace::raft_applied_key(), marker);
@@ -401,7 +448,7 @@ impl Store {
         db: u8,
         key: &[u8],
     ) -> Result<Option<(Meta, u64)>, CmdError> {
-        match self.db.load().get(r, &keyspace::meta_key(db, key))? {
+        match self.get(r, &keyspace::meta_key(db, key))? {
             None => Ok(None),
             Some(v) => Meta::decode_with_expire(v)
                 .map(Some)
@@ -492,23 +539,37 @@ impl Store {
         }
     }
 
+    /// The value of `key`, read as `r` says, with a running transaction's
+    /// writes over it.
     pub fn get(&self, r: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
+        if self.in_txn.load(Ordering::Acquire) {
+            if let Some(p) = self.txn.lock().as_ref().and_then(|o| o.get(key).cloned()) {
+                let base = self.db.load().get(r, key)?;
+                return Ok(p.resolve(base.as_deref()));
+            }
+        }
         Ok(self.db.load().get(r, key)?)
     }
 
-    /// An iterator over `[begin, end)` as of `snapshot`.
+    /// An iterator over `[begin, end)` as of `snapshot`, with a running
+    /// transaction's writes over it.
     pub fn iter(
         &self,
         snapshot: Option<&Snapshot>,
         begin: Vec<u8>,
         end: Option<Vec<u8>>,
-    ) -> DbIterator {
+    ) -> StoreIter {
         let r = ReadOptions {
             snapshot,
-            lower_bound: Some(begin),
-            upper_bound: end,
+            lower_bound: Some(begin.clone()),
+            upper_bound: end.clone(),
         };
-        self.db.load().iter(&r)
+        let it = self.db.load().iter(&r);
+        if !self.in_txn.load(Ordering::Acquire) {
+            return StoreIter::new(it, None, &begin, end.as_deref());
+        }
+        let txn = self.txn.lock();
+        StoreIter::new(it, txn.as_ref(), &begin, end.as_deref())
     }
 }
 

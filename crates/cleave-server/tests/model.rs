@@ -900,6 +900,20 @@ fn random_commands_match_the_model_across_reopens() {
         let mut client = shared.connect("model".into()).unwrap();
         let mut model = Model::default();
         for i in 0..ops {
+            if rng.gen_ratio(1, 50) {
+                // A transaction: the model applies its commands in a row,
+                // EXEC answers their replies.
+                assert_eq!(run(&shared, &mut client, &[b"MULTI".to_vec()]), Reply::ok());
+                let mut want = Vec::new();
+                for _ in 0..rng.gen_range(1..5) {
+                    let args = random_command(&mut rng);
+                    want.push(normalize(model.apply(&args)));
+                    assert_eq!(run(&shared, &mut client, &args), Reply::Status("QUEUED"));
+                }
+                let got = normalize(run(&shared, &mut client, &[b"EXEC".to_vec()]));
+                assert_eq!(got, Reply::Array(want), "seed {seed} op {i}: EXEC");
+                continue;
+            }
             let args = random_command(&mut rng);
             let want = normalize(model.apply(&args));
             let got = normalize(run(&shared, &mut client, &args));

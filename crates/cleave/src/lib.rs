@@ -30,7 +30,7 @@ pub mod vfs;
 mod wal;
 
 pub use base::expiry::{Clock, ManualClock, SystemClock};
-pub use batch::WriteBatch;
+pub use batch::{BatchOp, WriteBatch};
 pub use compaction_filter::{
     CompactionFilter, Decision as CompactionDecision, FilterContext, FilterFn, FilterValue,
 };

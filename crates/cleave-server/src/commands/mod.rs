@@ -6,6 +6,8 @@ pub mod expiry;
 mod hashes;
 mod keys;
 mod lists;
+mod multi;
+mod pubsub;
 mod server;
 mod sets;
 mod strings;
@@ -52,6 +54,8 @@ const R: &[&str] = &["readonly"];
 const RF: &[&str] = &["readonly", "fast"];
 const S: &[&str] = &["fast", "stale", "loading"];
 const A: &[&str] = &["admin", "noscript", "loading", "stale"];
+const T: &[&str] = &["noscript", "loading", "stale", "fast"];
+const P: &[&str] = &["pubsub", "loading", "stale", "fast"];
 
 macro_rules! cmd {
     ($name:expr, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $handler:path) => {
@@ -216,6 +220,31 @@ static COMMANDS: &[Command] = &[
         slow: true,
         ..cmd!("flushall", -1, WD, 0, 0, 0, keys::flushall)
     },
+    // Transactions.
+    cmd!("multi", 1, T, 0, 0, 0, multi::multi),
+    Command {
+        exclusive: true,
+        slow: true,
+        ..cmd!(
+            "exec",
+            1,
+            &["noscript", "loading", "stale"],
+            0,
+            0,
+            0,
+            multi::exec
+        )
+    },
+    cmd!("discard", 1, T, 0, 0, 0, multi::discard),
+    cmd!("watch", -2, T, 1, -1, 1, multi::watch),
+    cmd!("unwatch", 1, T, 0, 0, 0, multi::unwatch),
+    // Pub/Sub.
+    cmd!("subscribe", -2, P, 0, 0, 0, pubsub::subscribe),
+    cmd!("psubscribe", -2, P, 0, 0, 0, pubsub::psubscribe),
+    cmd!("unsubscribe", -1, P, 0, 0, 0, pubsub::unsubscribe),
+    cmd!("punsubscribe", -1, P, 0, 0, 0, pubsub::punsubscribe),
+    cmd!("publish", 3, P, 0, 0, 0, pubsub::publish),
+    cmd!("pubsub", -2, P, 0, 0, 0, pubsub::pubsub),
     // Connection and server.
     cmd!("ping", -1, S, 0, 0, 0, server::ping),
     cmd!("echo", 2, S, 0, 0, 0, server::echo),
@@ -322,6 +351,27 @@ impl Command {
         !self.exclusive
     }
 
+    /// The key arguments, as the command's first, last and step say.
+    pub fn keys<'a>(&self, args: &'a [Vec<u8>]) -> impl Iterator<Item = &'a [u8]> {
+        let n = args.len() as i32;
+        let last = if self.last_key < 0 {
+            n + self.last_key
+        } else {
+            self.last_key
+        };
+        let (first, step) = (self.first_key.max(1), self.step.max(1));
+        let count = if self.first_key > 0 && last >= first {
+            ((last - first) / step + 1) as usize
+        } else {
+            0
+        };
+        args.iter()
+            .skip(first as usize)
+            .step_by(step as usize)
+            .take(count)
+            .map(Vec::as_slice)
+    }
+
     /// The first key's argument, if the command takes keys.
     pub fn first_key<'a>(&self, args: &'a [Vec<u8>]) -> Option<&'a [u8]> {
         usize::try_from(self.first_key)
@@ -373,6 +423,52 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
 /// applied.
 pub fn try_execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result<Reply, cleave::Error> {
     debug_assert!(!args.is_empty());
+    let cmd = match checked(args) {
+        Ok(cmd) => cmd,
+        Err(reply) => {
+            // A command refused while queueing aborts the transaction.
+            if ctx.client.multi.is_some() {
+                ctx.client.multi_failed = true;
+            }
+            return Ok(reply);
+        }
+    };
+    if ctx.client.proto < 3
+        && ctx.client.subscription.is_some()
+        && !pubsub::ALLOWED_SUBSCRIBED.contains(&cmd.name)
+    {
+        return Ok(Reply::Error(format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            cmd.name
+        )));
+    }
+    if let Some(queued) = ctx.client.multi.as_mut() {
+        if !RUN_IN_MULTI.contains(&cmd.name) {
+            queued.push(args.to_vec());
+            return Ok(Reply::Status("QUEUED"));
+        }
+    }
+    let store = &ctx.shared.store;
+    let result = if cmd.exclusive {
+        let _alone = store.exclusive();
+        run(ctx, cmd, args)
+    } else {
+        let _shared = store.shared();
+        run(ctx, cmd, args)
+    };
+    match result {
+        Ok(r) => Ok(r),
+        Err(CmdError::Engine(e)) => Err(e),
+        Err(e) => Ok(e.reply()),
+    }
+}
+
+/// Commands that run at once after MULTI rather than being queued.
+const RUN_IN_MULTI: &[&str] = &["exec", "discard", "multi", "watch", "quit"];
+
+/// The command `args` names, if it exists and has as many arguments as it
+/// takes; else the error reply.
+fn checked(args: &[Vec<u8>]) -> Result<&'static Command, Reply> {
     let Some(cmd) = lookup(&args[0]) else {
         let mut msg = format!(
             "ERR unknown command '{}', with args beginning with: ",
@@ -381,28 +477,30 @@ pub fn try_execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result<Reply, cleave:
         for a in args.iter().skip(1) {
             msg.push_str(&format!("'{}' ", a.escape_ascii()));
         }
-        return Ok(Reply::Error(msg));
+        return Err(Reply::Error(msg));
     };
     if !cmd.arity_matches(args) {
-        return Ok(Reply::Error(format!(
+        return Err(Reply::Error(format!(
             "ERR wrong number of arguments for '{}' command",
             cmd.name
         )));
     }
+    Ok(cmd)
+}
+
+/// Runs `cmd` under the lock its caller holds (a command's own, or the
+/// EXEC it is part of), and tells the clients watching the keys it wrote.
+fn run(ctx: &mut Ctx<'_>, cmd: &Command, args: &[Vec<u8>]) -> Result<Reply, CmdError> {
     ctx.shared.stats.commands.fetch_add(1, Ordering::Relaxed);
-    let store = &ctx.shared.store;
-    let result = if cmd.exclusive {
-        let _alone = store.exclusive();
-        (cmd.handler)(ctx, args)
-    } else {
-        let _shared = store.shared();
-        (cmd.handler)(ctx, args)
-    };
-    match result {
-        Ok(r) => Ok(r),
-        Err(CmdError::Engine(e)) => Err(e),
-        Err(e) => Ok(e.reply()),
+    let reply = (cmd.handler)(ctx, args)?;
+    if cmd.is_write() {
+        match cmd.name {
+            "flushdb" => ctx.shared.touched_all(Some(ctx.client.db)),
+            "flushall" => ctx.shared.touched_all(None),
+            _ => ctx.shared.touched(ctx.client.db, cmd.keys(args)),
+        }
     }
+    Ok(reply)
 }
 
 /// An integer argument as Redis's `string2ll` reads it: no spaces, no

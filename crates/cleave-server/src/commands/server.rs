@@ -17,7 +17,13 @@ type Result = std::result::Result<Reply, CmdError>;
 /// The Redis version clients are told: the commands here behave as 7.0's.
 pub const REDIS_VERSION: &str = "7.0.0";
 
-pub fn ping(_: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+pub fn ping(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
+    // A RESP2 connection in subscribed mode gets PING's answer as a
+    // message-like array, as Redis sends it.
+    if ctx.client.proto < 3 && ctx.client.subscription.is_some() {
+        let msg = args.get(1).cloned().unwrap_or_default();
+        return Ok(Reply::Array(vec![Reply::bulk("pong"), Reply::Bulk(msg)]));
+    }
     match args {
         [_] => Ok(Reply::Status("PONG")),
         [_, msg] => Ok(Reply::Bulk(msg.clone())),

@@ -267,7 +267,7 @@ pub fn pick(
     let last = it.key()[prefix.len()..].to_vec();
     let mut out = Vec::with_capacity(n.min(1 << 16) as usize);
     // The first member at or after `point`, or the first of all.
-    fn at(point: &[u8], it: &mut cleave::DbIterator) -> std::result::Result<(), CmdError> {
+    fn at(point: &[u8], it: &mut crate::txn::StoreIter) -> std::result::Result<(), CmdError> {
         it.seek(point)?;
         if !it.valid() {
             it.seek_to_first()?;

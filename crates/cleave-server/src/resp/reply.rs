@@ -23,6 +23,12 @@ pub enum Reply {
     Double(f64),
     /// Text with a three-letter format (`txt`): `=` in RESP3.
     Verbatim(String),
+    /// Out-of-band data (a Pub/Sub message or subscription change): `>` in
+    /// RESP3, an array in RESP2.
+    Push(Vec<Reply>),
+    /// Several replies to one command, one after another (SUBSCRIBE
+    /// answers once per channel).
+    Many(Vec<Reply>),
 }
 
 impl Reply {
@@ -100,6 +106,17 @@ impl Reply {
                     write_bulk(text.as_bytes(), out);
                 }
             }
+            Reply::Push(items) => {
+                let _ = write!(out, "{}{}\r\n", if resp3 { '>' } else { '*' }, items.len());
+                for r in items {
+                    r.write_to(proto, out);
+                }
+            }
+            Reply::Many(replies) => {
+                for r in replies {
+                    r.write_to(proto, out);
+                }
+            }
             Reply::Verbatim(text) => {
                 if resp3 {
                     let _ = write!(out, "={}\r\ntxt:", text.len() + 4);
@@ -138,6 +155,19 @@ mod tests {
         let mut out = Vec::new();
         r.write_to(proto, &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn pushes_and_several_replies() {
+        let push = Reply::Push(vec![
+            Reply::bulk("message"),
+            Reply::bulk("c"),
+            Reply::Int(1),
+        ]);
+        assert_eq!(enc(&push, 2), "*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n:1\r\n");
+        assert_eq!(enc(&push, 3), ">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n:1\r\n");
+        let many = Reply::Many(vec![Reply::Int(1), Reply::Int(2)]);
+        assert_eq!(enc(&many, 2), ":1\r\n:2\r\n");
     }
 
     #[test]

@@ -422,3 +422,113 @@ def test_keys_rest(r):
     assert info["db0"]["keys"] == 3 and info["db3"]["keys"] == 1
     assert r.flushall() is True
     assert r.dbsize() == 0 and r.info("keyspace") == {}
+
+
+def test_transactions(r):
+    p = r.pipeline(transaction=True)
+    p.set("a", 1).incr("a").lpush("l", "x", "y").get("a").lrange("l", 0, -1)
+    assert p.execute() == [True, 2, 2, "2", ["y", "x"]]
+    # A command refused while queueing aborts the whole transaction.
+    with pytest.raises(redis.ResponseError, match="wrong number of arguments"):
+        p = r.pipeline(transaction=True)
+        p.set("a", 5).execute_command("GET")
+        p.execute()
+    assert r.get("a") == "2"
+    # A command failing at run time fails alone.
+    r.set("s", "str")
+    p = r.pipeline(transaction=True)
+    p.incr("s").set("b", "1")
+    out = p.execute(raise_on_error=False)
+    assert isinstance(out[0], redis.ResponseError) and out[1] is True
+    # A blocking pop inside a transaction does not wait.
+    p = r.pipeline(transaction=True)
+    p.blpop(["nothing"], timeout=5).set("c", "1")
+    start = time.monotonic()
+    assert p.execute() == [None, True]
+    assert time.monotonic() - start < 2
+
+
+def test_watch(r):
+    other = other_client(r)
+    r.set("k", "1")
+    with r.pipeline() as p:
+        p.watch("k")
+        assert p.get("k") == "1"
+        other.set("k", "2")
+        p.multi()
+        p.set("k", "mine")
+        with pytest.raises(redis.WatchError):
+            p.execute()
+    assert r.get("k") == "2"
+
+    def increment(client):
+        with client.pipeline() as p:
+            while True:
+                try:
+                    p.watch("cas")
+                    n = int(p.get("cas") or 0)
+                    p.multi()
+                    p.set("cas", n + 1)
+                    p.execute()
+                    return
+                except redis.WatchError:
+                    continue
+
+    clients = [other_client(r) for _ in range(4)]
+    threads = [threading.Thread(target=lambda c=c: [increment(c) for _ in range(25)])
+               for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert r.get("cas") == "100"
+    for c in clients + [other]:
+        c.close()
+
+
+def test_pubsub(r):
+    sub = other_client(r).pubsub()
+    sub.subscribe("news", "sport")
+    sub.psubscribe("n*")
+    confirms = [sub.get_message(timeout=1) for _ in range(3)]
+    assert [m["type"] for m in confirms] == ["subscribe", "subscribe", "psubscribe"]
+    assert r.publish("news", "hello") == 2
+    got = [sub.get_message(timeout=1) for _ in range(2)]
+    kinds = sorted((m["type"], m["channel"], m["data"]) for m in got)
+    assert kinds == [("message", "news", "hello"), ("pmessage", "news", "hello")]
+    assert sorted(r.pubsub_channels()) == ["news", "sport"]
+    assert r.pubsub_numsub("news", "none") == [("news", 1), ("none", 0)]
+    assert r.pubsub_numpat() == 1
+    sub.unsubscribe("news")
+    assert sub.get_message(timeout=1)["type"] == "unsubscribe"
+    assert r.publish("news", "again") == 1
+    assert sub.get_message(timeout=1)["type"] == "pmessage"
+    sub.punsubscribe()
+    sub.unsubscribe()
+    for _ in range(2):
+        sub.get_message(timeout=1)
+    assert r.publish("sport", "nobody") == 0
+    sub.close()
+
+
+def test_pubsub_in_a_thread(r):
+    received = []
+    done = threading.Event()
+    sub = other_client(r).pubsub()
+
+    def handler(message):
+        received.append(message["data"])
+        if len(received) == 100:
+            done.set()
+
+    sub.subscribe(**{"events": handler})
+    worker = sub.run_in_thread(sleep_time=0.01)
+    deadline = time.monotonic() + 5
+    while r.pubsub_numsub("events")[0][1] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for i in range(100):
+        r.publish("events", str(i))
+    assert done.wait(5)
+    assert received == [str(i) for i in range(100)]
+    worker.stop()
+    worker.join(timeout=5)

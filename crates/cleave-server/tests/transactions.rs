@@ -1,0 +1,282 @@
+//! MULTI/EXEC and WATCH with concurrent clients: what a transaction does
+//! is seen whole or not at all by the others, no other client's command
+//! runs between its commands, a change to a watched key aborts it, and
+//! its writes reach the disk as one batch.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cleave::vfs::{FaultFs, FaultOp, Fs, MemFs};
+use cleave::Options;
+use cleave_server::commands::{execute, Ctx};
+use cleave_server::resp::Reply;
+use cleave_server::state::{Fixed, Limits, Shared};
+use cleave_server::store::{FsyncMode, Store};
+use common::{Server, Value};
+use Value::{Int, NilArray};
+
+fn server() -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), &["--appendfsync", "no"]);
+    (dir, server)
+}
+
+fn queued() -> Value {
+    Value::status("QUEUED")
+}
+
+/// Transfers between two keys in transactions, from several clients at
+/// once, while others read both keys with one command and with a
+/// transaction of two GETs: every read sees the sum unchanged, so no
+/// reader saw half a transfer; and each transaction's two INCRs of a
+/// shared counter answer consecutive numbers, so no other client's
+/// command ran between them.
+#[test]
+fn concurrent_transactions_are_isolated() {
+    let (_d, s) = server();
+    let mut c = s.client();
+    const TOTAL: i64 = 1000;
+    assert_eq!(c.cmd(&format!("MSET a {TOTAL} b 0")), Value::status("OK"));
+    const WRITERS: usize = 4;
+    const TRANSFERS: usize = 150;
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let port = s.port;
+            std::thread::spawn(move || {
+                let mut c = common::Client::connect(port);
+                for i in 0..TRANSFERS {
+                    let (from, to) = if (w + i) % 2 == 0 {
+                        ("a", "b")
+                    } else {
+                        ("b", "a")
+                    };
+                    assert_eq!(c.cmd("MULTI"), Value::status("OK"));
+                    assert_eq!(c.cmd(&format!("DECRBY {from} 7")), queued());
+                    assert_eq!(c.cmd("INCR counter"), queued());
+                    assert_eq!(c.cmd("INCR counter"), queued());
+                    assert_eq!(c.cmd(&format!("INCRBY {to} 7")), queued());
+                    let Value::Array(replies) = c.cmd("EXEC") else {
+                        panic!("EXEC")
+                    };
+                    let (Int(n1), Int(n2)) = (&replies[1], &replies[2]) else {
+                        panic!("{replies:?}")
+                    };
+                    assert_eq!(*n2, n1 + 1, "another command ran inside the transaction");
+                }
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let port = s.port;
+            std::thread::spawn(move || {
+                let mut c = common::Client::connect(port);
+                let mut reads = 0;
+                for _ in 0..400 {
+                    let pair = if r == 0 {
+                        c.cmd("MGET a b")
+                    } else {
+                        assert_eq!(c.cmd("MULTI"), Value::status("OK"));
+                        assert_eq!(c.cmd("GET a"), queued());
+                        assert_eq!(c.cmd("GET b"), queued());
+                        c.cmd("EXEC")
+                    };
+                    let Value::Array(v) = pair else { panic!() };
+                    let n = |v: &Value| match v {
+                        Value::Bulk(b) => std::str::from_utf8(b).unwrap().parse::<i64>().unwrap(),
+                        other => panic!("{other:?}"),
+                    };
+                    assert_eq!(n(&v[0]) + n(&v[1]), TOTAL, "half a transfer seen");
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    for r in readers {
+        assert_eq!(r.join().unwrap(), 400);
+    }
+    assert_eq!(
+        c.cmd("GET counter"),
+        Value::bulk(&(2 * WRITERS * TRANSFERS).to_string())
+    );
+}
+
+/// WATCH: a change by another client between WATCH and EXEC aborts the
+/// transaction (EXEC answers nil and does nothing); with no change it
+/// runs. The classic check-and-set: concurrent increments through WATCH,
+/// retried when aborted, lose none.
+#[test]
+fn watch_aborts_exec_when_a_watched_key_changed() {
+    let (_d, s) = server();
+    let mut a = s.client();
+    let mut b = s.client();
+    assert_eq!(a.cmd("SET k 1"), Value::status("OK"));
+    assert_eq!(a.cmd("WATCH k other"), Value::status("OK"));
+    assert_eq!(b.cmd("SET k 2"), Value::status("OK"));
+    assert_eq!(a.cmd("MULTI"), Value::status("OK"));
+    assert_eq!(a.cmd("SET k mine"), queued());
+    assert_eq!(a.cmd("EXEC"), NilArray);
+    assert_eq!(a.cmd("GET k"), Value::bulk("2"));
+    // EXEC forgot the watches: the next transaction runs.
+    assert_eq!(a.cmd("MULTI"), Value::status("OK"));
+    assert_eq!(a.cmd("SET k mine"), queued());
+    assert_eq!(a.cmd("EXEC"), Value::Array(vec![Value::status("OK")]));
+    // A hash field changed, a key deleted, a list pushed to, FLUSHALL:
+    // each counts as a change.
+    for change in ["HSET h f v", "DEL k", "RPUSH l x", "FLUSHALL"] {
+        assert_eq!(a.cmd("SET k x"), Value::status("OK"));
+        assert_eq!(a.cmd("WATCH h k l"), Value::status("OK"));
+        assert!(!matches!(b.cmd(change), Value::Error(_)), "{change}");
+        assert_eq!(a.cmd("MULTI"), Value::status("OK"));
+        assert_eq!(a.cmd("INCR n"), queued());
+        assert_eq!(a.cmd("EXEC"), NilArray, "{change}");
+    }
+    // A read of a watched key, or a write to another, changes nothing.
+    assert_eq!(a.cmd("WATCH k"), Value::status("OK"));
+    assert!(matches!(b.cmd("GET k"), Value::Nil));
+    assert_eq!(b.cmd("SET unrelated 1"), Value::status("OK"));
+    assert_eq!(a.cmd("MULTI"), Value::status("OK"));
+    assert_eq!(a.cmd("INCR n"), queued());
+    assert_eq!(a.cmd("EXEC"), Value::Array(vec![Int(1)]));
+    // UNWATCH, and a client that disconnects, leave nothing watched.
+    assert_eq!(a.cmd("WATCH k"), Value::status("OK"));
+    assert_eq!(a.cmd("UNWATCH"), Value::status("OK"));
+    assert_eq!(b.cmd("SET k 3"), Value::status("OK"));
+    assert_eq!(a.cmd("MULTI"), Value::status("OK"));
+    assert_eq!(a.cmd("INCR n"), queued());
+    assert_eq!(a.cmd("EXEC"), Value::Array(vec![Int(2)]));
+
+    const CLIENTS: usize = 4;
+    const INCREMENTS: usize = 50;
+    assert_eq!(a.cmd("SET cas 0"), Value::status("OK"));
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let port = s.port;
+            std::thread::spawn(move || {
+                let mut c = common::Client::connect(port);
+                let mut aborted = 0;
+                for _ in 0..INCREMENTS {
+                    loop {
+                        assert_eq!(c.cmd("WATCH cas"), Value::status("OK"));
+                        let Value::Bulk(v) = c.cmd("GET cas") else {
+                            panic!()
+                        };
+                        let n: i64 = std::str::from_utf8(&v).unwrap().parse().unwrap();
+                        assert_eq!(c.cmd("MULTI"), Value::status("OK"));
+                        assert_eq!(c.cmd(&format!("SET cas {}", n + 1)), queued());
+                        match c.cmd("EXEC") {
+                            Value::Array(_) => break,
+                            NilArray => aborted += 1,
+                            other => panic!("{other:?}"),
+                        }
+                    }
+                }
+                aborted
+            })
+        })
+        .collect();
+    let aborted: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(
+        a.cmd("GET cas"),
+        Value::bulk(&(CLIENTS * INCREMENTS).to_string())
+    );
+    eprintln!("check-and-set: {aborted} transactions aborted and retried");
+}
+
+/// A transaction's writes reach the WAL as one append; when that append
+/// fails, none of them is there, before or after a reopen.
+#[test]
+fn a_transaction_is_one_batch_on_disk() {
+    let mem = Arc::new(MemFs::new());
+    let faults = Arc::new(FaultFs::new(mem.clone()));
+    let open = |fs: Arc<dyn Fs>| {
+        let store = Store::open(
+            Path::new("/server"),
+            Options {
+                fs,
+                ..Options::default()
+            },
+            FsyncMode::Always,
+        )
+        .unwrap();
+        Shared::new(
+            store,
+            Limits {
+                max_clients: 10,
+                proto_max_bulk_len: 512 << 20,
+                query_buffer_limit: 1 << 30,
+            },
+            Fixed {
+                bind: "127.0.0.1".into(),
+                port: 0,
+                dir: "/server".into(),
+                engine: vec![],
+            },
+        )
+    };
+    let shared = open(faults.clone());
+    let mut client = shared.connect("test".into()).unwrap();
+    let mut run = |line: &str| {
+        let args: Vec<Vec<u8>> = line.split(' ').map(|w| w.as_bytes().to_vec()).collect();
+        execute(
+            &mut Ctx {
+                shared: &shared,
+                client: &mut client,
+            },
+            &args,
+        )
+    };
+    let transaction = |run: &mut dyn FnMut(&str) -> Reply, n: usize| {
+        assert_eq!(run("MULTI"), Reply::ok());
+        for line in [
+            format!("SET s{n} v"),
+            format!("RPUSH l{n} a b c"),
+            format!("HSET h{n} f v"),
+            format!("SADD t{n} m"),
+            format!("ZADD z{n} 1 m"),
+        ] {
+            assert_eq!(run(&line), Reply::Status("QUEUED"));
+        }
+        run("EXEC")
+    };
+    let appends = faults.count(FaultOp::Append);
+    let reply = transaction(&mut run, 1);
+    assert!(
+        matches!(&reply, Reply::Array(r) if r.len() == 5),
+        "{reply:?}"
+    );
+    assert_eq!(faults.count(FaultOp::Append) - appends, 1, "one WAL append");
+    // The next append fails: the whole transaction with it.
+    faults.fail(
+        &[FaultOp::Append],
+        Some(".wal"),
+        0,
+        std::io::ErrorKind::Other,
+        false,
+    );
+    let reply = transaction(&mut run, 2);
+    assert!(reply.is_error(), "{reply:?}");
+    assert_eq!(run("EXISTS s2 l2 h2 t2 z2"), Reply::Int(0));
+    let Shared { store, .. } = shared;
+    drop(store);
+    let shared = open(Arc::new(mem.crash_clone()));
+    let mut client = shared.connect("test".into()).unwrap();
+    let mut run = |line: &str| {
+        let args: Vec<Vec<u8>> = line.split(' ').map(|w| w.as_bytes().to_vec()).collect();
+        execute(
+            &mut Ctx {
+                shared: &shared,
+                client: &mut client,
+            },
+            &args,
+        )
+    };
+    assert_eq!(run("EXISTS s1 l1 h1 t1 z1"), Reply::Int(5));
+    assert_eq!(run("EXISTS s2 l2 h2 t2 z2"), Reply::Int(0));
+}
