@@ -124,7 +124,10 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
             }
             let synced = shared.store.fsync_mode() == FsyncMode::Always;
             let (c, mut out, rest) = if let Some(cluster) = shared.cluster.get() {
-                let (c, out) = crate::cluster::execute(shared, cluster, c, requests).await;
+                let (mut c, mut out) = crate::cluster::execute(shared, cluster, c, requests).await;
+                // Reads on a member may show what its state machine
+                // applied; the Raft log holds every write it acknowledged.
+                flush_before_replying(shared, &mut c, &mut out);
                 (c, out, Vec::new())
             } else if commands::needs_blocking_thread(&requests, synced) {
                 let worker = Arc::clone(shared);
@@ -256,6 +259,8 @@ type Ran = (Client, Vec<u8>, Vec<Vec<Vec<u8>>>);
 fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>) -> Ran {
     let mut out = Vec::new();
     let mut requests = requests.into_iter();
+    let mut held = Vec::new();
+    client.wrote = false;
     while let Some(args) = requests.next() {
         let reply = commands::execute(
             &mut Ctx {
@@ -265,9 +270,9 @@ fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>) -> 
             &args,
         );
         if matches!(client.wait, Wait::Blocked(_)) {
-            let mut held = vec![args];
+            held.push(args);
             held.extend(requests);
-            return (client, out, held);
+            break;
         }
         client.wait = Wait::None;
         if client.silent {
@@ -278,5 +283,22 @@ fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>) -> 
             break;
         }
     }
-    (client, out, Vec::new())
+    flush_before_replying(shared, &mut client, &mut out);
+    (client, out, held)
+}
+
+/// Hands the WAL's buffered records to the OS before `out` is sent: the
+/// replies may acknowledge writes, this batch's or others' it read. If
+/// that fails after this batch wrote, its writes' fate is unknown: the
+/// connection closes with no reply rather than acknowledge them. (A batch
+/// that only read gets its replies: the database refuses writes from now
+/// on, and what it read was answered to nobody else.)
+fn flush_before_replying(shared: &Shared, client: &mut Client, out: &mut Vec<u8>) {
+    if let Err(e) = shared.store.flush_wal() {
+        if client.wrote {
+            log::warn!("client {}: closing unanswered: {e}", client.id);
+            out.clear();
+            client.close = true;
+        }
+    }
 }

@@ -154,6 +154,7 @@ impl Shared {
             multi: None,
             multi_failed: false,
             subscription: None,
+            wrote: false,
         })
     }
 
@@ -299,6 +300,9 @@ pub struct Client {
     /// After SUBSCRIBE or PSUBSCRIBE: the channels and patterns, and the
     /// queue of messages the connection writes out.
     pub subscription: Option<crate::pubsub::Subscription>,
+    /// A write command succeeded since the connection last answered: its
+    /// replies wait for the WAL to reach the OS.
+    pub wrote: bool,
 }
 
 impl Client {
@@ -320,6 +324,7 @@ impl Client {
             multi: None,
             multi_failed: false,
             subscription: None,
+            wrote: false,
         }
     }
 }

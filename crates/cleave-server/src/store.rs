@@ -148,6 +148,10 @@ impl Store {
         opts.prefix_extractor = Some(Arc::new(CollectionPrefix));
         let subkeys = Arc::new(StaleSubkeys::default());
         opts.compaction_filter = Some(subkeys.clone());
+        // A pipeline's writes reach the OS in one `write`, before any
+        // reply (`Store::flush_wal`), as Redis writes its AOF buffer
+        // before it answers.
+        opts.manual_wal_flush = true;
         let options = opts.clone();
         let db = Db::open(dir, opts).map_err(|e| format!("opening {}: {e}", dir.display()))?;
         let fail = |what: &str, e: cleave::Error| format!("{what} in {}: {e}", dir.display());
@@ -304,6 +308,13 @@ impl Store {
         }
         self.fsync.store(mode as u8, Ordering::Release);
         Ok(())
+    }
+
+    /// Hands the WAL records of the writes so far to the OS: called before
+    /// any reply goes out, so that no client sees what a killed process
+    /// would lose (`Options::manual_wal_flush`).
+    pub fn flush_wal(&self) -> Result<(), cleave::Error> {
+        self.db.load().flush_wal()
     }
 
     /// Syncs the WAL if a write came since the last sync (`everysec`).

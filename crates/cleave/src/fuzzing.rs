@@ -979,7 +979,7 @@ fn fill_wal(w: &mut WalWriter, batches: u64) -> Result<()> {
         }
         b.delete(b"key0");
         b.merge(b"key1", format!("operand{batch}").as_bytes());
-        w.append(&[b.encode_with_seq(seq)])?;
+        w.append(&[b.encode_with_seq(seq)], true)?;
         seq += b.len() as u64;
     }
     w.sync()

@@ -41,6 +41,14 @@ pub struct Options {
     /// WALs are written with recyclable records, which builds before WAL
     /// format 4 cannot read.
     pub recycle_wal: usize,
+    /// Writes that do not sync leave their WAL records in the process's
+    /// buffer until [`crate::Db::flush_wal`] (or a synced write, a memtable
+    /// switch, `sync_wal`, close) hands them to the OS, as RocksDB's
+    /// `manual_wal_flush`: one `write` for many batches. Until then a
+    /// killed process loses them though readers already see them, so a
+    /// server calls `flush_wal` before it answers anyone (what Redis does
+    /// with its AOF buffer before it replies).
+    pub manual_wal_flush: bool,
     /// Bytes a memtable holds before it is switched out and flushed.
     pub write_buffer_size: usize,
     /// Memtables (active plus waiting for flush) before writes stop.
@@ -310,6 +318,7 @@ impl Default for Options {
             error_if_exists: false,
             paranoid_checks: false,
             recycle_wal: 0,
+            manual_wal_flush: false,
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
             level0_file_num_compaction_trigger: 4,

@@ -494,6 +494,7 @@ fn run(ctx: &mut Ctx<'_>, cmd: &Command, args: &[Vec<u8>]) -> Result<Reply, CmdE
     ctx.shared.stats.commands.fetch_add(1, Ordering::Relaxed);
     let reply = (cmd.handler)(ctx, args)?;
     if cmd.is_write() {
+        ctx.client.wrote = true;
         match cmd.name {
             "flushdb" => ctx.shared.touched_all(Some(ctx.client.db)),
             "flushall" => ctx.shared.touched_all(None),

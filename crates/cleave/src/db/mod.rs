@@ -398,6 +398,17 @@ impl Db {
             .acquire(self.inner.visible_seq.load(Ordering::Acquire))
     }
 
+    /// Hands the WAL records of writes that did not sync to the OS (with
+    /// `Options::manual_wal_flush`, they wait in the process until then),
+    /// as RocksDB's `FlushWAL(false)`: from its return, a killed process
+    /// loses none of the writes made before the call; a power loss may, as
+    /// until `sync_wal`. Without `manual_wal_flush` there is nothing to do.
+    /// A failed write makes the database read-only (a full disk) or
+    /// poisons it, as a failed append does.
+    pub fn flush_wal(&self) -> Result<()> {
+        self.inner.flush_wal()
+    }
+
     /// Makes every write acknowledged so far durable, as RocksDB's
     /// `SyncWAL`: the value logs, then every WAL. For a writer that does
     /// not sync each write but bounds what a crash may lose (a server's
@@ -896,7 +907,7 @@ mod tests {
         fs.sync_dir(dir).unwrap();
         let mut b = WriteBatch::new();
         b.put(b"k", b"async");
-        old.append(&[b.encode_with_seq(1)]).unwrap();
+        old.append(&[b.encode_with_seq(1)], true).unwrap();
         let new = WalWriter::create(&fs, dir, FileNumber(2), false).unwrap();
         let mut wal = WalState {
             current: Some(new),

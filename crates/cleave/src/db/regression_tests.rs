@@ -379,7 +379,7 @@ fn a_look_alike_record_in_a_stale_tail_does_not_stop_replay() {
         .unwrap();
     let write = |number: FileNumber, previous: Option<Previous>, seq: u64, b: &mut WriteBatch| {
         let mut w = WalWriter::create_after(&mem, dir, number, previous, true).unwrap();
-        w.append(&[b.encode_with_seq(seq)]).unwrap();
+        w.append(&[b.encode_with_seq(seq)], true).unwrap();
         w.sync().unwrap();
     };
     write(wal, None, 1, &mut put(b"a", b"1"));

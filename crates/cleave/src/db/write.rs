@@ -310,7 +310,8 @@ impl DbInner {
                 .current
                 .as_mut()
                 .ok_or_else(|| Error::Poisoned("no WAL is open".to_string()))?;
-            let logged = current.append(&payloads).and_then(|n| {
+            let flush = sync || !self.opts.manual_wal_flush;
+            let logged = current.append(&payloads, flush).and_then(|n| {
                 add(&self.counters.wal_bytes_written, n);
                 if sync {
                     add(&self.counters.wal_syncs, 1);
@@ -358,6 +359,22 @@ impl DbInner {
         add(&self.counters.user_bytes_written, user_bytes);
         add(&self.counters.user_writes, last_seq + 1 - first_seq);
         Ok(())
+    }
+
+    /// See `Db::flush_wal`.
+    pub(super) fn flush_wal(&self) -> Result<()> {
+        Self::check_bg_error(&self.state.lock())?;
+        let mut wal = self.wal.lock();
+        let Some(current) = wal.current.as_mut() else {
+            return Ok(());
+        };
+        let flushed = current.flush();
+        if let Err(e) = &flushed {
+            // Part of a record may have reached the file, as after a
+            // failed append.
+            self.set_write_error(e);
+        }
+        flushed
     }
 
     /// See `Db::sync_wal`; also the last step of a clean close. Under the
@@ -578,6 +595,12 @@ impl DbInner {
         let number = self.versions.lock().new_file_number();
         let switched = (|| {
             let mut wal = self.wal.lock();
+            // Its buffered records (`manual_wal_flush`) reach the OS before
+            // any of the next WAL's: replay would take a tail the new
+            // header counts and the file lacks for damage.
+            if let Some(current) = wal.current.as_mut() {
+                current.flush()?;
+            }
             // Named in the new WAL's header, so replay notices if it goes
             // missing or loses its tail.
             let previous = wal.current.as_ref().map(WalWriter::as_previous);

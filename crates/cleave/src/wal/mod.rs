@@ -121,7 +121,7 @@ impl WalWriter {
             scratch: Vec::new(),
             whole_len: 0,
         };
-        w.append(&[&header(number, previous)])?;
+        w.append(&[&header(number, previous)], true)?;
         Ok(w)
     }
 
@@ -141,9 +141,10 @@ impl WalWriter {
         }
     }
 
-    /// Appends one record per payload in a single write, then hands the
-    /// bytes to the OS so that a process crash cannot lose them.
-    pub(crate) fn append(&mut self, payloads: &[&[u8]]) -> Result<u64> {
+    /// Appends one record per payload in a single write, then, with
+    /// `flush`, hands the bytes to the OS so that a process crash cannot
+    /// lose them (else [`WalWriter::flush`] does, later).
+    pub(crate) fn append(&mut self, payloads: &[&[u8]], flush: bool) -> Result<u64> {
         self.scratch.clear();
         for p in payloads {
             if self.recyclable {
@@ -153,10 +154,17 @@ impl WalWriter {
             }
         }
         self.writer.add_raw(&self.scratch)?;
-        self.writer.flush()?;
+        if flush {
+            self.writer.flush()?;
+        }
         self.whole_len += self.scratch.len() as u64;
         debug_assert_eq!(self.whole_len, self.writer.len());
         Ok(self.scratch.len() as u64)
+    }
+
+    /// Hands the appended bytes to the OS.
+    pub(crate) fn flush(&mut self) -> Result<()> {
+        self.writer.flush()
     }
 
     pub(crate) fn sync(&mut self) -> Result<()> {
@@ -303,7 +311,7 @@ mod tests {
         let mut w = WalWriter::create(fs, dir, FileNumber(n), false).unwrap();
         for i in 0..3u64 {
             let mut b = batch(format!("k{i}").as_bytes(), b"value");
-            w.append(&[b.encode_with_seq(10 + i)]).unwrap();
+            w.append(&[b.encode_with_seq(10 + i)], true).unwrap();
         }
         w.sync().unwrap();
         vfs::read_all(fs, &filename::wal(dir, FileNumber(n))).unwrap()
@@ -385,7 +393,7 @@ mod tests {
         let mut w = WalWriter::create(&fs, &dir, FileNumber(5), false).unwrap();
         let mut b = batch(b"k", b"v");
         b.delete(b"k");
-        w.append(&[b.encode_with_seq(crate::base::key::MAX_SEQ)])
+        w.append(&[b.encode_with_seq(crate::base::key::MAX_SEQ)], true)
             .unwrap();
         drop(w);
         let err = read(&fs, &dir, FileNumber(5)).unwrap_err();
@@ -458,7 +466,7 @@ mod tests {
     fn fill(w: &mut WalWriter, first_seq: u64, n: u64) {
         for i in 0..n {
             let mut b = batch(format!("k{i}").as_bytes(), &[b'v'; 40]);
-            w.append(&[b.encode_with_seq(first_seq + i)]).unwrap();
+            w.append(&[b.encode_with_seq(first_seq + i)], true).unwrap();
         }
         w.sync().unwrap();
     }
@@ -541,7 +549,7 @@ mod tests {
         ] {
             for i in 0..3 {
                 let mut b = batch(format!("n{i}").as_bytes(), &[b'w'; 40]);
-                w.append(&[b.encode_with_seq(500 + i)]).unwrap();
+                w.append(&[b.encode_with_seq(500 + i)], true).unwrap();
             }
             fs.sync_dir(&dir).unwrap();
             let len = vfs::read_all(&fs, &filename::wal(&dir, FileNumber(9)))
