@@ -8,6 +8,11 @@
 #   BENCH_SIZES="1024" BENCH_REQUESTS=1000000 BENCH_KEYSPACE=200000 scripts/redis-bench.sh
 #   BENCH_SERVERS=cleave BENCH_CLEAVE_FLAGS="--appendfsync always" scripts/redis-bench.sh
 #   BENCH_TTL=10 BENCH_REQUESTS=2000000 scripts/redis-bench.sh
+#   BENCH_TESTS=default BENCH_REQUESTS=100000 scripts/redis-bench.sh
+#
+# With BENCH_TESTS=default the run is redis-benchmark's own default test
+# list (PING to MSET, lists, sets, sorted sets; its 3-byte values and
+# single keys, no -r), one value size ("default" in the results).
 #
 # With BENCH_TTL=T the one test is `SET key:__rand_int__ <value> EX T`
 # (redis-benchmark's own command line; "set_ex" in the results), and the
@@ -19,7 +24,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+tests=${BENCH_TESTS:-}
 sizes=${BENCH_SIZES:-"1024 16384"}
+[ "$tests" = default ] && sizes=default
 requests=${BENCH_REQUESTS:-500000}
 keyspace=${BENCH_KEYSPACE:-100000}
 clients=${BENCH_CLIENTS:-50}
@@ -46,7 +53,12 @@ for size in $sizes; do
     [ "$server" = cleave ] && flags=(${BENCH_CLEAVE_FLAGS:-})
     start_server "$server" "$work/$server-$size" "$port" "$work/server.log" "${flags[@]}"
     echo "redis-bench: $server, $size-byte values"
-    if [ -n "$ttl" ]; then
+    if [ "$tests" = default ]; then
+      redis-benchmark -p "$port" -n "$requests" -c "$clients" -P "$pipeline" --csv 2>/dev/null |
+        grep -v '^"test"' | sed "s/^/$server,$size,/" >> "$out/results.csv"
+      ended=
+      sleep 2
+    elif [ -n "$ttl" ]; then
       value=$(head -c "$size" /dev/zero | tr '\0' v)
       # The CSV names a test by its command line, value included.
       redis-benchmark -p "$port" -n "$requests" -r "$keyspace" -c "$clients" -P "$pipeline" \
@@ -78,7 +90,8 @@ table = ["| server | value | test | ops/s | P50 ms | P99 ms |", "|---|---|---|--
 mem = []
 for r in rows:
     if r[2] == "memory":
-        line = f"{r[0]}, {r[1]}-byte values: peak RSS {int(r[3]) / 1024:.1f} MiB, data directory {int(r[4]) / 2**20:.1f} MiB"
+        what = "default test list" if r[1] == "default" else f"{r[1]}-byte values"
+        line = f"{r[0]}, {what}: peak RSS {int(r[3]) / 1024:.1f} MiB, data directory {int(r[4]) / 2**20:.1f} MiB"
         if len(r) > 5 and r[5]:
             line = (f"{r[0]}, {r[1]}-byte values: peak RSS {int(r[3]) / 1024:.1f} MiB, data directory "
                     f"{int(r[5]) / 2**20:.1f} MiB when the writes ended, {int(r[4]) / 2**20:.1f} MiB "
