@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use cleave::{ReadOptions, Snapshot, WriteBatch};
 
-use super::{int_arg, is, Ctx};
+use super::{int_arg, is, optional_count, span, Ctx};
 use crate::commands::hashes::check_field;
 use crate::error::CmdError;
 use crate::keyspace::{self, collection_prefix, list_element, Meta, SUB};
@@ -281,16 +281,6 @@ pub fn rpushx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     push(ctx, args, End::Right, true)
 }
 
-/// A count argument that must be positive, as LPOP's.
-fn count_arg(arg: &[u8]) -> std::result::Result<u64, CmdError> {
-    let n = int_arg(arg).map_err(|_| out_of_range())?;
-    u64::try_from(n).map_err(|_| out_of_range())
-}
-
-fn out_of_range() -> CmdError {
-    CmdError::err("value is out of range, must be positive")
-}
-
 /// Pops up to `n` elements from `end` of the list at `key`; `None` if
 /// there is no list.
 fn pop_from(
@@ -315,11 +305,7 @@ fn pop_from(
 }
 
 fn pop(ctx: &mut Ctx<'_>, args: &[Vec<u8>], end: End) -> Result {
-    let count = match args.get(2) {
-        Some(a) if args.len() == 3 => Some(count_arg(a)?),
-        Some(_) => return Err(CmdError::Syntax),
-        None => None,
-    };
+    let count = optional_count(args, 2)?;
     let popped = pop_from(ctx, &args[1], end, count.unwrap_or(1))?;
     Ok(match (popped, count) {
         (None, Some(_)) => Reply::NilArray,
@@ -355,20 +341,6 @@ fn place(index: i64, size: u64) -> Option<u64> {
         index as i128
     };
     (0..size as i128).contains(&i).then_some(i as u64)
-}
-
-/// Redis's range of places `start..=stop` (negative from the tail),
-/// clamped to the list: `from..to`, empty when it selects nothing.
-fn span(start: i64, stop: i64, size: u64) -> (u64, u64) {
-    let size = size as i128;
-    let norm = |i: i64| if i < 0 { size + i as i128 } else { i as i128 };
-    let from = norm(start).max(0);
-    let to = (norm(stop) + 1).min(size);
-    if from >= to {
-        (0, 0)
-    } else {
-        (from as u64, to as u64)
-    }
 }
 
 pub fn lindex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {

@@ -538,6 +538,34 @@ pub fn parse_f64(arg: &[u8]) -> Option<f64> {
     (!v.is_nan()).then_some(v)
 }
 
+/// The optional count at `args[at]`, which must be the last argument and
+/// not negative (LPOP's, SPOP's, ZPOPMIN's).
+pub fn optional_count(args: &[Vec<u8>], at: usize) -> Result<Option<u64>, CmdError> {
+    let out_of_range = || CmdError::err("value is out of range, must be positive");
+    match args.len() {
+        n if n == at => Ok(None),
+        n if n == at + 1 => u64::try_from(int_arg(&args[at]).map_err(|_| out_of_range())?)
+            .map(Some)
+            .map_err(|_| out_of_range()),
+        _ => Err(CmdError::Syntax),
+    }
+}
+
+/// Redis's places `start..=stop` (negative from the end) clamped to a
+/// list or sorted set of `size`: `from..to`, empty (`0..0`) when they name
+/// nothing.
+pub fn span(start: i64, stop: i64, size: u64) -> (u64, u64) {
+    let size = size as i128;
+    let norm = |i: i64| if i < 0 { size + i as i128 } else { i as i128 };
+    let from = norm(start).max(0);
+    let to = (norm(stop) + 1).min(size);
+    if from >= to {
+        (0, 0)
+    } else {
+        (from as u64, to as u64)
+    }
+}
+
 /// True if `arg` equals `word`, ignoring ASCII case (option names).
 pub fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())

@@ -9,7 +9,7 @@ use cleave::{ReadOptions, Snapshot, WriteBatch};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::{int_arg, is, Ctx};
+use super::{int_arg, is, optional_count, Ctx};
 use crate::commands::hashes::check_field;
 use crate::error::CmdError;
 use crate::glob;
@@ -297,14 +297,7 @@ pub fn pick(
 }
 
 pub fn spop(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
-    let count = match args.len() {
-        2 => None,
-        3 => Some(
-            u64::try_from(int_arg(&args[2])?)
-                .map_err(|_| CmdError::err("value is out of range, must be positive"))?,
-        ),
-        _ => return Err(CmdError::Syntax),
-    };
+    let count = optional_count(args, 2)?;
     let key = &args[1];
     let store = &ctx.shared.store;
     let db = ctx.client.db;

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use cleave::{ReadOptions, Snapshot, WriteBatch};
 
 use super::sets::{scan_args, scan_collection, scan_reply, scan_start};
-use super::{int_arg, is, parse_f64, Ctx};
+use super::{int_arg, is, optional_count, parse_f64, span, Ctx};
 use crate::commands::hashes::check_field;
 use crate::error::CmdError;
 use crate::keyspace::{
@@ -367,7 +367,7 @@ fn read_range(
     let mut out = Vec::new();
     let (mut skip, mut take) = (window.offset, window.count);
     if let Spec::Rank(start, stop) = spec {
-        let (from, to) = rank_span(*start, *stop, size);
+        let (from, to) = span(*start, *stop, size);
         (skip, take) = (from as i64, (to - from) as i64);
     }
     if skip < 0 || take == 0 {
@@ -421,20 +421,6 @@ fn score_entry(
     };
     let score = decode_score(bytes.try_into().unwrap_or_default());
     Ok((k[plen + 8..].to_vec(), score))
-}
-
-/// Redis's places `start..=stop` (negative from the end) clamped to a set
-/// of `size`: `from..to`, empty when it names nothing.
-fn rank_span(start: i64, stop: i64, size: u64) -> (u64, u64) {
-    let size = size as i128;
-    let norm = |i: i64| if i < 0 { size + i as i128 } else { i as i128 };
-    let from = norm(start).max(0);
-    let to = (norm(stop) + 1).min(size);
-    if from >= to {
-        (0, 0)
-    } else {
-        (from as u64, to as u64)
-    }
 }
 
 fn range_reply(ctx: &Ctx<'_>, members: Vec<(Vec<u8>, f64)>, with_scores: bool) -> Reply {
@@ -785,14 +771,7 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
 
 /// Pops up to `count` members with the lowest scores (or the highest).
 fn zpop(ctx: &mut Ctx<'_>, args: &[Vec<u8>], highest: bool) -> Result {
-    let count = match args.len() {
-        2 => None,
-        3 => Some(
-            u64::try_from(int_arg(&args[2])?)
-                .map_err(|_| CmdError::err("value is out of range, must be positive"))?,
-        ),
-        _ => return Err(CmdError::Syntax),
-    };
+    let count = optional_count(args, 2)?;
     let key = &args[1];
     let store = &ctx.shared.store;
     let db = ctx.client.db;
@@ -804,7 +783,6 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Vec<u8>], highest: bool) -> Result {
     };
     let px = Prefixes::new(db, key, version);
     let n = count.unwrap_or(1).min(size);
-    let plen = px.scores.len();
     let mut it = store.iter(
         Some(&snapshot),
         px.scores.clone(),
@@ -816,17 +794,8 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Vec<u8>], highest: bool) -> Result {
         it.seek_to_first()?;
     }
     let mut popped = Vec::with_capacity(n.min(1 << 16) as usize);
-    let mut b = WriteBatch::new();
     while it.valid() && (popped.len() as u64) < n {
-        let k = it.key();
-        let Some(bytes) = k.get(plen..plen + 8) else {
-            return Err(CmdError::corrupt(key, "short score-index key"));
-        };
-        let score = decode_score(bytes.try_into().unwrap_or_default());
-        let member = k[plen + 8..].to_vec();
-        b.delete(k);
-        b.delete(&px.member(&member));
-        popped.push((member, score));
+        popped.push(score_entry(&px, key, it.key())?);
         if highest {
             it.prev()?;
         } else {
@@ -834,19 +803,7 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Vec<u8>], highest: bool) -> Result {
         }
     }
     it.status()?;
-    if !popped.is_empty() {
-        let left = size - (popped.len() as u64).min(size);
-        put_collection(&mut b, db, key, Type::ZSet, version, left, expire);
-        store.write(b)?;
-        if left == 0 {
-            let meta = keyspace::Meta::Collection {
-                kind: Type::ZSet,
-                version,
-                size: 0,
-            };
-            store.ended(db, key, &meta);
-        }
-    }
+    remove_members(ctx, key, &px, version, size, expire, &popped)?;
     // Without a count, one flat pair in either protocol, as Redis 7.
     if count.is_none() {
         return Ok(Reply::Array(
