@@ -8,7 +8,7 @@ use cleave::{ReadOptions, Snapshot, WriteBatch};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use super::sets::{pick, scan_args, scan_collection, scan_reply, scan_start, Entry};
+use super::sets::{pick, random_count, scan_args, scan_collection, scan_reply, scan_start, Entry};
 use super::{int_arg, is, parse_f64, parse_i64, Ctx};
 use crate::error::CmdError;
 use crate::keyspace::{self, collection_prefix, join, Type, SUB};
@@ -343,10 +343,7 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     };
     let prefix = collection_prefix(SUB, db, key, version);
     let mut rng = StdRng::seed_from_u64(store.random_seed());
-    let (n, repeats) = match count {
-        None => (1, false),
-        Some(c) => (c.unsigned_abs(), c < 0),
-    };
+    let (n, repeats) = random_count(count)?;
     let picked = pick(store, &snapshot, &prefix, size, n, repeats, &mut rng)?;
     let Some(_) = count else {
         return Ok(picked

@@ -384,6 +384,12 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     Ok(Reply::Int(1))
 }
 
+/// The database COPY's `DB` option names, if any.
+pub fn copy_destination_db(args: &[Vec<u8>]) -> Option<u8> {
+    let at = args.iter().skip(3).position(|a| is(a, "db"))? + 3;
+    db_index(args.get(at + 1)?).ok()
+}
+
 /// A database number SELECT or COPY … DB accepts.
 pub fn db_index(arg: &[u8]) -> std::result::Result<u8, CmdError> {
     let n = super::int_arg(arg)?;

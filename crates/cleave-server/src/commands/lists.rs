@@ -647,8 +647,10 @@ fn timeout_arg(arg: &[u8]) -> std::result::Result<Option<Duration>, CmdError> {
         return Ok(None);
     }
     Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|t| Instant::now().checked_add(*t).is_some())
         .map(Some)
-        .map_err(|_| CmdError::err("timeout is out of range"))
+        .ok_or_else(|| CmdError::err("timeout is out of range"))
 }
 
 /// A blocking command found nothing: it waits for a push (the connection
@@ -660,7 +662,8 @@ fn block(ctx: &mut Ctx<'_>, timeout: Option<Duration>, nil: Reply) -> Reply {
         // Again after a push, with the first attempt's deadline.
         Wait::Retry(deadline) => Wait::Blocked(deadline),
         Wait::None | Wait::Blocked(_) if ctx.client.may_block => {
-            Wait::Blocked(timeout.map(|t| Instant::now() + t))
+            // Checked when the timeout was read; for ever if not.
+            Wait::Blocked(timeout.and_then(|t| Instant::now().checked_add(t)))
         }
         other => other,
     };
@@ -735,5 +738,6 @@ mod tests {
         assert!(timeout_arg(b"-1").is_err());
         assert!(timeout_arg(b"x").is_err());
         assert!(timeout_arg(b"inf").is_err());
+        assert!(timeout_arg(b"1e19").is_err());
     }
 }

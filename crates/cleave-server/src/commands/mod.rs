@@ -434,7 +434,11 @@ pub fn try_execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result<Reply, cleave:
         }
     };
     if ctx.client.proto < 3
-        && ctx.client.subscription.is_some()
+        && ctx
+            .client
+            .subscription
+            .as_ref()
+            .is_some_and(|s| s.count() > 0)
         && !pubsub::ALLOWED_SUBSCRIBED.contains(&cmd.name)
     {
         return Ok(Reply::Error(format!(
@@ -498,6 +502,10 @@ fn run(ctx: &mut Ctx<'_>, cmd: &Command, args: &[Vec<u8>]) -> Result<Reply, CmdE
         match cmd.name {
             "flushdb" => ctx.shared.touched_all(Some(ctx.client.db)),
             "flushall" => ctx.shared.touched_all(None),
+            "copy" => {
+                let db = keys::copy_destination_db(args).unwrap_or(ctx.client.db);
+                ctx.shared.touched(db, args[2..3].iter().map(Vec::as_slice));
+            }
             _ => ctx.shared.touched(ctx.client.db, cmd.keys(args)),
         }
     }

@@ -6,6 +6,29 @@
 use super::{lookup, run, Ctx};
 use crate::error::CmdError;
 use crate::resp::Reply;
+use crate::store::Store;
+
+/// A transaction EXEC began: unless ended, dropping it (a panic of a
+/// queued command) drops the transaction whole.
+struct OpenTxn<'a> {
+    store: &'a Store,
+    ended: bool,
+}
+
+impl OpenTxn<'_> {
+    fn end(mut self, commit: bool) -> std::result::Result<(), CmdError> {
+        self.ended = true;
+        self.store.end_txn(commit)
+    }
+}
+
+impl Drop for OpenTxn<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.store.end_txn(false);
+        }
+    }
+}
 
 type Result = std::result::Result<Reply, CmdError>;
 
@@ -74,8 +97,14 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Result {
     if touched {
         return Ok(Reply::NilArray);
     }
-    let store = &ctx.shared.store;
-    store.begin_txn();
+    let shared = ctx.shared;
+    shared.store.begin_txn();
+    // Ended on every way out, a panic of a queued command included: left
+    // open, the overlay would take every later write of every client.
+    let open = OpenTxn {
+        store: &shared.store,
+        ended: false,
+    };
     let may_block = std::mem::replace(&mut ctx.client.may_block, false);
     let mut replies = Vec::with_capacity(queued.len());
     let mut failure = None;
@@ -95,10 +124,48 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Result {
         }
     }
     ctx.client.may_block = may_block;
-    let commit = failure.is_none();
-    ctx.shared.store.end_txn(commit)?;
+    open.end(failure.is_none())?;
     match failure {
         Some(e) => Err(CmdError::Engine(e)),
         None => Ok(Reply::Array(replies)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use cleave::{Options, ReadOptions, WriteBatch};
+
+    use super::*;
+    use crate::store::FsyncMode;
+
+    /// A transaction left without its end (a queued command panicked) is
+    /// dropped whole, and the writes after it reach the database.
+    #[test]
+    fn a_transaction_dropped_unended_is_dropped_whole() {
+        let opts = Options {
+            fs: Arc::new(cleave::vfs::MemFs::new()),
+            ..Options::default()
+        };
+        let store = Store::open(Path::new("/d"), opts, FsyncMode::No).unwrap();
+        let put = |key: &[u8]| {
+            let mut b = WriteBatch::new();
+            b.put(key, b"v");
+            store.write(b).unwrap();
+        };
+        store.begin_txn();
+        {
+            let _open = OpenTxn {
+                store: &store,
+                ended: false,
+            };
+            put(b"in-the-transaction");
+        }
+        put(b"after");
+        let r = ReadOptions::new();
+        assert!(store.db().get(&r, b"after").unwrap().is_some());
+        assert!(store.db().get(&r, b"in-the-transaction").unwrap().is_none());
     }
 }

@@ -86,9 +86,8 @@ fn unsubscribe_from(ctx: &mut Ctx<'_>, args: &[Vec<u8>], pattern: bool) -> Resul
         }
         replies.push(confirm(kind, Some(&ch), sub.count()));
     }
-    if sub.count() == 0 {
-        ctx.client.subscription = None;
-    }
+    // The queue stays: messages published before the unsubscribe are
+    // still delivered, as Redis has them in the client's buffer already.
     Ok(Reply::Many(replies))
 }
 

@@ -26,6 +26,12 @@ type Result = std::result::Result<Reply, CmdError>;
 /// whole set, whatever its size).
 const SMALL_SET_MEMBERS: u64 = 16 << 10;
 
+/// Most members one SRANDMEMBER or HRANDFIELD with a negative count
+/// answers: each is held in memory before the reply is written, and the
+/// command holds the lock every command shares (Redis streams them, and
+/// refuses only the smallest i64).
+pub const MAX_RANDOM_PICKS: u64 = 1 << 22;
+
 /// Most members SSCAN examines for one call, whatever COUNT asks.
 const SCAN_MAX_COUNT: i64 = 100_000;
 
@@ -356,16 +362,25 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     };
     let prefix = collection_prefix(SUB, db, key, version);
     let mut rng = StdRng::seed_from_u64(store.random_seed());
-    let (n, repeats) = match count {
-        None => (1, false),
-        Some(c) => (c.unsigned_abs(), c < 0),
-    };
+    let (n, repeats) = random_count(count)?;
     let picked = pick(store, &snapshot, &prefix, size, n, repeats, &mut rng)?;
     let mut picked = picked.into_iter().map(|(m, _)| Reply::Bulk(m));
     Ok(match count {
         Some(_) => Reply::Array(picked.collect()),
         None => picked.next().unwrap_or(Reply::Nil),
     })
+}
+
+/// SRANDMEMBER's and HRANDFIELD's count: how many, and whether they may
+/// repeat (a negative count).
+pub fn random_count(count: Option<i64>) -> std::result::Result<(u64, bool), CmdError> {
+    match count {
+        None => Ok((1, false)),
+        Some(c) if c < 0 && c.unsigned_abs() > MAX_RANDOM_PICKS => Err(CmdError::err(format!(
+            "value is out of range: cleave-server answers at most {MAX_RANDOM_PICKS} repeated picks"
+        ))),
+        Some(c) => Ok((c.unsigned_abs(), c < 0)),
+    }
 }
 
 pub fn smove(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
@@ -666,6 +681,17 @@ pub fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_counts_are_bounded() {
+        assert_eq!(random_count(None).unwrap(), (1, false));
+        assert_eq!(random_count(Some(5)).unwrap(), (5, false));
+        assert_eq!(random_count(Some(-5)).unwrap(), (5, true));
+        assert!(random_count(Some(i64::MIN)).is_err());
+        assert!(random_count(Some(-(MAX_RANDOM_PICKS as i64) - 1)).is_err());
+        // A large positive count asks for distinct members: at most the set.
+        assert_eq!(random_count(Some(i64::MAX)).unwrap().0, i64::MAX as u64);
+    }
 
     #[test]
     fn random_points_fall_between_the_first_and_last_member() {

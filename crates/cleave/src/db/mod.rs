@@ -403,8 +403,11 @@ impl Db {
     /// as RocksDB's `FlushWAL(false)`: from its return, a killed process
     /// loses none of the writes made before the call; a power loss may, as
     /// until `sync_wal`. Without `manual_wal_flush` there is nothing to do.
-    /// A failed write makes the database read-only (a full disk) or
-    /// poisons it, as a failed append does.
+    /// Tried also on a read-only or poisoned database. A failed write
+    /// makes the database read-only (a full disk) or poisons it, as a
+    /// failed append does, and fails every later call until a resumption
+    /// replaces the WAL (its records then reach the disk through the flush
+    /// of their memtable).
     pub fn flush_wal(&self) -> Result<()> {
         self.inner.flush_wal()
     }

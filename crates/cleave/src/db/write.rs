@@ -363,7 +363,8 @@ impl DbInner {
 
     /// See `Db::flush_wal`.
     pub(super) fn flush_wal(&self) -> Result<()> {
-        Self::check_bg_error(&self.state.lock())?;
+        // Tried whatever the database's state: records readers already see
+        // reach the OS if they can.
         let mut wal = self.wal.lock();
         let Some(current) = wal.current.as_mut() else {
             return Ok(());
@@ -598,7 +599,9 @@ impl DbInner {
             // Its buffered records (`manual_wal_flush`) reach the OS before
             // any of the next WAL's: replay would take a tail the new
             // header counts and the file lacks for damage.
-            if let Some(current) = wal.current.as_mut() {
+            // Not one a resumption leaves: a failed append may have left
+            // it ending in part of a record, and its memtables are flushed.
+            if let Some(current) = wal.current.as_mut().filter(|_| !leave_current) {
                 current.flush()?;
             }
             // Named in the new WAL's header, so replay notices if it goes
