@@ -570,15 +570,20 @@ impl Store {
         begin: Vec<u8>,
         end: Option<Vec<u8>>,
     ) -> StoreIter {
+        if !self.in_txn.load(Ordering::Acquire) {
+            let r = ReadOptions {
+                snapshot,
+                lower_bound: Some(begin),
+                upper_bound: end,
+            };
+            return StoreIter::Plain(self.db.load().iter(&r));
+        }
         let r = ReadOptions {
             snapshot,
             lower_bound: Some(begin.clone()),
             upper_bound: end.clone(),
         };
         let it = self.db.load().iter(&r);
-        if !self.in_txn.load(Ordering::Acquire) {
-            return StoreIter::new(it, None, &begin, end.as_deref());
-        }
         let txn = self.txn.lock();
         StoreIter::new(it, txn.as_ref(), &begin, end.as_deref())
     }

@@ -12,7 +12,7 @@ use cleave::vfs::{FaultFs, FaultOp, Fs, MemFs};
 use cleave::Options;
 use cleave_server::commands::{execute, Ctx};
 use cleave_server::resp::Reply;
-use cleave_server::state::{Fixed, Limits, Shared};
+use cleave_server::state::{Client, Fixed, Limits, Shared};
 use cleave_server::store::{FsyncMode, Store};
 use common::{Server, Value};
 use Value::{Int, NilArray};
@@ -189,6 +189,12 @@ fn watch_aborts_exec_when_a_watched_key_changed() {
     eprintln!("check-and-set: {aborted} transactions aborted and retried");
 }
 
+/// Runs `line` (words split at spaces) as `client`.
+fn run_line(shared: &Shared, client: &mut Client, line: &str) -> Reply {
+    let args: Vec<Vec<u8>> = line.split(' ').map(|w| w.as_bytes().to_vec()).collect();
+    execute(&mut Ctx { shared, client }, &args)
+}
+
 /// A transaction's writes reach the WAL as one append; when that append
 /// fails, none of them is there, before or after a reopen.
 #[test]
@@ -222,16 +228,7 @@ fn a_transaction_is_one_batch_on_disk() {
     };
     let shared = open(faults.clone());
     let mut client = shared.connect("test".into()).unwrap();
-    let mut run = |line: &str| {
-        let args: Vec<Vec<u8>> = line.split(' ').map(|w| w.as_bytes().to_vec()).collect();
-        execute(
-            &mut Ctx {
-                shared: &shared,
-                client: &mut client,
-            },
-            &args,
-        )
-    };
+    let mut run = |line: &str| run_line(&shared, &mut client, line);
     let transaction = |run: &mut dyn FnMut(&str) -> Reply, n: usize| {
         assert_eq!(run("MULTI"), Reply::ok());
         for line in [
@@ -267,16 +264,7 @@ fn a_transaction_is_one_batch_on_disk() {
     drop(store);
     let shared = open(Arc::new(mem.crash_clone()));
     let mut client = shared.connect("test".into()).unwrap();
-    let mut run = |line: &str| {
-        let args: Vec<Vec<u8>> = line.split(' ').map(|w| w.as_bytes().to_vec()).collect();
-        execute(
-            &mut Ctx {
-                shared: &shared,
-                client: &mut client,
-            },
-            &args,
-        )
-    };
+    let mut run = |line: &str| run_line(&shared, &mut client, line);
     assert_eq!(run("EXISTS s1 l1 h1 t1 z1"), Reply::Int(5));
     assert_eq!(run("EXISTS s2 l2 h2 t2 z2"), Reply::Int(0));
 }

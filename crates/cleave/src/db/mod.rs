@@ -172,6 +172,10 @@ pub(crate) struct DbInner {
     wal: Mutex<WalState>,
     /// Sequence number of the last write visible to readers.
     visible_seq: AtomicU64,
+    /// A write left WAL records in the process (`manual_wal_flush`) since
+    /// the last `flush_wal`: set before the write is visible, so that a
+    /// reader's `flush_wal` after it never skips them.
+    wal_buffered: AtomicBool,
     block_cache: Arc<BlockCache>,
     table_cache: Arc<TableCache>,
     values: Arc<ValueStore>,

@@ -173,6 +173,7 @@ pub(super) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
         writers_cv: Condvar::new(),
         wal: Mutex::default(),
         visible_seq: AtomicU64::new(last_seq),
+        wal_buffered: AtomicBool::new(false),
         block_cache,
         table_cache,
         values,

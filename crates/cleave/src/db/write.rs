@@ -311,6 +311,9 @@ impl DbInner {
                 .as_mut()
                 .ok_or_else(|| Error::Poisoned("no WAL is open".to_string()))?;
             let flush = sync || !self.opts.manual_wal_flush;
+            if !flush {
+                self.wal_buffered.store(true, Ordering::Release);
+            }
             let logged = current.append(&payloads, flush).and_then(|n| {
                 add(&self.counters.wal_bytes_written, n);
                 if sync {
@@ -363,6 +366,10 @@ impl DbInner {
 
     /// See `Db::flush_wal`.
     pub(super) fn flush_wal(&self) -> Result<()> {
+        // Every call before a server's reply: no lock when nothing waits.
+        if !self.wal_buffered.load(Ordering::Acquire) {
+            return Ok(());
+        }
         // Tried whatever the database's state: records readers already see
         // reach the OS if they can.
         let mut wal = self.wal.lock();
@@ -370,6 +377,9 @@ impl DbInner {
             return Ok(());
         };
         let flushed = current.flush();
+        if flushed.is_ok() {
+            self.wal_buffered.store(false, Ordering::Release);
+        }
         if let Err(e) = &flushed {
             // Part of a record may have reached the file, as after a
             // failed append.
