@@ -8,7 +8,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::commands::{self, Ctx};
+use crate::commands;
+use crate::pipeline::{execute, flush_before_replying};
 use crate::pubsub::Message;
 use crate::resp::{parse_request, Reply};
 use crate::state::{Client, Counters, Shared, Wait};
@@ -248,57 +249,4 @@ fn messages(client: &mut Client, first: Option<Message>) -> Vec<u8> {
         }
     }
     out
-}
-
-/// What running a batch left: the client, the encoded replies, and the
-/// requests a blocked command holds up (it first).
-type Ran = (Client, Vec<u8>, Vec<Vec<Vec<u8>>>);
-
-/// Runs `requests` in order, stopping after one that closes the
-/// connection or at one that blocks.
-fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>) -> Ran {
-    let mut out = Vec::new();
-    let mut requests = requests.into_iter();
-    let mut held = Vec::new();
-    client.wrote = false;
-    while let Some(args) = requests.next() {
-        let reply = commands::execute(
-            &mut Ctx {
-                shared,
-                client: &mut client,
-            },
-            &args,
-        );
-        if matches!(client.wait, Wait::Blocked(_)) {
-            held.push(args);
-            held.extend(requests);
-            break;
-        }
-        client.wait = Wait::None;
-        if client.silent {
-            break;
-        }
-        reply.write_to(client.proto, &mut out);
-        if client.close {
-            break;
-        }
-    }
-    flush_before_replying(shared, &mut client, &mut out);
-    (client, out, held)
-}
-
-/// Hands the WAL's buffered records to the OS before `out` is sent: the
-/// replies may acknowledge writes, this batch's or others' it read. If
-/// that fails after this batch wrote, its writes' fate is unknown: the
-/// connection closes with no reply rather than acknowledge them. (A batch
-/// that only read gets its replies: the database refuses writes from now
-/// on, and what it read was answered to nobody else.)
-fn flush_before_replying(shared: &Shared, client: &mut Client, out: &mut Vec<u8>) {
-    if let Err(e) = shared.store.flush_wal() {
-        if client.wrote {
-            log::warn!("client {}: closing unanswered: {e}", client.id);
-            out.clear();
-            client.close = true;
-        }
-    }
 }

@@ -13,6 +13,10 @@ pub enum CmdError {
     Reply(String),
     /// The engine failed: a full disk, a damaged file, a poisoned database.
     Engine(cleave::Error),
+    /// A batch holding key locks found one it needs taken
+    /// (store/batch.rs): the command stopped before it read or wrote
+    /// anything, and runs again once the batch is written. Never a reply.
+    Contended,
 }
 
 impl CmdError {
@@ -46,6 +50,10 @@ impl CmdError {
             }
             // kvrocks answers engine failures with ERR and the engine's text.
             CmdError::Engine(e) => format!("ERR {e}"),
+            CmdError::Contended => {
+                debug_assert!(false, "a contended command is run again, not answered");
+                "ERR internal error: lock contention".into()
+            }
         })
     }
 }

@@ -22,6 +22,8 @@ pub mod fuzzing;
 pub mod glob;
 pub mod keyspace;
 #[cfg(feature = "server")]
+pub mod pipeline;
+#[cfg(feature = "server")]
 pub mod pubsub;
 pub mod resp;
 #[cfg(feature = "server")]

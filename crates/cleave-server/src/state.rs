@@ -195,7 +195,11 @@ impl Shared {
     }
 
     /// A write changed `keys` of database `db`: the clients watching one
-    /// will find their EXEC aborted.
+    /// will find their EXEC aborted. Inside a batch (store/batch.rs) this
+    /// comes before the write is: a client watching already is told early
+    /// (at worst, its EXEC aborts for a write that then failed); one that
+    /// WATCHes later waits for the key's lock, which the batch holds until
+    /// written, and reads the new value.
     pub fn touched<'k>(&self, db: u8, keys: impl Iterator<Item = &'k [u8]>) {
         if self.watched_keys.load(Ordering::Acquire) == 0 {
             return;
@@ -244,7 +248,9 @@ impl Shared {
         self.shutting_down.load(Ordering::Acquire)
     }
 
-    /// Wakes the clients blocked on lists: something was pushed.
+    /// Wakes the clients blocked on lists: something was pushed. (Inside a
+    /// batch, before it is written: a woken pop waits for the list's lock,
+    /// which the batch holds until then.)
     pub fn pushed(&self) {
         if self.pushes.receiver_count() > 0 {
             self.pushes.send_modify(|n| *n = n.wrapping_add(1));

@@ -1,7 +1,8 @@
-//! What MULTI/EXEC needs of the store: the writes of a transaction's
-//! commands gathered into one batch, written once at EXEC, and, until
-//! then, read back by the commands after them (an overlay on the
-//! database, as RocksDB's `WriteBatchWithIndex` gives its transactions).
+//! What a batch of commands (a pipeline, an EXEC) needs of the store: the
+//! writes of its commands gathered into one engine batch, written once at
+//! its end, and, until then, read back by the commands after them (an
+//! overlay on the database, as RocksDB's `WriteBatchWithIndex` gives its
+//! transactions).
 
 use std::collections::BTreeMap;
 
@@ -9,13 +10,12 @@ use cleave::{BatchOp, DbIterator, WriteBatch};
 
 use crate::error::CmdError;
 
-/// A key's state as a transaction has left it, before its batch is
-/// written.
+/// A key's state as a batch has left it, before it is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pending {
-    /// Put (with or without an expiry: one set in a transaction is in
-    /// the future, or the command would have deleted the key).
-    Value(Vec<u8>),
+    /// Put, with its expiry if it has one (milliseconds since the epoch):
+    /// read at or after it, the key is absent, as the engine would have it.
+    Value(Vec<u8>, Option<u64>),
     Deleted,
     /// Merge operands on top of the stored value: the server's merge
     /// operator concatenates (APPEND), so they are kept concatenated.
@@ -23,10 +23,11 @@ pub enum Pending {
 }
 
 impl Pending {
-    /// The value, given the stored one (`base`).
-    pub fn resolve(&self, base: Option<&[u8]>) -> Option<Vec<u8>> {
+    /// The value at `now_ms`, given the stored one (`base`).
+    pub fn resolve(&self, base: Option<&[u8]>, now_ms: u64) -> Option<Vec<u8>> {
         match self {
-            Pending::Value(v) => Some(v.clone()),
+            Pending::Value(_, Some(expiry)) if now_ms >= *expiry => None,
+            Pending::Value(v, _) => Some(v.clone()),
             Pending::Deleted => None,
             Pending::Appended(ops) => {
                 let mut v = base.map_or_else(Vec::new, <[u8]>::to_vec);
@@ -37,56 +38,84 @@ impl Pending {
     }
 }
 
-/// The writes of a transaction so far.
+/// The writes of a batch so far: each key's final state, which is all
+/// the engine needs of one atomic batch (a list's metadata rewritten by
+/// each of 16 pipelined pushes is written once).
 #[derive(Debug, Default)]
 pub struct Overlay {
-    batch: WriteBatch,
     pending: BTreeMap<Vec<u8>, Pending>,
-    /// Collection versions the transaction's commands ended (database,
-    /// key, version): recorded for the subkey filter only once the batch
-    /// is written, since a failed write ends nothing.
+    /// Bytes of keys and values added, superseded ones included.
+    bytes: usize,
+    /// Collection versions the batch's commands ended (database, key,
+    /// version): recorded for the subkey filter only once the batch is
+    /// written, since a failed write ends nothing.
     ended: Vec<(u8, Vec<u8>, u64)>,
 }
 
 impl Overlay {
-    /// Takes a command's batch into the transaction's.
+    /// Takes a command's batch into the batch's.
     pub fn add(&mut self, batch: &WriteBatch) {
         for op in batch.ops() {
-            match op {
-                BatchOp::Put { key, value, .. } => {
-                    self.pending
-                        .insert(key.to_vec(), Pending::Value(value.to_vec()));
-                }
-                BatchOp::Delete { key } => {
-                    self.pending.insert(key.to_vec(), Pending::Deleted);
-                }
+            let (key, next) = match op {
+                BatchOp::Put {
+                    key,
+                    value,
+                    expires_at_ms,
+                } => (key, Pending::Value(value.to_vec(), expires_at_ms)),
+                BatchOp::Delete { key } => (key, Pending::Deleted),
                 BatchOp::Merge { key, operand } => {
-                    let next = match self.pending.remove(key) {
+                    let next = match self.pending.get_mut(key) {
                         None => Pending::Appended(operand.to_vec()),
                         // Appended to nothing, the operand is the value.
-                        Some(Pending::Deleted) => Pending::Value(operand.to_vec()),
-                        Some(Pending::Value(mut v)) => {
+                        Some(Pending::Deleted) => Pending::Value(operand.to_vec(), None),
+                        // Past its expiry the engine would merge the
+                        // operands onto nothing, which a pending value
+                        // cannot say; APPEND rewrites an expiring string
+                        // rather than merge onto it (strings.rs).
+                        Some(Pending::Value(v, expiry)) => {
+                            debug_assert!(expiry.is_none(), "a merge onto an expiring value");
                             v.extend_from_slice(operand);
-                            Pending::Value(v)
+                            self.bytes += operand.len();
+                            continue;
                         }
-                        Some(Pending::Appended(mut ops)) => {
+                        Some(Pending::Appended(ops)) => {
                             ops.extend_from_slice(operand);
-                            Pending::Appended(ops)
+                            self.bytes += operand.len();
+                            continue;
                         }
                     };
+                    (key, next)
+                }
+            };
+            self.bytes += key.len()
+                + match &next {
+                    Pending::Value(v, _) | Pending::Appended(v) => v.len(),
+                    Pending::Deleted => 0,
+                };
+            match self.pending.get_mut(key) {
+                Some(p) => *p = next,
+                None => {
                     self.pending.insert(key.to_vec(), next);
                 }
             }
         }
-        self.batch.append(batch);
     }
 
     pub fn get(&self, key: &[u8]) -> Option<&Pending> {
         self.pending.get(key)
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.ended.is_empty()
+    }
+
+    /// Bytes of the keys and values written, superseded ones included.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// The pending keys in `[begin, end)`, in order.
-    fn range(&self, begin: &[u8], end: Option<&[u8]>) -> Vec<(Vec<u8>, Pending)> {
+    pub fn range(&self, begin: &[u8], end: Option<&[u8]>) -> Vec<(Vec<u8>, Pending)> {
         self.pending
             .range(begin.to_vec()..)
             .take_while(|(k, _)| end.is_none_or(|e| k.as_slice() < e))
@@ -99,9 +128,21 @@ impl Overlay {
         self.ended.push((db, key.to_vec(), version));
     }
 
-    /// The batch of every write, in order, and the versions it ends.
+    /// One engine batch leaving each key as the writes did, and the
+    /// versions they end.
     pub fn into_parts(self) -> (WriteBatch, Vec<(u8, Vec<u8>, u64)>) {
-        (self.batch, self.ended)
+        let mut batch = WriteBatch::new();
+        for (key, p) in self.pending {
+            match p {
+                Pending::Value(v, None) => batch.put(&key, &v),
+                Pending::Value(v, Some(expiry)) => batch.put_with_expiry(&key, &v, expiry),
+                Pending::Deleted => batch.delete(&key),
+                // The server's merge operator concatenates: the operands
+                // together are one operand.
+                Pending::Appended(ops) => batch.merge(&key, &ops),
+            }
+        }
+        (batch, self.ended)
     }
 }
 
@@ -116,21 +157,16 @@ pub enum StoreIter {
 }
 
 impl StoreIter {
-    pub fn new(
-        db: DbIterator,
-        overlay: Option<&Overlay>,
-        begin: &[u8],
-        end: Option<&[u8]>,
-    ) -> Self {
-        match overlay {
-            None => StoreIter::Plain(db),
-            Some(o) => StoreIter::Merged(Box::new(Merged {
-                db,
-                pending: o.range(begin, end),
-                cur: None,
-                forward: true,
-            })),
-        }
+    /// The database's iterator `db` with `pending` (an overlay's range,
+    /// as [`Overlay::range`] gives it) over it.
+    pub fn merged(db: DbIterator, pending: Vec<(Vec<u8>, Pending)>) -> Self {
+        StoreIter::Merged(Box::new(Merged {
+            db,
+            pending,
+            cur: None,
+            forward: true,
+            now_ms: crate::store::now_ms(),
+        }))
     }
 
     pub fn valid(&self) -> bool {
@@ -233,6 +269,8 @@ pub struct Merged {
     pending: Vec<(Vec<u8>, Pending)>,
     cur: Option<Cur>,
     forward: bool,
+    /// When the iterator was made: pending values expire as of then.
+    now_ms: u64,
 }
 
 impl Merged {
@@ -257,7 +295,7 @@ impl Merged {
             } else {
                 None
             };
-            match self.pending[p].1.resolve(base) {
+            match self.pending[p].1.resolve(base, self.now_ms) {
                 Some(v) => {
                     self.cur = Some(Cur::Pending(p, v));
                     return Ok(());
@@ -289,7 +327,7 @@ impl Merged {
             } else {
                 None
             };
-            match self.pending[p - 1].1.resolve(base) {
+            match self.pending[p - 1].1.resolve(base, self.now_ms) {
                 Some(v) => {
                     self.cur = Some(Cur::Pending(p - 1, v));
                     return Ok(());
@@ -392,7 +430,7 @@ mod tests {
                     upper_bound: end.map(<[u8]>::to_vec),
                     ..ReadOptions::new()
                 };
-                StoreIter::new(db.iter(&r), Some(&overlay), begin, end)
+                StoreIter::merged(db.iter(&r), overlay.range(begin, end))
             };
             let (begin, end) = (b"c".as_slice(), Some(b"j".as_slice()));
             let want: Vec<(Vec<u8>, Vec<u8>)> = model
@@ -428,7 +466,7 @@ mod tests {
             for (k, v) in &model {
                 let stored = db.get(&ReadOptions::new(), k).unwrap();
                 let got = match overlay.get(k) {
-                    Some(p) => p.resolve(stored.as_deref()),
+                    Some(p) => p.resolve(stored.as_deref(), 0),
                     None => stored,
                 };
                 assert_eq!(got.as_ref(), Some(v), "round {round}");

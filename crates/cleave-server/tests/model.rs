@@ -17,6 +17,7 @@ use cleave::Options;
 use cleave_server::cluster::layout::Layout;
 use cleave_server::cluster::{Cluster, ReadMode, Settings};
 use cleave_server::commands::{execute, Ctx};
+use cleave_server::pipeline;
 use cleave_server::resp::{format_double, Reply};
 use cleave_server::state::{Client, Fixed, Limits, Shared};
 use cleave_server::store::{FsyncMode, Store};
@@ -914,6 +915,26 @@ fn random_commands_match_the_model_across_reopens() {
                 assert_eq!(got, Reply::Array(want), "seed {seed} op {i}: EXEC");
                 continue;
             }
+            if rng.gen_ratio(1, 15) {
+                // A pipeline: its commands run as one batch, each reading
+                // what those before it wrote, and are written together.
+                let batch: Vec<Vec<Vec<u8>>> = (0..rng.gen_range(2..16))
+                    .map(|_| random_command(&mut rng))
+                    .collect();
+                let want: Vec<u8> = batch
+                    .iter()
+                    .flat_map(|args| encoded(model.apply(args)))
+                    .collect();
+                let (c, got, held) = pipeline::execute(&shared, client, batch.clone());
+                client = c;
+                assert!(held.is_empty());
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want),
+                    "seed {seed} op {i}: pipeline {batch:?}"
+                );
+                continue;
+            }
             let args = random_command(&mut rng);
             let want = normalize(model.apply(&args));
             let got = normalize(run(&shared, &mut client, &args));
@@ -960,9 +981,37 @@ fn injected_faults_lose_no_acknowledged_command() {
             _ => rng.gen_range(5..200),
         };
         faults.fail(&[ops], None, skip, ErrorKind::Other, true);
-        let mut failed: Option<Vec<Vec<u8>>> = None;
+        // The commands whose writes may or may not have landed.
+        let mut failed: Vec<Vec<Vec<u8>>> = Vec::new();
         // Enough writes for a few files to be created.
         for _ in 0..3000 {
+            if rng.gen_ratio(1, 10) {
+                // A pipeline, written as one batch: all of it lands or
+                // none, and if it fails every reply is an error (none
+                // answers from writes that were never made).
+                let batch: Vec<Vec<Vec<u8>>> = (0..rng.gen_range(2..16))
+                    .map(|_| random_command(&mut rng))
+                    .collect();
+                let mut next = model.clone();
+                let want: Vec<u8> = batch
+                    .iter()
+                    .flat_map(|args| encoded(normalize(next.apply(args))))
+                    .collect();
+                let (c, got, _) = pipeline::execute(&shared, client, batch.clone());
+                client = c;
+                if got == want {
+                    model = next;
+                    continue;
+                }
+                let got = String::from_utf8_lossy(&got);
+                let lines: Vec<&str> = got.split_terminator("\r\n").collect();
+                assert!(
+                    lines.len() == batch.len() && lines.iter().all(|l| l.starts_with("-ERR ")),
+                    "seed {seed}: {got:?} for {batch:?}"
+                );
+                failed = batch;
+                break;
+            }
             let args = random_command(&mut rng);
             let mut next = model.clone();
             let want = normalize(next.apply(&args));
@@ -975,7 +1024,7 @@ fn injected_faults_lose_no_acknowledged_command() {
                 panic!("seed {seed}: {got:?} instead of {want:?} for {args:?}");
             };
             assert!(e.starts_with("ERR "), "{e}");
-            failed = Some(args);
+            failed = vec![args];
             break;
         }
         assert!(faults.injected() > 0, "seed {seed}: no fault fired");
@@ -985,9 +1034,9 @@ fn injected_faults_lose_no_acknowledged_command() {
         let crashed: Arc<dyn Fs> = Arc::new(mem.crash_clone());
         let shared = open(crashed).unwrap();
         let mut client = shared.connect("check".into()).unwrap();
-        // The failed command may or may not have landed.
+        // The failed command, or batch, may or may not have landed.
         let mut with_failed = model.clone();
-        if let Some(args) = &failed {
+        for args in &failed {
             with_failed.apply(args);
         }
         let mut keys: Vec<_> = model

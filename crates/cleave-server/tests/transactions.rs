@@ -11,6 +11,7 @@ use std::sync::Arc;
 use cleave::vfs::{FaultFs, FaultOp, Fs, MemFs};
 use cleave::Options;
 use cleave_server::commands::{execute, Ctx};
+use cleave_server::pipeline;
 use cleave_server::resp::Reply;
 use cleave_server::state::{Client, Fixed, Limits, Shared};
 use cleave_server::store::{FsyncMode, Store};
@@ -189,10 +190,128 @@ fn watch_aborts_exec_when_a_watched_key_changed() {
     eprintln!("check-and-set: {aborted} transactions aborted and retried");
 }
 
+/// Pipelines of INCRs over keys in random orders, from several clients
+/// at once (each pipeline one batch, holding the locks of the keys it
+/// wrote until it is written, and on a lock another holds writing what
+/// it has and waiting), beside clients incrementing one of those keys
+/// by check-and-set: no batch deadlocks, no increment is lost, and no
+/// check-and-set succeeds on a value a batch was about to replace (its
+/// WATCH fires, or waits for the batch).
+#[test]
+fn pipelined_batches_and_watches_lose_no_update() {
+    let (_d, s) = server();
+    const KEYS: usize = 6;
+    const PIPELINERS: usize = 4;
+    const PIPELINES: usize = 150;
+    const DEPTH: usize = 16;
+    const CAS_CLIENTS: usize = 2;
+    const CAS_INCREMENTS: usize = 60;
+    let pipeliners: Vec<_> = (0..PIPELINERS)
+        .map(|p| {
+            let port = s.port;
+            std::thread::spawn(move || {
+                let mut c = common::Client::connect(port);
+                let mut counts = [0u64; KEYS];
+                // A small linear congruential generator: each thread its
+                // own sequence of keys.
+                let mut x = 0x9e37_79b9_u64.wrapping_mul(p as u64 + 1);
+                for _ in 0..PIPELINES {
+                    let mut req = Vec::new();
+                    for _ in 0..DEPTH {
+                        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                        let k = (x >> 33) as usize % KEYS;
+                        counts[k] += 1;
+                        let key = format!("k{k}");
+                        req.extend_from_slice(
+                            format!("*2\r\n$4\r\nINCR\r\n${}\r\n{key}\r\n", key.len()).as_bytes(),
+                        );
+                    }
+                    c.send_raw(&req);
+                    for _ in 0..DEPTH {
+                        assert!(matches!(c.read(), Int(_)));
+                    }
+                }
+                counts
+            })
+        })
+        .collect();
+    let cas: Vec<_> = (0..CAS_CLIENTS)
+        .map(|_| {
+            let port = s.port;
+            std::thread::spawn(move || {
+                let mut c = common::Client::connect(port);
+                for _ in 0..CAS_INCREMENTS {
+                    loop {
+                        assert_eq!(c.cmd("WATCH k0"), Value::status("OK"));
+                        let n: i64 = match c.cmd("GET k0") {
+                            Value::Bulk(v) => std::str::from_utf8(&v).unwrap().parse().unwrap(),
+                            Value::Nil => 0,
+                            other => panic!("{other:?}"),
+                        };
+                        assert_eq!(c.cmd("MULTI"), Value::status("OK"));
+                        assert_eq!(c.cmd(&format!("SET k0 {}", n + 1)), queued());
+                        match c.cmd("EXEC") {
+                            Value::Array(_) => break,
+                            NilArray => {}
+                            other => panic!("{other:?}"),
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut totals = [0u64; KEYS];
+    for p in pipeliners {
+        for (t, n) in totals.iter_mut().zip(p.join().unwrap()) {
+            *t += n;
+        }
+    }
+    for c in cas {
+        c.join().unwrap();
+    }
+    totals[0] += (CAS_CLIENTS * CAS_INCREMENTS) as u64;
+    let mut c = s.client();
+    for (k, total) in totals.iter().enumerate() {
+        assert_eq!(
+            c.cmd(&format!("GET k{k}")),
+            Value::bulk(&total.to_string()),
+            "k{k}"
+        );
+    }
+}
+
 /// Runs `line` (words split at spaces) as `client`.
 fn run_line(shared: &Shared, client: &mut Client, line: &str) -> Reply {
     let args: Vec<Vec<u8>> = line.split(' ').map(|w| w.as_bytes().to_vec()).collect();
     execute(&mut Ctx { shared, client }, &args)
+}
+
+/// A server's state over the file system `fs`, as the tests below drive it
+/// without a socket.
+fn open(fs: Arc<dyn Fs>) -> Shared {
+    let store = Store::open(
+        Path::new("/server"),
+        Options {
+            fs,
+            ..Options::default()
+        },
+        FsyncMode::Always,
+    )
+    .unwrap();
+    Shared::new(
+        store,
+        Limits {
+            max_clients: 10,
+            proto_max_bulk_len: 512 << 20,
+            query_buffer_limit: 1 << 30,
+        },
+        Fixed {
+            bind: "127.0.0.1".into(),
+            port: 0,
+            dir: "/server".into(),
+            engine: vec![],
+        },
+    )
 }
 
 /// A transaction's writes reach the WAL as one append; when that append
@@ -201,31 +320,6 @@ fn run_line(shared: &Shared, client: &mut Client, line: &str) -> Reply {
 fn a_transaction_is_one_batch_on_disk() {
     let mem = Arc::new(MemFs::new());
     let faults = Arc::new(FaultFs::new(mem.clone()));
-    let open = |fs: Arc<dyn Fs>| {
-        let store = Store::open(
-            Path::new("/server"),
-            Options {
-                fs,
-                ..Options::default()
-            },
-            FsyncMode::Always,
-        )
-        .unwrap();
-        Shared::new(
-            store,
-            Limits {
-                max_clients: 10,
-                proto_max_bulk_len: 512 << 20,
-                query_buffer_limit: 1 << 30,
-            },
-            Fixed {
-                bind: "127.0.0.1".into(),
-                port: 0,
-                dir: "/server".into(),
-                engine: vec![],
-            },
-        )
-    };
     let shared = open(faults.clone());
     let mut client = shared.connect("test".into()).unwrap();
     let mut run = |line: &str| run_line(&shared, &mut client, line);
@@ -267,4 +361,95 @@ fn a_transaction_is_one_batch_on_disk() {
     let mut run = |line: &str| run_line(&shared, &mut client, line);
     assert_eq!(run("EXISTS s1 l1 h1 t1 z1"), Reply::Int(5));
     assert_eq!(run("EXISTS s2 l2 h2 t2 z2"), Reply::Int(0));
+}
+
+/// A pipeline's writes reach the WAL as one append; when that append
+/// fails, every command of the pipeline answers the error (the reads too:
+/// they may have seen the writes before them), and none of its writes is
+/// there, before or after a reopen.
+#[test]
+fn a_pipeline_is_one_batch_on_disk() {
+    let mem = Arc::new(MemFs::new());
+    let faults = Arc::new(FaultFs::new(mem.clone()));
+    let shared = open(faults.clone());
+    let client = shared.connect("test".into()).unwrap();
+    let pipeline = |n: usize| -> Vec<Vec<Vec<u8>>> {
+        [
+            format!("SET s{n} v"),
+            format!("RPUSH l{n} a b c"),
+            format!("GET s{n}"),
+            format!("HSET h{n} f v"),
+            format!("LRANGE l{n} 0 -1"),
+        ]
+        .iter()
+        .map(|line| line.split(' ').map(|w| w.as_bytes().to_vec()).collect())
+        .collect()
+    };
+    let appends = faults.count(FaultOp::Append);
+    let (client, out, _) = pipeline::execute(&shared, client, pipeline(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        "+OK\r\n:3\r\n$1\r\nv\r\n:1\r\n*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
+    );
+    assert_eq!(faults.count(FaultOp::Append) - appends, 1, "one WAL append");
+    faults.fail(
+        &[FaultOp::Append],
+        Some(".wal"),
+        0,
+        std::io::ErrorKind::Other,
+        false,
+    );
+    let (mut client, out, _) = pipeline::execute(&shared, client, pipeline(2));
+    let out = String::from_utf8_lossy(&out);
+    let replies: Vec<&str> = out.split_terminator("\r\n").collect();
+    assert_eq!(replies.len(), 5, "{out}");
+    assert!(replies.iter().all(|r| r.starts_with("-ERR ")), "{out}");
+    assert_eq!(
+        run_line(&shared, &mut client, "EXISTS s2 l2 h2"),
+        Reply::Int(0)
+    );
+    let Shared { store, .. } = shared;
+    drop(store);
+    let shared = open(Arc::new(mem.crash_clone()));
+    let mut client = shared.connect("test".into()).unwrap();
+    let mut run = |line: &str| run_line(&shared, &mut client, line);
+    assert_eq!(run("EXISTS s1 l1 h1"), Reply::Int(3));
+    assert_eq!(run("EXISTS s2 l2 h2"), Reply::Int(0));
+}
+
+/// A key a batch has written but not yet committed: a client that WATCHes
+/// it then either reads the batch's value or has its EXEC aborted, never
+/// succeeds on the value the batch replaces. (The batch holds the key's
+/// lock until it is written, and WATCH waits for it.)
+#[test]
+fn a_watch_beside_an_unwritten_batch_never_succeeds_on_a_stale_value() {
+    let shared = open(Arc::new(MemFs::new()));
+    let mut writer = shared.connect("writer".into()).unwrap();
+    let batch = shared.store.begin_batch();
+    assert_eq!(run_line(&shared, &mut writer, "INCR k"), Reply::Int(1));
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let watcher = s.spawn(|| {
+            let mut c = shared.connect("watcher".into()).unwrap();
+            let tx = tx;
+            assert_eq!(run_line(&shared, &mut c, "WATCH k"), Reply::ok());
+            let read = run_line(&shared, &mut c, "GET k");
+            tx.send(()).unwrap();
+            assert_eq!(run_line(&shared, &mut c, "MULTI"), Reply::ok());
+            assert_eq!(
+                run_line(&shared, &mut c, "SET k from-the-watcher"),
+                Reply::Status("QUEUED")
+            );
+            (read, run_line(&shared, &mut c, "EXEC"))
+        });
+        // Long enough for a watcher that does not wait to have read; one
+        // that waits reads only after the commit below.
+        let _ = rx.recv_timeout(std::time::Duration::from_millis(200));
+        batch.end().unwrap();
+        let (read, exec) = watcher.join().unwrap();
+        assert!(
+            read == Reply::Bulk(b"1".to_vec()) || exec == Reply::NilArray,
+            "read {read:?} before the batch was written, and EXEC answered {exec:?}"
+        );
+    });
 }

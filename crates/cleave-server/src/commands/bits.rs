@@ -48,7 +48,7 @@ pub fn setbit(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     }
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let (mut v, expire) = store
         .string_with_expire(&ReadOptions::new(), db, key)?
         .unwrap_or_default();
@@ -187,7 +187,7 @@ pub fn bitop(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let keys: Vec<&[u8]> = args[2..].iter().map(Vec::as_slice).collect();
-    let _lock = store.lock(db, &keys);
+    let _lock = store.lock(db, &keys)?;
     let snapshot = store.snapshot();
     let r = crate::store::Store::read_at(&snapshot);
     let mut values = Vec::with_capacity(sources.len());

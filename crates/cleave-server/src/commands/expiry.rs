@@ -108,7 +108,7 @@ fn expire(ctx: &mut Ctx<'_>, args: &[Vec<u8>], cmd: &str, unit: Unit) -> Result 
     .ok_or_else(invalid)?;
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let Some((meta, old)) = store.meta_with_expire(&ReadOptions::new(), db, key)? else {
         return Ok(Reply::Int(0));
     };
@@ -191,7 +191,7 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let key = &args[1];
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     match store.meta_with_expire(&ReadOptions::new(), db, key)? {
         Some((meta, expire)) if expire != 0 => {
             let mut b = WriteBatch::new();

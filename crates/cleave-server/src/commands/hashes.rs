@@ -46,7 +46,7 @@ fn set_fields(
     }
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let r = ReadOptions::new();
     let existing = store.collection(&r, db, key, Type::Hash)?;
     // A new hash has no expiry; a changed one keeps its own.
@@ -154,7 +154,7 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let key = &args[1];
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let r = ReadOptions::new();
     let Some((version, size, expire)) = store.collection(&r, db, key, Type::Hash)? else {
         return Ok(Reply::Int(0));
@@ -197,7 +197,7 @@ fn update_field(
     check_field(key, field)?;
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let r = ReadOptions::new();
     let existing = store.collection(&r, db, key, Type::Hash)?;
     let (version, size, expire) = match existing {

@@ -27,7 +27,7 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let keys: Vec<&[u8]> = args[1..].iter().map(Vec::as_slice).collect();
-    let _lock = store.lock(db, &keys);
+    let _lock = store.lock(db, &keys)?;
     let r = ReadOptions::new();
     let mut b = WriteBatch::new();
     let mut seen = HashSet::new();
@@ -308,7 +308,7 @@ fn rename_key(
     super::strings::check_key(dst)?;
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[src, dst]);
+    let _lock = store.lock(db, &[src, dst])?;
     let r = ReadOptions::new();
     let Some((meta, expire)) = store.meta_with_expire(&r, db, src)? else {
         return Ok(None);
@@ -366,7 +366,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     }
     super::strings::check_key(dst)?;
     let store = &ctx.shared.store;
-    let _lock = store.lock_in(&[(db, src), (dst_db, dst)]);
+    let _lock = store.lock_in(&[(db, src), (dst_db, dst)])?;
     let r = ReadOptions::new();
     let Some((meta, expire)) = store.meta_with_expire(&r, db, src)? else {
         return Ok(Reply::Int(0));

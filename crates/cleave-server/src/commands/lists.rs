@@ -247,7 +247,7 @@ fn push(ctx: &mut Ctx<'_>, args: &[Vec<u8>], end: End, only_if_exists: bool) -> 
     check_element_key(key)?;
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let r = ReadOptions::new();
     let mut list = if only_if_exists {
         match existing(store, &r, db, key)? {
@@ -291,7 +291,7 @@ fn pop_from(
 ) -> std::result::Result<Option<Vec<Vec<u8>>>, CmdError> {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let r = ReadOptions::new();
     let Some(mut list) = existing(store, &r, db, key)? else {
         return Ok(None);
@@ -375,7 +375,7 @@ pub fn lset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let key = &args[1];
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let Some(list) = existing(store, &ReadOptions::new(), db, key)? else {
         return Err(CmdError::err("no such key"));
     };
@@ -391,7 +391,7 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let key = &args[1];
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let Some(mut list) = existing(store, &ReadOptions::new(), db, key)? else {
         return Ok(Reply::ok());
     };
@@ -416,7 +416,7 @@ pub fn lrem(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let key = &args[1];
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let Some(mut list) = existing(store, &ReadOptions::new(), db, key)? else {
         return Ok(Reply::Int(0));
     };
@@ -467,7 +467,7 @@ pub fn linsert(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let key = &args[1];
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let Some(mut list) = existing(store, &ReadOptions::new(), db, key)? else {
         return Ok(Reply::Int(0));
     };
@@ -595,7 +595,7 @@ fn move_element(
     check_element_key(dst)?;
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[src, dst]);
+    let _lock = store.lock(db, &[src, dst])?;
     let r = ReadOptions::new();
     let Some(mut source) = existing(store, &r, db, src)? else {
         return Ok(None);

@@ -13,9 +13,10 @@ mod sets;
 mod strings;
 mod zsets;
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
 
 use crate::error::CmdError;
 use crate::resp::Reply;
@@ -305,8 +306,8 @@ static COMMANDS: &[Command] = &[
     ),
 ];
 
-fn table() -> &'static HashMap<&'static str, &'static Command> {
-    static TABLE: OnceLock<HashMap<&'static str, &'static Command>> = OnceLock::new();
+fn table() -> &'static FxHashMap<&'static str, &'static Command> {
+    static TABLE: OnceLock<FxHashMap<&'static str, &'static Command>> = OnceLock::new();
     TABLE.get_or_init(|| COMMANDS.iter().map(|c| (c.name, c)).collect())
 }
 
@@ -408,11 +409,28 @@ pub fn needs_blocking_thread(requests: &[Vec<Vec<u8>>], synced_writes: bool) -> 
 
 /// Runs one request (`args[0]` is the command name, never empty).
 pub fn execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    match try_execute(ctx, args) {
+    match dispatch(ctx, args) {
         Ok(reply) => reply,
         Err(e) => {
-            log::warn!("{}: {e}", args[0].escape_ascii());
-            CmdError::Engine(e).reply()
+            if let CmdError::Engine(e) = &e {
+                log::warn!("{}: {e}", args[0].escape_ascii());
+            }
+            e.reply()
+        }
+    }
+}
+
+/// Runs one request of a batch (store/batch.rs): `None` if it must run
+/// again once the batch is written (`CmdError::Contended`).
+pub fn execute_in_batch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Option<Reply> {
+    match dispatch(ctx, args) {
+        Err(CmdError::Contended) => None,
+        Ok(reply) => Some(reply),
+        Err(e) => {
+            if let CmdError::Engine(e) = &e {
+                log::warn!("{}: {e}", args[0].escape_ascii());
+            }
+            Some(e.reply())
         }
     }
 }
@@ -422,6 +440,25 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
 /// reply: a cluster member must not count an entry it failed to apply as
 /// applied.
 pub fn try_execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result<Reply, cleave::Error> {
+    match dispatch(ctx, args) {
+        Ok(reply) => Ok(reply),
+        Err(CmdError::Engine(e)) => Err(e),
+        Err(e) => Ok(e.reply()),
+    }
+}
+
+/// Whether a batch must be written before `args` runs: the command holds
+/// the database alone, or makes what the batch wrote matter to other
+/// clients at once (a PUBLISH's subscriber may read the keys written
+/// before it; a WATCH must not fire on writes that came before it).
+pub fn commits_first(args: &[Vec<u8>]) -> bool {
+    lookup(args.first().map_or(&[][..], Vec::as_slice))
+        .is_some_and(|c| c.exclusive || matches!(c.name, "watch" | "publish"))
+}
+
+/// Runs one request; the error of a command that failed, engine failures
+/// and `Contended` included, is for the caller to answer.
+fn dispatch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result<Reply, CmdError> {
     debug_assert!(!args.is_empty());
     let cmd = match checked(args) {
         Ok(cmd) => cmd,
@@ -453,17 +490,14 @@ pub fn try_execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result<Reply, cleave:
         }
     }
     let store = &ctx.shared.store;
-    let result = if cmd.exclusive {
+    if cmd.exclusive {
+        // The batch, written before (`commits_first`), holds nothing.
+        let _suspended = store.suspend_batch();
         let _alone = store.exclusive();
         run(ctx, cmd, args)
     } else {
         let _shared = store.shared();
         run(ctx, cmd, args)
-    };
-    match result {
-        Ok(r) => Ok(r),
-        Err(CmdError::Engine(e)) => Err(e),
-        Err(e) => Ok(e.reply()),
     }
 }
 
@@ -495,8 +529,11 @@ fn checked(args: &[Vec<u8>]) -> Result<&'static Command, Reply> {
 /// Runs `cmd` under the lock its caller holds (a command's own, or the
 /// EXEC it is part of), and tells the clients watching the keys it wrote.
 fn run(ctx: &mut Ctx<'_>, cmd: &Command, args: &[Vec<u8>]) -> Result<Reply, CmdError> {
-    ctx.shared.stats.commands.fetch_add(1, Ordering::Relaxed);
-    let reply = (cmd.handler)(ctx, args)?;
+    let reply = (cmd.handler)(ctx, args);
+    if !matches!(reply, Err(CmdError::Contended)) {
+        ctx.shared.stats.commands.fetch_add(1, Ordering::Relaxed);
+    }
+    let reply = reply?;
     if cmd.is_write() {
         ctx.client.wrote = true;
         match cmd.name {

@@ -6,29 +6,6 @@
 use super::{lookup, run, Ctx};
 use crate::error::CmdError;
 use crate::resp::Reply;
-use crate::store::Store;
-
-/// A transaction EXEC began: unless ended, dropping it (a panic of a
-/// queued command) drops the transaction whole.
-struct OpenTxn<'a> {
-    store: &'a Store,
-    ended: bool,
-}
-
-impl OpenTxn<'_> {
-    fn end(mut self, commit: bool) -> std::result::Result<(), CmdError> {
-        self.ended = true;
-        self.store.end_txn(commit)
-    }
-}
-
-impl Drop for OpenTxn<'_> {
-    fn drop(&mut self) {
-        if !self.ended {
-            let _ = self.store.end_txn(false);
-        }
-    }
-}
 
 type Result = std::result::Result<Reply, CmdError>;
 
@@ -67,7 +44,12 @@ pub fn watch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     if ctx.client.multi.is_some() {
         return Err(CmdError::err("WATCH inside MULTI is not allowed"));
     }
-    for key in &args[1..] {
+    // Under the keys' locks: a batch that wrote one holds its lock until
+    // it is written, and tells the watchers then; one that writes it
+    // later finds the watch registered.
+    let keys: Vec<&[u8]> = args[1..].iter().map(Vec::as_slice).collect();
+    let _lock = ctx.shared.store.lock(ctx.client.db, &keys)?;
+    for key in keys {
         ctx.shared.watch(ctx.client.id, ctx.client.db, key);
     }
     Ok(Reply::ok())
@@ -98,13 +80,10 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Result {
         return Ok(Reply::NilArray);
     }
     let shared = ctx.shared;
-    shared.store.begin_txn();
-    // Ended on every way out, a panic of a queued command included: left
-    // open, the overlay would take every later write of every client.
-    let open = OpenTxn {
-        store: &shared.store,
-        ended: false,
-    };
+    // The commands' writes gather into one batch (the connection's, if
+    // any, is set aside: EXEC holds the database alone). Dropped whole on
+    // any other way out, a panic of a queued command included.
+    let batch = shared.store.begin_batch();
     let may_block = std::mem::replace(&mut ctx.client.may_block, false);
     let mut replies = Vec::with_capacity(queued.len());
     let mut failure = None;
@@ -124,48 +103,10 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Result {
         }
     }
     ctx.client.may_block = may_block;
-    open.end(failure.is_none())?;
-    match failure {
-        Some(e) => Err(CmdError::Engine(e)),
-        None => Ok(Reply::Array(replies)),
+    if let Some(e) = failure {
+        drop(batch);
+        return Err(CmdError::Engine(e));
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::Path;
-    use std::sync::Arc;
-
-    use cleave::{Options, ReadOptions, WriteBatch};
-
-    use super::*;
-    use crate::store::FsyncMode;
-
-    /// A transaction left without its end (a queued command panicked) is
-    /// dropped whole, and the writes after it reach the database.
-    #[test]
-    fn a_transaction_dropped_unended_is_dropped_whole() {
-        let opts = Options {
-            fs: Arc::new(cleave::vfs::MemFs::new()),
-            ..Options::default()
-        };
-        let store = Store::open(Path::new("/d"), opts, FsyncMode::No).unwrap();
-        let put = |key: &[u8]| {
-            let mut b = WriteBatch::new();
-            b.put(key, b"v");
-            store.write(b).unwrap();
-        };
-        store.begin_txn();
-        {
-            let _open = OpenTxn {
-                store: &store,
-                ended: false,
-            };
-            put(b"in-the-transaction");
-        }
-        put(b"after");
-        let r = ReadOptions::new();
-        assert!(store.db().get(&r, b"after").unwrap().is_some());
-        assert!(store.db().get(&r, b"in-the-transaction").unwrap().is_none());
-    }
+    batch.end()?;
+    Ok(Reply::Array(replies))
 }

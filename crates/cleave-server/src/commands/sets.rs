@@ -43,7 +43,7 @@ pub fn sadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     }
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let r = ReadOptions::new();
     let existing = store.collection(&r, db, key, Type::Set)?;
     let (version, size, expire) = match existing {
@@ -72,7 +72,7 @@ pub fn srem(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let key = &args[1];
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let r = ReadOptions::new();
     let Some((version, size, expire)) = store.collection(&r, db, key, Type::Set)? else {
         return Ok(Reply::Int(0));
@@ -307,7 +307,7 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let key = &args[1];
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let snapshot = store.snapshot();
     let r = Store::read_at(&snapshot);
     let Some((version, size, expire)) = store.collection(&r, db, key, Type::Set)? else {
@@ -388,7 +388,7 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     check_field(dst, member)?;
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[src, dst]);
+    let _lock = store.lock(db, &[src, dst])?;
     let r = ReadOptions::new();
     let source = store.collection(&r, db, src, Type::Set)?;
     let dest = store.collection(&r, db, dst, Type::Set)?;
@@ -485,7 +485,7 @@ fn set_op_store(ctx: &mut Ctx<'_>, args: &[Vec<u8>], op: SetOp) -> Result {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let keys: Vec<&[u8]> = args[1..].iter().map(Vec::as_slice).collect();
-    let _lock = store.lock(db, &keys);
+    let _lock = store.lock(db, &keys)?;
     let snapshot = store.snapshot();
     let out = combine(store, &snapshot, db, &args[2..], op)?;
     for m in &out {

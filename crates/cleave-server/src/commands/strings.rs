@@ -112,7 +112,7 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let expiry = expiry.unwrap_or(ExpiryChange::Clear);
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let mut old = None;
     let mut exists = false;
     let mut old_expire = 0;
@@ -167,7 +167,7 @@ fn set_for(ctx: &mut Ctx<'_>, args: &[Vec<u8>], cmd: &str, unit: &str) -> Result
     check_key(key)?;
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let mut b = WriteBatch::new();
     write_string(&mut b, db, key, value, at);
     store.write(b)?;
@@ -194,7 +194,7 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     };
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let Some((v, expire)) = store.string_with_expire(&ReadOptions::new(), db, key)? else {
         ctx.shared.stats.lookup(false);
         return Ok(Reply::Nil);
@@ -216,7 +216,7 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
 pub fn getdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let (db, key) = (ctx.client.db, &args[1]);
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let Some(v) = store.string(&ReadOptions::new(), db, key)? else {
         return Ok(Reply::Nil);
     };
@@ -265,7 +265,7 @@ pub fn mset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
-    let _lock = store.lock(db, &keys);
+    let _lock = store.lock(db, &keys)?;
     let mut b = WriteBatch::new();
     for (k, v) in pairs {
         put_string(&mut b, db, k, v, 0);
@@ -279,7 +279,7 @@ pub fn msetnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let store = &ctx.shared.store;
     let db = ctx.client.db;
     let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
-    let _lock = store.lock(db, &keys);
+    let _lock = store.lock(db, &keys)?;
     for k in &keys {
         if store.meta(&ReadOptions::new(), db, k)?.is_some() {
             return Ok(Reply::Int(0));
@@ -336,7 +336,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     check_key(key)?;
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let old = store.string_with_expire(&ReadOptions::new(), db, key)?;
     let (old, expire) = (old.as_ref().map(|o| o.0.clone()), old.map_or(0, |o| o.1));
     let old_len = old.as_ref().map_or(0, Vec::len);
@@ -365,7 +365,7 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     check_key(key)?;
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let mut b = WriteBatch::new();
     let len = match store.string_with_expire(&ReadOptions::new(), db, key)? {
         None => {
@@ -399,7 +399,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> Result {
     check_key(key)?;
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let (old, expire) = match store.string_with_expire(&ReadOptions::new(), db, key)? {
         None => (0, 0),
         Some((v, expire)) => (parse_i64(&v).ok_or(CmdError::NotInteger)?, expire),
@@ -461,7 +461,7 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     check_key(key)?;
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let (old, expire) = match store.string_with_expire(&ReadOptions::new(), db, key)? {
         None => (0.0, 0),
         Some((v, expire)) => (parse_f64(&v).ok_or(CmdError::NotFloat)?, expire),

@@ -106,7 +106,7 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
 
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let r = ReadOptions::new();
     let existing = store.collection(&r, db, key, Type::ZSet)?;
     // A new sorted set has no expiry; a changed one keeps its own.
@@ -184,7 +184,7 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     let key = &args[1];
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let r = ReadOptions::new();
     let Some((version, size, expire)) = store.collection(&r, db, key, Type::ZSet)? else {
         return Ok(Reply::Int(0));
@@ -601,7 +601,7 @@ fn remove_range(ctx: &mut Ctx<'_>, args: &[Vec<u8>], kind: &str) -> Result {
     let key = &args[1];
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let snapshot = store.snapshot();
     let Some((version, size, expire)) =
         store.collection(&Store::read_at(&snapshot), db, key, Type::ZSet)?
@@ -775,7 +775,7 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Vec<u8>], highest: bool) -> Result {
     let key = &args[1];
     let store = &ctx.shared.store;
     let db = ctx.client.db;
-    let _lock = store.lock(db, &[key]);
+    let _lock = store.lock(db, &[key])?;
     let snapshot = store.snapshot();
     let r = Store::read_at(&snapshot);
     let Some((version, size, expire)) = store.collection(&r, db, key, Type::ZSet)? else {

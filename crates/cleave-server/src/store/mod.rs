@@ -11,12 +11,16 @@ use arc_swap::{ArcSwap, Guard};
 use cleave::{
     Append, Db, Options, PrefixExtractor, ReadOptions, Snapshot, WriteBatch, WriteOptions,
 };
-use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::lock_api::{RawMutex as _, RawRwLock as _};
+use parking_lot::{Mutex, RawMutex, RawRwLock};
 
 use crate::error::CmdError;
 use crate::keyspace::{self, Meta, Type};
 use crate::subkey_filter::{StaleSubkeys, SubkeyStats};
-use crate::txn::{Overlay, StoreIter};
+use crate::txn::{Pending, StoreIter};
+
+mod batch;
+pub use batch::{BatchGuard, Suspended};
 
 /// Key locks, striped: two keys share a lock one time in this many.
 const KEY_LOCK_STRIPES: usize = 1024;
@@ -83,19 +87,16 @@ pub struct Store {
     options: Options,
     /// Set while a Raft log entry is applied (cluster mode).
     applying: Mutex<Option<Applying>>,
-    locks: Vec<Mutex<()>>,
+    /// Key locks, by stripe: raw, since a batch keeps some from one
+    /// command to the next (batch.rs).
+    locks: Vec<RawMutex>,
     /// Every command holds it shared; FLUSHDB and shutdown hold it alone.
-    commands: RwLock<()>,
+    commands: RawRwLock,
     versions: Mutex<Versions>,
     /// The `FsyncMode`, read by every write.
     fsync: AtomicU8,
     /// A write since the last background sync (`everysec`).
     unsynced: AtomicBool,
-    /// The writes of the transaction EXEC runs, which holds the database
-    /// alone meanwhile: gathered into one batch and read back from here
-    /// until it is written.
-    txn: Mutex<Option<Overlay>>,
-    in_txn: AtomicBool,
 }
 
 /// A subkey's or score entry's prefix is its collection's (`tag db len
@@ -132,9 +133,43 @@ struct Applying {
 /// Versions one command of a log entry may hand out.
 pub const VERSIONS_PER_COMMAND: u64 = 1 << 12;
 
-/// Locks of the keys a command changes, in stripe order.
+/// Locks of the keys a command changes, released on drop (inside a batch,
+/// the batch holds them, and this holds nothing).
 pub struct KeyGuard<'a> {
-    _guards: Vec<MutexGuard<'a, ()>>,
+    store: &'a Store,
+    stripes: Vec<usize>,
+}
+
+impl Drop for KeyGuard<'_> {
+    fn drop(&mut self) {
+        for &s in &self.stripes {
+            // SAFETY: `Store::lock_in` locked each stripe listed, once.
+            unsafe { self.store.locks[s].unlock() };
+        }
+    }
+}
+
+/// The commands lock held shared, released on drop (inside a batch, the
+/// batch holds it, and this holds nothing).
+pub struct SharedGuard<'a>(Option<&'a Store>);
+
+impl Drop for SharedGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(store) = self.0 {
+            // SAFETY: `Store::shared` took it shared for this guard.
+            unsafe { store.commands.unlock_shared() };
+        }
+    }
+}
+
+/// The commands lock held alone, released on drop.
+pub struct ExclusiveGuard<'a>(&'a Store);
+
+impl Drop for ExclusiveGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `Store::exclusive` took it for this guard.
+        unsafe { self.0.commands.unlock_exclusive() };
+    }
 }
 
 impl Store {
@@ -216,13 +251,11 @@ impl Store {
             db: ArcSwap::from_pointee(db),
             options,
             applying: Mutex::new(None),
-            locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-            commands: RwLock::new(()),
+            locks: (0..KEY_LOCK_STRIPES).map(|_| RawMutex::INIT).collect(),
+            commands: RawRwLock::INIT,
             versions: Mutex::new(Versions { next, floor }),
             fsync: AtomicU8::new(fsync as u8),
             unsynced: AtomicBool::new(false),
-            txn: Mutex::new(None),
-            in_txn: AtomicBool::new(false),
         })
     }
 
@@ -233,13 +266,13 @@ impl Store {
         let Some(version) = meta.version() else {
             return;
         };
-        if self.in_txn.load(Ordering::Acquire) {
-            if let Some(overlay) = self.txn.lock().as_mut() {
-                overlay.ended(db, key, version);
-                return;
-            }
+        // A batch not yet written ends nothing.
+        if self
+            .with_batch(|b| b.overlay.ended(db, key, version))
+            .is_none()
+        {
+            self.subkeys.ended(db, key, version);
         }
-        self.subkeys.ended(db, key, version);
     }
 
     /// What the stale-subkey filter did.
@@ -326,66 +359,58 @@ impl Store {
     }
 
     /// Held by every command but those that need the database alone.
-    pub fn shared(&self) -> RwLockReadGuard<'_, ()> {
-        self.commands.read()
+    pub fn shared(&self) -> SharedGuard<'_> {
+        if self.batch_shared() {
+            return SharedGuard(None);
+        }
+        self.commands.lock_shared();
+        SharedGuard(Some(self))
     }
 
     /// Waits for running commands to finish and keeps others out.
-    pub fn exclusive(&self) -> RwLockWriteGuard<'_, ()> {
-        self.commands.write()
+    pub fn exclusive(&self) -> ExclusiveGuard<'_> {
+        debug_assert!(!self.in_batch(), "a batch is suspended first");
+        self.commands.lock_exclusive();
+        ExclusiveGuard(self)
     }
 
     /// Locks the keys `(db, key)` for a read-modify-write: stripes in
-    /// order, each once, so two commands never wait on each other.
-    pub fn lock<'a>(&'a self, db: u8, keys: &[&[u8]]) -> KeyGuard<'a> {
+    /// order, each once, so two commands never wait on each other. Inside
+    /// a batch, `Contended` if a batch already holding locks would wait
+    /// (batch.rs): the command must stop there, before it reads.
+    pub fn lock<'a>(&'a self, db: u8, keys: &[&[u8]]) -> Result<KeyGuard<'a>, CmdError> {
         let keys: Vec<(u8, &[u8])> = keys.iter().map(|k| (db, *k)).collect();
         self.lock_in(&keys)
     }
 
     /// As [`Store::lock`], for keys of several databases (COPY … DB).
-    pub fn lock_in<'a>(&'a self, keys: &[(u8, &[u8])]) -> KeyGuard<'a> {
+    pub fn lock_in<'a>(&'a self, keys: &[(u8, &[u8])]) -> Result<KeyGuard<'a>, CmdError> {
         let mut stripes: Vec<usize> = keys.iter().map(|(db, k)| stripe(*db, k)).collect();
         stripes.sort_unstable();
         stripes.dedup();
-        KeyGuard {
-            _guards: stripes.into_iter().map(|s| self.locks[s].lock()).collect(),
-        }
-    }
-
-    /// From now until [`Store::end_txn`], writes gather into one batch
-    /// and reads see them. The caller holds [`Store::exclusive`].
-    pub fn begin_txn(&self) {
-        *self.txn.lock() = Some(Overlay::default());
-        self.in_txn.store(true, Ordering::Release);
-    }
-
-    /// Ends the transaction [`Store::begin_txn`] began: writes its batch
-    /// with `commit`, else drops it.
-    pub fn end_txn(&self, commit: bool) -> Result<(), CmdError> {
-        self.in_txn.store(false, Ordering::Release);
-        let Some(overlay) = self.txn.lock().take() else {
-            return Ok(());
-        };
-        let (batch, ended) = overlay.into_parts();
-        if !commit {
-            return Ok(());
-        }
-        if !batch.is_empty() {
-            self.write(batch)?;
-        }
-        for (db, key, version) in ended {
-            self.subkeys.ended(db, &key, version);
-        }
-        Ok(())
-    }
-
-    pub fn write(&self, mut batch: WriteBatch) -> Result<(), CmdError> {
-        if self.in_txn.load(Ordering::Acquire) {
-            if let Some(overlay) = self.txn.lock().as_mut() {
-                overlay.add(&batch);
-                return Ok(());
+        if let Some(locked) = self.batch_lock(&stripes) {
+            locked?;
+            stripes.clear();
+        } else {
+            for &s in &stripes {
+                self.locks[s].lock();
             }
         }
+        Ok(KeyGuard {
+            store: self,
+            stripes,
+        })
+    }
+
+    /// Writes `batch`; inside a batch of commands, adds it to theirs.
+    pub fn write(&self, batch: WriteBatch) -> Result<(), CmdError> {
+        if self.with_batch(|b| b.overlay.add(&batch)).is_some() {
+            return Ok(());
+        }
+        self.write_now(batch)
+    }
+
+    fn write_now(&self, mut batch: WriteBatch) -> Result<(), CmdError> {
         if let Some(applying) = self.applying.lock().as_mut() {
             if let Some(marker) = &applying.marker {
                 batch.put(&keyspace::raft_applied_key(), marker);
@@ -553,13 +578,23 @@ impl Store {
     /// The value of `key`, read as `r` says, with a running transaction's
     /// writes over it.
     pub fn get(&self, r: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
-        if self.in_txn.load(Ordering::Acquire) {
-            if let Some(p) = self.txn.lock().as_ref().and_then(|o| o.get(key).cloned()) {
+        // A pending value answers alone; appended operands need the
+        // stored value under them.
+        let pending = self
+            .with_batch(|b| match b.overlay.get(key) {
+                Some(Pending::Appended(ops)) => Some(Err(ops.clone())),
+                Some(p) => Some(Ok(p.resolve(None, now_ms()))),
+                None => None,
+            })
+            .flatten();
+        match pending {
+            Some(Ok(value)) => Ok(value),
+            Some(Err(ops)) => {
                 let base = self.db.load().get(r, key)?;
-                return Ok(p.resolve(base.as_deref()));
+                Ok(Pending::Appended(ops).resolve(base.as_deref(), 0))
             }
+            None => Ok(self.db.load().get(r, key)?),
         }
-        Ok(self.db.load().get(r, key)?)
     }
 
     /// An iterator over `[begin, end)` as of `snapshot`, with a running
@@ -570,22 +605,19 @@ impl Store {
         begin: Vec<u8>,
         end: Option<Vec<u8>>,
     ) -> StoreIter {
-        if !self.in_txn.load(Ordering::Acquire) {
-            let r = ReadOptions {
-                snapshot,
-                lower_bound: Some(begin),
-                upper_bound: end,
-            };
-            return StoreIter::Plain(self.db.load().iter(&r));
-        }
+        let pending = self
+            .with_batch(|b| b.overlay.range(&begin, end.as_deref()))
+            .filter(|p| !p.is_empty());
         let r = ReadOptions {
             snapshot,
-            lower_bound: Some(begin.clone()),
-            upper_bound: end.clone(),
+            lower_bound: Some(begin),
+            upper_bound: end,
         };
         let it = self.db.load().iter(&r);
-        let txn = self.txn.lock();
-        StoreIter::new(it, txn.as_ref(), &begin, end.as_deref())
+        match pending {
+            None => StoreIter::Plain(it),
+            Some(pending) => StoreIter::merged(it, pending),
+        }
     }
 }
 
