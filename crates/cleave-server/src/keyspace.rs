@@ -238,6 +238,30 @@ pub fn user_key_of_meta(db: u8, meta_key: &[u8]) -> Option<&[u8]> {
     meta_key.strip_prefix(&[META, db])
 }
 
+/// The database and Redis key an engine key belongs to: a metadata key's,
+/// a subkey's, a score-index key's; `None` for the server's own keys (and
+/// for bytes that are no key of the key space).
+pub fn owner(key: &[u8]) -> Option<(u8, &[u8])> {
+    let (&tag, rest) = key.split_first()?;
+    let (&db, rest) = rest.split_first()?;
+    match tag {
+        META => Some((db, rest)),
+        SUB | SCORE => {
+            let len = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+            Some((db, rest.get(4..4usize.checked_add(len)?)?))
+        }
+        _ => None,
+    }
+}
+
+/// The expiry in a metadata value's header (milliseconds since the epoch,
+/// 0 for none); `None` if the value is too short to have one.
+pub fn meta_expire(value: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(
+        value.get(1..META_HEADER_LEN)?.try_into().ok()?,
+    ))
+}
+
 /// The first key of `tag`'s range for database `db`, and the first key past it.
 pub fn range(tag: u8, db: u8) -> (Vec<u8>, Vec<u8>) {
     let end = match db.checked_add(1) {
@@ -347,6 +371,24 @@ fn internal_key(name: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_key_names_its_owner() {
+        let key = b"user:1".as_slice();
+        assert_eq!(owner(&meta_key(3, key)), Some((3, key)));
+        for tag in [SUB, SCORE] {
+            let prefix = collection_prefix(tag, 7, key, 42);
+            assert_eq!(owner(&prefix), Some((7, key)));
+            assert_eq!(owner(&join(&prefix, b"field")), Some((7, key)));
+            // Cut inside the key: no owner.
+            assert_eq!(owner(&prefix[..8]), None);
+        }
+        assert_eq!(owner(&format_key()), None);
+        assert_eq!(owner(b""), None);
+        let meta = Meta::String(b"v".to_vec()).encode(1234);
+        assert_eq!(meta_expire(&meta), Some(1234));
+        assert_eq!(meta_expire(&meta[..4]), None);
+    }
 
     #[test]
     fn scores_sort_as_numbers() {

@@ -52,11 +52,14 @@ pub fn sadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     };
     let prefix = collection_prefix(SUB, db, key, version);
     let mut b = WriteBatch::new();
+    // Members given twice count once (a set of them only if several).
+    let several = args.len() > 3;
     let mut seen = HashSet::new();
     let mut added = 0;
     for m in &args[2..] {
         let sub = join(&prefix, m);
-        if seen.insert(m.as_slice()) && (existing.is_none() || store.get(&r, &sub)?.is_none()) {
+        let first = !several || seen.insert(m.as_slice());
+        if first && (existing.is_none() || store.get(&r, &sub)?.is_none()) {
             b.put(&sub, b"");
             added += 1;
         }

@@ -122,7 +122,8 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     };
     let px = Prefixes::new(db, key, version);
     // Scores as this command has left them, so a member given twice sees
-    // its first change.
+    // its first change (kept only when there are several).
+    let several = pairs.len() > 1;
     let mut current: HashMap<&[u8], f64> = HashMap::new();
     let mut b = WriteBatch::new();
     let (mut added, mut updated) = (0u64, 0u64);
@@ -148,10 +149,14 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
                 if (f.lt && new >= cur) || (f.gt && new <= cur) {
                     continue;
                 }
-                if new != cur {
-                    b.delete(&px.score(cur, member));
-                    updated += 1;
+                if new == cur {
+                    // Nothing to write (ZINCRBY by 0, ZADD of the score
+                    // the member has).
+                    incr_result = Some(new);
+                    continue;
                 }
+                b.delete(&px.score(cur, member));
+                updated += 1;
                 new
             }
             None => {
@@ -164,7 +169,9 @@ pub fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
         };
         b.put(&px.member(member), &new.to_be_bytes());
         b.put(&px.score(new, member), b"");
-        current.insert(member, new);
+        if several {
+            current.insert(member, new);
+        }
         incr_result = Some(new);
     }
     if added > 0 || updated > 0 {

@@ -21,9 +21,12 @@ use std::cell::RefCell;
 
 use parking_lot::lock_api::{RawMutex as _, RawRwLock as _};
 
+use rustc_hash::FxHashMap;
+
 use super::Store;
 use crate::error::CmdError;
-use crate::txn::Overlay;
+use crate::keyspace;
+use crate::txn::{Overlay, Pending};
 
 thread_local! {
     static BATCH: RefCell<Option<Batch>> = const { RefCell::new(None) };
@@ -38,6 +41,34 @@ pub(super) struct Batch {
     stripes: Vec<usize>,
     /// Whether it holds the commands lock shared.
     shared: bool,
+    /// What the database answered to reads of keys whose locks the batch
+    /// holds: nobody else can change them until it releases the locks.
+    /// 16 pipelined SADDs of one member read its metadata and member
+    /// once, not 16 times.
+    reads: FxHashMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+/// Largest value the read cache keeps, in bytes: a big string is read by
+/// the few commands that rewrite it whole.
+const MAX_CACHED_VALUE_BYTES: usize = 4 << 10;
+
+impl Batch {
+    /// Whether the batch holds the lock of the Redis key `key` (an engine
+    /// key) belongs to.
+    fn holds_owner_of(&self, key: &[u8]) -> bool {
+        keyspace::owner(key).is_some_and(|(db, k)| self.stripes.contains(&super::stripe(db, k)))
+    }
+}
+
+/// What a batch knows of a key before the database is asked.
+pub(super) enum Known {
+    /// Its value (or absence), written or read by the batch.
+    Value(Option<Vec<u8>>),
+    /// Merge operands the batch wrote over the stored value.
+    Appended(Vec<u8>),
+    /// Nothing: the database must be read; `cache` says whether the batch
+    /// may keep what it answers.
+    Unknown { cache: bool },
 }
 
 /// A batch begun on this thread: ended by [`BatchGuard::end`], or, on
@@ -97,6 +128,7 @@ impl Store {
                 overlay: Overlay::default(),
                 stripes: Vec::new(),
                 shared: false,
+                reads: FxHashMap::default(),
             });
         });
         BatchGuard {
@@ -121,6 +153,7 @@ impl Store {
     /// to do.
     pub fn commit_batch(&self) -> Result<(), CmdError> {
         let Some((overlay, stripes, shared)) = self.with_batch(|b| {
+            b.reads.clear();
             (
                 std::mem::take(&mut b.overlay),
                 std::mem::take(&mut b.stripes),
@@ -149,6 +182,7 @@ impl Store {
     fn abort_batch(&self) {
         if let Some((stripes, shared)) = self.with_batch(|b| {
             b.overlay = Overlay::default();
+            b.reads.clear();
             (
                 std::mem::take(&mut b.stripes),
                 std::mem::replace(&mut b.shared, false),
@@ -169,13 +203,44 @@ impl Store {
         }
     }
 
+    /// What this thread's batch knows of `key` as of `now_ms`: `None`
+    /// outside a batch. Reads at a snapshot are not cached: one taken
+    /// before a lock may be older than what the lock protects.
+    pub(super) fn batch_knows(&self, key: &[u8], snapshot: bool, now_ms: u64) -> Option<Known> {
+        self.with_batch(|b| match b.overlay.get(key) {
+            Some(Pending::Appended(ops)) => Known::Appended(ops.clone()),
+            Some(p) => Known::Value(p.resolve(None, now_ms)),
+            None => match b.reads.get(key) {
+                Some(v) => Known::Value(v.clone()),
+                None => Known::Unknown {
+                    cache: !snapshot && b.holds_owner_of(key),
+                },
+            },
+        })
+    }
+
+    /// Keeps what the database answered for `key`, which the batch holds
+    /// the lock of, until the batch releases it. Not a value with an
+    /// expiry, which may pass meanwhile, nor a big one.
+    pub(super) fn batch_read(&self, key: &[u8], value: &Option<Vec<u8>>) {
+        let expires =
+            |v: &[u8]| key.first() == Some(&keyspace::META) && keyspace::meta_expire(v) != Some(0);
+        if value
+            .as_deref()
+            .is_some_and(|v| v.len() > MAX_CACHED_VALUE_BYTES || expires(v))
+        {
+            return;
+        }
+        self.with_batch(|b| b.reads.insert(key.to_vec(), value.clone()));
+    }
+
     /// Sets this thread's batch aside: the caller is about to hold the
     /// database alone, and the batch must hold nothing (it was committed).
     pub fn suspend_batch(&self) -> Suspended {
         let batch = BATCH.with(|b| b.borrow_mut().take());
         if let Some(b) = &batch {
             assert!(
-                b.stripes.is_empty() && !b.shared && b.overlay.is_empty(),
+                b.stripes.is_empty() && !b.shared && b.overlay.is_empty() && b.reads.is_empty(),
                 "a batch holding locks would deadlock the exclusive lock"
             );
         }

@@ -578,22 +578,21 @@ impl Store {
     /// The value of `key`, read as `r` says, with a running transaction's
     /// writes over it.
     pub fn get(&self, r: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
-        // A pending value answers alone; appended operands need the
-        // stored value under them.
-        let pending = self
-            .with_batch(|b| match b.overlay.get(key) {
-                Some(Pending::Appended(ops)) => Some(Err(ops.clone())),
-                Some(p) => Some(Ok(p.resolve(None, now_ms()))),
-                None => None,
-            })
-            .flatten();
-        match pending {
-            Some(Ok(value)) => Ok(value),
-            Some(Err(ops)) => {
+        match self.batch_knows(key, r.snapshot.is_some(), now_ms()) {
+            None => Ok(self.db.load().get(r, key)?),
+            Some(batch::Known::Value(v)) => Ok(v),
+            // Appended operands need the stored value under them.
+            Some(batch::Known::Appended(ops)) => {
                 let base = self.db.load().get(r, key)?;
                 Ok(Pending::Appended(ops).resolve(base.as_deref(), 0))
             }
-            None => Ok(self.db.load().get(r, key)?),
+            Some(batch::Known::Unknown { cache }) => {
+                let v = self.db.load().get(r, key)?;
+                if cache {
+                    self.batch_read(key, &v);
+                }
+                Ok(v)
+            }
         }
     }
 
@@ -703,6 +702,7 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// The key-lock stripe of the Redis key `key` of database `db`.
 fn stripe(db: u8, key: &[u8]) -> usize {
     // FNV-1a: keys are the clients' to choose, but a collision costs only
     // some lock sharing.

@@ -60,8 +60,19 @@ impl MemFilter {
     pub(crate) fn add(&self, key: &[u8]) {
         let h = bloom_hash(key);
         let (first, delta) = self.line(h);
+        let mut masks = [0u64; WORDS_PER_LINE];
         for (word, mask) in Self::bits(h, delta) {
-            self.words[first + word].fetch_or(mask, Ordering::Relaxed);
+            masks[word] |= mask;
+        }
+        for (word, mask) in masks.into_iter().enumerate() {
+            let w = &self.words[first + word];
+            // A key added before (a list's prefix, pushed to again and
+            // again) finds its bits set: a load, not a locked OR. Bits are
+            // never cleared, and a reader that sees this entry sees what
+            // this load saw (read-read coherence), so it needs no write.
+            if w.load(Ordering::Relaxed) & mask != mask {
+                w.fetch_or(mask, Ordering::Relaxed);
+            }
         }
     }
 
