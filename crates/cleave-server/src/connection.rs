@@ -65,7 +65,15 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
         };
         let mut requests = Vec::new();
         let mut protocol_error = None;
-        if !held.is_empty() {
+        if let Some(stripe) = client.as_mut().and_then(|c| c.lock_wait.take()) {
+            // Held requests wait for a key lock another batch holds: a
+            // batch never waits holding locks, so this ends.
+            tokio::select! {
+                _ = shared.store.stripe_released(stripe) => {}
+                _ = shutdown.wait_for(|down| *down) => return Ok(()),
+            }
+            requests = std::mem::take(&mut held);
+        } else if !held.is_empty() {
             // Held requests wait on a blocked command, subscribed.
             let (Some(c), Some(rx)) = (client.as_mut(), &mut pushes) else {
                 return Ok(());

@@ -16,9 +16,10 @@ pub type Ran = (Client, Vec<u8>, Vec<Vec<Vec<u8>>>);
 const MAX_BATCH_BYTES: usize = 1 << 20;
 
 /// Runs `requests` in order, stopping after one that closes the
-/// connection or at one that blocks. Two or more run as one batch
-/// (store/batch.rs): their writes reach the engine together, before any
-/// reply is sent.
+/// connection, at one that blocks, or at one that needs a key lock another
+/// batch holds (`client.lock_wait` then names it; the requests from that
+/// one on are held). Two or more run as one batch (store/batch.rs): their
+/// writes reach the engine together, before any reply is sent.
 pub fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>) -> Ran {
     let mut out = Vec::new();
     let mut held = Vec::new();
@@ -27,7 +28,7 @@ pub fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>)
         let mut requests = requests;
         run_one(shared, &mut client, &mut requests, &mut out, &mut held);
     } else {
-        let batch = shared.store.begin_batch();
+        let batch = shared.store.begin_batch(true);
         let mut replies = Replies::default();
         let mut requests = requests;
         requests.reverse();
@@ -39,10 +40,23 @@ pub fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>)
             let at = out.len();
             let Some(ran) = run_one(shared, &mut client, &mut requests, &mut out, &mut held) else {
                 // The command found a key locked by another batch and
-                // stopped: written, this batch holds no lock, and the
-                // command waits for its own when it runs again.
+                // stopped. Written, this batch holds no lock: the command
+                // tries again, and if it still finds the lock taken, the
+                // connection awaits it, holding the requests from there on.
+                let contended = shared.store.contended_stripe();
                 replies.commit(shared, &client, &mut out);
-                continue;
+                match contended {
+                    Some((_, true)) => continue,
+                    Some((stripe, false)) => {
+                        client.lock_wait = Some(stripe);
+                        held.extend(requests.drain(..).rev());
+                        break;
+                    }
+                    None => {
+                        debug_assert!(false, "contended, but on no stripe");
+                        continue;
+                    }
+                }
             };
             if out.len() > at {
                 replies.began(at);

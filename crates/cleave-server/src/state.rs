@@ -155,6 +155,7 @@ impl Shared {
             multi_failed: false,
             subscription: None,
             wrote: false,
+            lock_wait: None,
         })
     }
 
@@ -309,6 +310,9 @@ pub struct Client {
     /// A write command succeeded since the connection last answered: its
     /// replies wait for the WAL to reach the OS.
     pub wrote: bool,
+    /// The key-lock stripe a batch of this client's found taken: the
+    /// connection awaits its release, then runs the requests held.
+    pub lock_wait: Option<usize>,
 }
 
 impl Client {
@@ -331,6 +335,7 @@ impl Client {
             multi_failed: false,
             subscription: None,
             wrote: false,
+            lock_wait: None,
         }
     }
 }

@@ -436,7 +436,7 @@ fn a_pipeline_is_one_batch_on_disk() {
 fn a_watch_beside_an_unwritten_batch_never_succeeds_on_a_stale_value() {
     let shared = open(Arc::new(MemFs::new()));
     let mut writer = shared.connect("writer".into()).unwrap();
-    let batch = shared.store.begin_batch();
+    let batch = shared.store.begin_batch(false);
     assert_eq!(run_line(&shared, &mut writer, "INCR k"), Reply::Int(1));
     std::thread::scope(|s| {
         let (tx, rx) = std::sync::mpsc::channel();

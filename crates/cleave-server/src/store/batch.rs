@@ -41,6 +41,11 @@ pub(super) struct Batch {
     stripes: Vec<usize>,
     /// Whether it holds the commands lock shared.
     shared: bool,
+    /// Whether a lock it finds taken while holding none stops the command
+    /// (the caller awaits the lock elsewhere) rather than waits for it.
+    yields: bool,
+    /// The stripe whose lock stopped the last command.
+    contended: Option<usize>,
     /// What the database answered to reads of keys whose locks the batch
     /// holds: nobody else can change them until it releases the locks.
     /// 16 pipelined SADDs of one member read its metadata and member
@@ -118,8 +123,12 @@ impl Store {
     }
 
     /// Begins a batch on this thread: until it ends, writes gather in it
-    /// and reads see them, and the key locks commands take are kept.
-    pub fn begin_batch(&self) -> BatchGuard<'_> {
+    /// and reads see them, and the key locks commands take are kept. If
+    /// it `yields`, a command that finds a lock taken stops
+    /// (`Contended`), whatever the batch holds, and
+    /// [`Store::contended_stripe`] says which: a connection awaits it
+    /// rather than hold one of the few threads that serve all of them.
+    pub fn begin_batch(&self, yields: bool) -> BatchGuard<'_> {
         BATCH.with(|b| {
             let mut b = b.borrow_mut();
             assert!(b.is_none(), "one batch per thread at a time");
@@ -128,6 +137,8 @@ impl Store {
                 overlay: Overlay::default(),
                 stripes: Vec::new(),
                 shared: false,
+                yields,
+                contended: None,
                 reads: FxHashMap::default(),
             });
         });
@@ -135,6 +146,13 @@ impl Store {
             store: self,
             ended: false,
         }
+    }
+
+    /// The stripe whose lock stopped the last command (`Contended`), and
+    /// whether the batch holds locks.
+    pub fn contended_stripe(&self) -> Option<(usize, bool)> {
+        self.with_batch(|b| b.contended.take().map(|s| (s, !b.stripes.is_empty())))
+            .flatten()
     }
 
     /// Whether this thread runs a batch of this store's.
@@ -195,7 +213,7 @@ impl Store {
     fn release(&self, stripes: &[usize], shared: bool) {
         for &s in stripes {
             // SAFETY: the batch locked each stripe it lists, once.
-            unsafe { self.locks[s].unlock() };
+            unsafe { self.unlock_stripe(s) };
         }
         if shared {
             // SAFETY: the batch took the commands lock shared, once.
@@ -265,7 +283,7 @@ impl Store {
     /// `Contended`, keeping what it took.
     pub(super) fn batch_lock(&self, stripes: &[usize]) -> Option<Result<(), CmdError>> {
         self.with_batch(|b| {
-            let wait = b.stripes.is_empty();
+            let wait = b.stripes.is_empty() && !b.yields;
             for &s in stripes {
                 if b.stripes.contains(&s) {
                     continue;
@@ -273,6 +291,7 @@ impl Store {
                 if wait {
                     self.locks[s].lock();
                 } else if !self.locks[s].try_lock() {
+                    b.contended = Some(s);
                     return Err(CmdError::Contended);
                 }
                 b.stripes.push(s);
@@ -313,7 +332,7 @@ mod tests {
     #[test]
     fn a_batch_is_read_back_and_written_at_its_commit() {
         let store = store();
-        let batch = store.begin_batch();
+        let batch = store.begin_batch(false);
         put(&store, b"a");
         assert!(!stored(&store, b"a"));
         assert!(store.get(&ReadOptions::new(), b"a").unwrap().is_some());
@@ -328,7 +347,7 @@ mod tests {
     fn a_batch_dropped_unended_is_dropped_whole() {
         let store = store();
         {
-            let _batch = store.begin_batch();
+            let _batch = store.begin_batch(false);
             let _l = store.lock(0, &[b"k"]).unwrap();
             put(&store, b"in-the-batch");
         }
@@ -347,11 +366,11 @@ mod tests {
     #[test]
     fn a_batch_holding_locks_does_not_wait_for_more() {
         let store = store();
-        let batch = store.begin_batch();
+        let batch = store.begin_batch(false);
         drop(store.lock(0, &[b"mine"]).unwrap());
         std::thread::scope(|s| {
             s.spawn(|| {
-                let other = store.begin_batch();
+                let other = store.begin_batch(false);
                 // Waits for nothing it can see taken: it holds no lock.
                 drop(store.lock(0, &[b"theirs"]).unwrap());
                 assert!(matches!(

@@ -90,6 +90,9 @@ pub struct Store {
     /// Key locks, by stripe: raw, since a batch keeps some from one
     /// command to the next (batch.rs).
     locks: Vec<RawMutex>,
+    /// Signalled when a stripe is released: a connection whose batch found
+    /// it taken awaits it rather than hold its thread.
+    released: Vec<tokio::sync::Notify>,
     /// Every command holds it shared; FLUSHDB and shutdown hold it alone.
     commands: RawRwLock,
     versions: Mutex<Versions>,
@@ -144,7 +147,7 @@ impl Drop for KeyGuard<'_> {
     fn drop(&mut self) {
         for &s in &self.stripes {
             // SAFETY: `Store::lock_in` locked each stripe listed, once.
-            unsafe { self.store.locks[s].unlock() };
+            unsafe { self.store.unlock_stripe(s) };
         }
     }
 }
@@ -252,6 +255,9 @@ impl Store {
             options,
             applying: Mutex::new(None),
             locks: (0..KEY_LOCK_STRIPES).map(|_| RawMutex::INIT).collect(),
+            released: (0..KEY_LOCK_STRIPES)
+                .map(|_| tokio::sync::Notify::new())
+                .collect(),
             commands: RawRwLock::INIT,
             versions: Mutex::new(Versions { next, floor }),
             fsync: AtomicU8::new(fsync as u8),
@@ -372,6 +378,30 @@ impl Store {
         debug_assert!(!self.in_batch(), "a batch is suspended first");
         self.commands.lock_exclusive();
         ExclusiveGuard(self)
+    }
+
+    /// Releases stripe `s` and wakes one connection awaiting it.
+    ///
+    /// # Safety
+    /// The caller holds `s`, taken once.
+    unsafe fn unlock_stripe(&self, s: usize) {
+        // SAFETY: as the caller promises.
+        unsafe { self.locks[s].unlock() };
+        // After the unlock: a waiter that looked before it is woken (or
+        // finds the permit this leaves), one that looks after finds it
+        // free.
+        self.released[s].notify_one();
+    }
+
+    /// Returns once stripe `s` is free (it may be taken again before the
+    /// caller gets to it: the caller tries again).
+    pub async fn stripe_released(&self, s: usize) {
+        let notified = self.released[s].notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if self.locks[s].is_locked() {
+            notified.await;
+        }
     }
 
     /// Locks the keys `(db, key)` for a read-modify-write: stripes in
