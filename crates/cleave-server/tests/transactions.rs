@@ -365,13 +365,27 @@ fn a_transaction_is_one_batch_on_disk() {
     let reply = transaction(&mut run, 2);
     assert!(reply.is_error(), "{reply:?}");
     assert_eq!(run("EXISTS s2 l2 h2 t2 z2"), Reply::Int(0));
+    after_power_loss(
+        shared,
+        &mem,
+        &[("EXISTS s1 l1 h1 t1 z1", 5), ("EXISTS s2 l2 h2 t2 z2", 0)],
+    );
+}
+
+/// Drops `shared` and reopens its store as a power loss would leave
+/// `mem`; each line then answers its count.
+fn after_power_loss(shared: Shared, mem: &MemFs, checks: &[(&str, i64)]) {
     let Shared { store, .. } = shared;
     drop(store);
     let shared = open(Arc::new(mem.crash_clone()));
     let mut client = shared.connect("test".into()).unwrap();
-    let mut run = |line: &str| run_line(&shared, &mut client, line);
-    assert_eq!(run("EXISTS s1 l1 h1 t1 z1"), Reply::Int(5));
-    assert_eq!(run("EXISTS s2 l2 h2 t2 z2"), Reply::Int(0));
+    for (line, n) in checks {
+        assert_eq!(
+            run_line(&shared, &mut client, line),
+            Reply::Int(*n),
+            "{line}"
+        );
+    }
 }
 
 /// A pipeline's writes reach the WAL as one append; when that append
@@ -419,13 +433,11 @@ fn a_pipeline_is_one_batch_on_disk() {
         run_line(&shared, &mut client, "EXISTS s2 l2 h2"),
         Reply::Int(0)
     );
-    let Shared { store, .. } = shared;
-    drop(store);
-    let shared = open(Arc::new(mem.crash_clone()));
-    let mut client = shared.connect("test".into()).unwrap();
-    let mut run = |line: &str| run_line(&shared, &mut client, line);
-    assert_eq!(run("EXISTS s1 l1 h1"), Reply::Int(3));
-    assert_eq!(run("EXISTS s2 l2 h2"), Reply::Int(0));
+    after_power_loss(
+        shared,
+        &mem,
+        &[("EXISTS s1 l1 h1", 3), ("EXISTS s2 l2 h2", 0)],
+    );
 }
 
 /// A key a batch has written but not yet committed: a client that WATCHes
