@@ -58,13 +58,15 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
     // Requests a blocking command holds up: it first, those pipelined
     // after it behind it, as Redis holds them.
     let mut held: Vec<Vec<Vec<u8>>> = Vec::new();
+    // Answered, and the connection closed, once the requests before the
+    // bad one have all run (held ones included).
+    let mut protocol_error = None;
     loop {
         let (max_bulk, buffer_limit) = {
             let l = shared.limits.read();
             (l.proto_max_bulk_len, l.query_buffer_limit)
         };
         let mut requests = Vec::new();
-        let mut protocol_error = None;
         if let Some(stripe) = client.as_mut().and_then(|c| c.lock_wait.take()) {
             // Held requests wait for a key lock another batch holds: a
             // batch never waits holding locks, so this ends.
@@ -151,7 +153,7 @@ async fn run(shared: &Arc<Shared>, stream: &mut TcpStream, client: Client) -> st
             };
             held = rest;
             let mut close = c.close;
-            if let Some(e) = protocol_error {
+            if let Some(e) = protocol_error.take_if(|_| held.is_empty()) {
                 Counters::add(&shared.stats.protocol_errors, 1);
                 Reply::error(format!("ERR Protocol error: {}", e.0)).write_to(c.proto, &mut out);
                 close = true;

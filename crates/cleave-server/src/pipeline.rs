@@ -34,7 +34,11 @@ pub fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>)
         requests.reverse();
         while !requests.is_empty() {
             let args = &requests[requests.len() - 1];
-            if commands::commits_first(args) {
+            // Its effect is not the batch's (EXEC and FLUSHDB write on their
+            // own, PUBLISH delivers at once): its reply stands whatever the
+            // batch's write does.
+            let outside = commands::commits_first(args);
+            if outside {
                 replies.commit(shared, &client, &mut out);
             }
             let at = out.len();
@@ -58,7 +62,7 @@ pub fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>)
                     }
                 }
             };
-            if out.len() > at {
+            if out.len() > at && !outside {
                 replies.began(at);
             }
             if !ran || shared.store.batch_bytes() >= MAX_BATCH_BYTES {

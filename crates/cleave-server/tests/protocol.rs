@@ -67,6 +67,18 @@ fn malformed_requests_get_redis_errors_and_a_close() {
         Value::err("ERR Protocol error: expected '$', got '!'")
     );
     assert_eq!(c.try_read(), None);
+    // Also when one of them waits (a blocked pop, here, woken by another
+    // client's push): the ones held behind it run, then the error.
+    let mut c = s.client();
+    c.send_raw(b"BLPOP l 0\r\nSET b 2\r\n*1\r\n!");
+    assert_eq!(s.client().cmd("RPUSH l x"), Value::Int(1));
+    assert_eq!(c.read(), Value::bulks(&["l", "x"]));
+    assert_eq!(c.read(), Value::status("OK"));
+    assert_eq!(
+        c.read(),
+        Value::err("ERR Protocol error: expected '$', got '!'")
+    );
+    assert_eq!(c.try_read(), None);
     // The server is unharmed.
     assert_eq!(s.client().cmd("PING"), Value::status("PONG"));
 }

@@ -440,6 +440,36 @@ fn a_pipeline_is_one_batch_on_disk() {
     );
 }
 
+/// A pipeline holding a transaction: EXEC's reply stands when the
+/// pipeline's own write, after it, fails (EXEC wrote on its own, and said
+/// so), while the commands after it answer the failure.
+#[test]
+fn a_failed_pipeline_leaves_the_exec_inside_it_answered() {
+    let mem = Arc::new(MemFs::new());
+    let faults = Arc::new(FaultFs::new(mem.clone()));
+    let shared = open(faults.clone());
+    let client = shared.connect("test".into()).unwrap();
+    let requests: Vec<Vec<Vec<u8>>> = ["MULTI", "SET a 1", "EXEC", "SET b 2"]
+        .iter()
+        .map(|line| line.split(' ').map(|w| w.as_bytes().to_vec()).collect())
+        .collect();
+    // EXEC's append goes through, the pipeline's after it fails.
+    faults.fail(
+        &[FaultOp::Append],
+        Some(".wal"),
+        1,
+        std::io::ErrorKind::Other,
+        false,
+    );
+    let (_, out, _) = pipeline::execute(&shared, client, requests);
+    let out = String::from_utf8_lossy(&out);
+    assert!(
+        out.starts_with("+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n-ERR "),
+        "{out}"
+    );
+    after_power_loss(shared, &mem, &[("EXISTS a", 1), ("EXISTS b", 0)]);
+}
+
 /// A key a batch has written but not yet committed: a client that WATCHes
 /// it then either reads the batch's value or has its EXEC aborted, never
 /// succeeds on the value the batch replaces. (The batch holds the key's

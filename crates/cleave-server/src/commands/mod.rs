@@ -423,6 +423,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
 /// Runs one request of a batch (store/batch.rs): `None` if it must run
 /// again once the batch is written (`CmdError::Contended`).
 pub fn execute_in_batch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Option<Reply> {
+    ctx.shared.store.batch_command_starts();
     match dispatch(ctx, args) {
         Err(CmdError::Contended) => None,
         Ok(reply) => Some(reply),

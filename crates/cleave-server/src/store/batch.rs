@@ -46,6 +46,10 @@ pub(super) struct Batch {
     yields: bool,
     /// The stripe whose lock stopped the last command.
     contended: Option<usize>,
+    /// Stripes held when the running command started: those after are
+    /// its own (a multi-key command may take some before it finds one
+    /// taken).
+    held_before: usize,
     /// What the database answered to reads of keys whose locks the batch
     /// holds: nobody else can change them until it releases the locks.
     /// 16 pipelined SADDs of one member read its metadata and member
@@ -87,8 +91,10 @@ pub struct BatchGuard<'a> {
 impl BatchGuard<'_> {
     /// Writes what the batch holds, as [`Store::commit_batch`], and ends it.
     pub fn end(mut self) -> Result<(), CmdError> {
-        self.ended = true;
+        // A panic in the write drops the guard unended: the batch is
+        // dropped whole and the thread left without one.
         let done = self.store.commit_batch();
+        self.ended = true;
         BATCH.with(|b| b.borrow_mut().take());
         done
     }
@@ -99,6 +105,27 @@ impl Drop for BatchGuard<'_> {
         if !self.ended {
             self.store.abort_batch();
             BATCH.with(|b| b.borrow_mut().take());
+        }
+    }
+}
+
+/// Locks a batch took, released on drop.
+struct Held<'a> {
+    store: &'a Store,
+    stripes: Vec<usize>,
+    shared: bool,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        for &s in &self.stripes {
+            // SAFETY: the batch locked each stripe it lists, once, and
+            // handed the list over.
+            unsafe { self.store.unlock_stripe(s) };
+        }
+        if self.shared {
+            // SAFETY: the batch took the commands lock shared, once.
+            unsafe { self.store.commands.unlock_shared() };
         }
     }
 }
@@ -139,6 +166,7 @@ impl Store {
                 shared: false,
                 yields,
                 contended: None,
+                held_before: 0,
                 reads: FxHashMap::default(),
             });
         });
@@ -148,10 +176,18 @@ impl Store {
         }
     }
 
+    /// A command of the batch starts: the locks it takes from now on are
+    /// its own.
+    pub fn batch_command_starts(&self) {
+        self.with_batch(|b| b.held_before = b.stripes.len());
+    }
+
     /// The stripe whose lock stopped the last command (`Contended`), and
-    /// whether the batch holds locks.
+    /// whether the batch held locks before that command: if not, writing
+    /// the batch would not free what the command waits for, and the
+    /// caller must wait for the stripe.
     pub fn contended_stripe(&self) -> Option<(usize, bool)> {
-        self.with_batch(|b| b.contended.take().map(|s| (s, !b.stripes.is_empty())))
+        self.with_batch(|b| b.contended.take().map(|s| (s, b.held_before > 0)))
             .flatten()
     }
 
@@ -180,6 +216,13 @@ impl Store {
         }) else {
             return Ok(());
         };
+        // Released on the way out, a panic in the write included; only
+        // then may another command read-modify-write these keys.
+        let _held = Held {
+            store: self,
+            stripes,
+            shared,
+        };
         let (batch, ended) = overlay.into_parts();
         let written = if batch.is_empty() {
             Ok(())
@@ -191,8 +234,6 @@ impl Store {
                 self.subkeys.ended(db, &key, version);
             }
         }
-        // Only now may another command read-modify-write these keys.
-        self.release(&stripes, shared);
         written
     }
 
@@ -206,18 +247,11 @@ impl Store {
                 std::mem::replace(&mut b.shared, false),
             )
         }) {
-            self.release(&stripes, shared);
-        }
-    }
-
-    fn release(&self, stripes: &[usize], shared: bool) {
-        for &s in stripes {
-            // SAFETY: the batch locked each stripe it lists, once.
-            unsafe { self.unlock_stripe(s) };
-        }
-        if shared {
-            // SAFETY: the batch took the commands lock shared, once.
-            unsafe { self.commands.unlock_shared() };
+            drop(Held {
+                store: self,
+                stripes,
+                shared,
+            });
         }
     }
 
@@ -384,5 +418,44 @@ mod tests {
         });
         batch.end().unwrap();
         let _both = store.lock(0, &[b"mine", b"theirs"]).unwrap();
+    }
+
+    /// A command taking several keys that finds one taken, in a batch
+    /// that held nothing before it, is told so: writing the batch would
+    /// not free the lock (the connection must wait for it, not retry).
+    #[test]
+    fn a_command_is_told_whether_its_batch_held_locks_before_it() {
+        let store = store();
+        let theirs = store.lock(0, &[b"theirs"]).unwrap();
+        // A key whose stripe comes first: the command takes it, then finds
+        // the other taken.
+        let stripe = super::super::stripe;
+        let mine = (0..)
+            .map(|i| format!("mine{i}").into_bytes())
+            .find(|k| stripe(0, k) < stripe(0, b"theirs"))
+            .unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let batch = store.begin_batch(true);
+                store.batch_command_starts();
+                assert!(matches!(
+                    store.lock(0, &[&mine, b"theirs"]),
+                    Err(CmdError::Contended)
+                ));
+                assert_eq!(
+                    store.contended_stripe(),
+                    Some((stripe(0, b"theirs"), false))
+                );
+                store.batch_command_starts();
+                drop(store.lock(0, &[&mine]).unwrap());
+                store.batch_command_starts();
+                assert!(store.lock(0, &[b"theirs"]).is_err());
+                assert!(matches!(store.contended_stripe(), Some((_, true))));
+                batch.end().unwrap();
+            })
+            .join()
+            .unwrap();
+        });
+        drop(theirs);
     }
 }
