@@ -28,7 +28,7 @@ pub fn execute(shared: &Shared, mut client: Client, requests: Vec<Vec<Vec<u8>>>)
         let mut requests = requests;
         run_one(shared, &mut client, &mut requests, &mut out, &mut held);
     } else {
-        let batch = shared.store.begin_batch(true);
+        let batch = shared.store.begin_batch();
         let mut replies = Replies::default();
         let mut requests = requests;
         requests.reverse();

@@ -316,6 +316,12 @@ pub struct Client {
 }
 
 impl Client {
+    /// A RESP2 connection subscribed to something: Redis restricts its
+    /// commands and answers its PING as a message.
+    pub fn in_resp2_subscribed_mode(&self) -> bool {
+        self.proto < 3 && self.subscription.as_ref().is_some_and(|s| s.count() > 0)
+    }
+
     /// The client a cluster member runs a committed command as: the one
     /// that sent it, as far as the command can tell (its database and
     /// protocol).

@@ -478,7 +478,7 @@ fn a_failed_pipeline_leaves_the_exec_inside_it_answered() {
 fn a_watch_beside_an_unwritten_batch_never_succeeds_on_a_stale_value() {
     let shared = open(Arc::new(MemFs::new()));
     let mut writer = shared.connect("writer".into()).unwrap();
-    let batch = shared.store.begin_batch(false);
+    let batch = shared.store.begin_batch();
     assert_eq!(run_line(&shared, &mut writer, "INCR k"), Reply::Int(1));
     std::thread::scope(|s| {
         let (tx, rx) = std::sync::mpsc::channel();

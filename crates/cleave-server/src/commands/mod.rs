@@ -471,14 +471,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result<Reply, CmdError> {
             return Ok(reply);
         }
     };
-    if ctx.client.proto < 3
-        && ctx
-            .client
-            .subscription
-            .as_ref()
-            .is_some_and(|s| s.count() > 0)
-        && !pubsub::ALLOWED_SUBSCRIBED.contains(&cmd.name)
-    {
+    if ctx.client.in_resp2_subscribed_mode() && !pubsub::ALLOWED_SUBSCRIBED.contains(&cmd.name) {
         return Ok(Reply::Error(format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
             cmd.name

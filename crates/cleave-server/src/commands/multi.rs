@@ -83,7 +83,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Result {
     // The commands' writes gather into one batch (the connection's, if
     // any, is set aside: EXEC holds the database alone). Dropped whole on
     // any other way out, a panic of a queued command included.
-    let batch = shared.store.begin_batch(false);
+    let batch = shared.store.begin_batch();
     let may_block = std::mem::replace(&mut ctx.client.may_block, false);
     let mut replies = Vec::with_capacity(queued.len());
     let mut failure = None;

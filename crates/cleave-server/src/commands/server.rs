@@ -20,13 +20,7 @@ pub const REDIS_VERSION: &str = "7.0.0";
 pub fn ping(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Result {
     // A RESP2 connection in subscribed mode gets PING's answer as a
     // message-like array, as Redis sends it.
-    if ctx.client.proto < 3
-        && ctx
-            .client
-            .subscription
-            .as_ref()
-            .is_some_and(|s| s.count() > 0)
-    {
+    if ctx.client.in_resp2_subscribed_mode() {
         let msg = args.get(1).cloned().unwrap_or_default();
         return Ok(Reply::Array(vec![Reply::bulk("pong"), Reply::Bulk(msg)]));
     }

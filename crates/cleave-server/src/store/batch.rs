@@ -12,10 +12,11 @@
 //! thread without awaiting, so the store's reads and writes find it there
 //! without every command carrying it.
 //!
-//! Deadlock: a batch holding locks only tries others; if one is taken,
-//! the command stops (`CmdError::Contended`), the batch is written and its
-//! locks released, and the command runs again, waiting for its locks in
-//! stripe order while it holds none, as a command outside a batch does.
+//! Deadlock: a batch only tries locks; if one is taken, the command stops
+//! (`CmdError::Contended`), the batch is written and its locks released,
+//! and the command runs again; if the lock is still taken, the connection
+//! awaits its release holding nothing (pipeline.rs). EXEC's batch, under
+//! the exclusive lock, never finds one taken.
 
 use std::cell::RefCell;
 
@@ -41,9 +42,6 @@ pub(super) struct Batch {
     stripes: Vec<usize>,
     /// Whether it holds the commands lock shared.
     shared: bool,
-    /// Whether a lock it finds taken while holding none stops the command
-    /// (the caller awaits the lock elsewhere) rather than waits for it.
-    yields: bool,
     /// The stripe whose lock stopped the last command.
     contended: Option<usize>,
     /// Stripes held when the running command started: those after are
@@ -62,6 +60,17 @@ pub(super) struct Batch {
 const MAX_CACHED_VALUE_BYTES: usize = 4 << 10;
 
 impl Batch {
+    /// Hands over the locks the batch holds (its cached reads, which they
+    /// protected, are dropped): the batch goes on holding none.
+    fn take_locks<'a>(&mut self, store: &'a Store) -> Held<'a> {
+        self.reads.clear();
+        Held {
+            store,
+            stripes: std::mem::take(&mut self.stripes),
+            shared: std::mem::replace(&mut self.shared, false),
+        }
+    }
+
     /// Whether the batch holds the lock of the Redis key `key` (an engine
     /// key) belongs to.
     fn holds_owner_of(&self, key: &[u8]) -> bool {
@@ -150,12 +159,11 @@ impl Store {
     }
 
     /// Begins a batch on this thread: until it ends, writes gather in it
-    /// and reads see them, and the key locks commands take are kept. If
-    /// it `yields`, a command that finds a lock taken stops
-    /// (`Contended`), whatever the batch holds, and
+    /// and reads see them, and the key locks commands take are kept. A
+    /// command that finds a lock taken stops (`Contended`), and
     /// [`Store::contended_stripe`] says which: a connection awaits it
     /// rather than hold one of the few threads that serve all of them.
-    pub fn begin_batch(&self, yields: bool) -> BatchGuard<'_> {
+    pub fn begin_batch(&self) -> BatchGuard<'_> {
         BATCH.with(|b| {
             let mut b = b.borrow_mut();
             assert!(b.is_none(), "one batch per thread at a time");
@@ -164,7 +172,6 @@ impl Store {
                 overlay: Overlay::default(),
                 stripes: Vec::new(),
                 shared: false,
-                yields,
                 contended: None,
                 held_before: 0,
                 reads: FxHashMap::default(),
@@ -206,22 +213,13 @@ impl Store {
     /// batch is written, and the error says why. Outside a batch, nothing
     /// to do.
     pub fn commit_batch(&self) -> Result<(), CmdError> {
-        let Some((overlay, stripes, shared)) = self.with_batch(|b| {
-            b.reads.clear();
-            (
-                std::mem::take(&mut b.overlay),
-                std::mem::take(&mut b.stripes),
-                std::mem::replace(&mut b.shared, false),
-            )
-        }) else {
+        // The locks are released on the way out, a panic in the write
+        // included; only then may another command read-modify-write these
+        // keys.
+        let Some((overlay, _held)) =
+            self.with_batch(|b| (std::mem::take(&mut b.overlay), b.take_locks(self)))
+        else {
             return Ok(());
-        };
-        // Released on the way out, a panic in the write included; only
-        // then may another command read-modify-write these keys.
-        let _held = Held {
-            store: self,
-            stripes,
-            shared,
         };
         let (batch, ended) = overlay.into_parts();
         let written = if batch.is_empty() {
@@ -239,29 +237,19 @@ impl Store {
 
     /// Drops what the batch gathered and releases its locks.
     fn abort_batch(&self) {
-        if let Some((stripes, shared)) = self.with_batch(|b| {
+        drop(self.with_batch(|b| {
             b.overlay = Overlay::default();
-            b.reads.clear();
-            (
-                std::mem::take(&mut b.stripes),
-                std::mem::replace(&mut b.shared, false),
-            )
-        }) {
-            drop(Held {
-                store: self,
-                stripes,
-                shared,
-            });
-        }
+            b.take_locks(self)
+        }));
     }
 
-    /// What this thread's batch knows of `key` as of `now_ms`: `None`
-    /// outside a batch. Reads at a snapshot are not cached: one taken
-    /// before a lock may be older than what the lock protects.
-    pub(super) fn batch_knows(&self, key: &[u8], snapshot: bool, now_ms: u64) -> Option<Known> {
+    /// What this thread's batch knows of `key` now: `None` outside a
+    /// batch. Reads at a snapshot are not cached: one taken before a lock
+    /// may be older than what the lock protects.
+    pub(super) fn batch_knows(&self, key: &[u8], snapshot: bool) -> Option<Known> {
         self.with_batch(|b| match b.overlay.get(key) {
             Some(Pending::Appended(ops)) => Known::Appended(ops.clone()),
-            Some(p) => Known::Value(p.resolve(None, now_ms)),
+            Some(p) => Known::Value(p.resolve(None, super::now_ms())),
             None => match b.reads.get(key) {
                 Some(v) => Known::Value(v.clone()),
                 None => Known::Unknown {
@@ -312,19 +300,15 @@ impl Store {
     }
 
     /// Takes `stripes` (sorted, each once) for the batch until its commit:
-    /// `None` outside a batch. A batch holding no lock waits for them in
-    /// order; one holding some only tries, and on a taken one answers
-    /// `Contended`, keeping what it took.
+    /// `None` outside a batch. Only tries: on a taken one, `Contended`,
+    /// keeping what it took.
     pub(super) fn batch_lock(&self, stripes: &[usize]) -> Option<Result<(), CmdError>> {
         self.with_batch(|b| {
-            let wait = b.stripes.is_empty() && !b.yields;
             for &s in stripes {
                 if b.stripes.contains(&s) {
                     continue;
                 }
-                if wait {
-                    self.locks[s].lock();
-                } else if !self.locks[s].try_lock() {
+                if !self.locks[s].try_lock() {
                     b.contended = Some(s);
                     return Err(CmdError::Contended);
                 }
@@ -366,7 +350,7 @@ mod tests {
     #[test]
     fn a_batch_is_read_back_and_written_at_its_commit() {
         let store = store();
-        let batch = store.begin_batch(false);
+        let batch = store.begin_batch();
         put(&store, b"a");
         assert!(!stored(&store, b"a"));
         assert!(store.get(&ReadOptions::new(), b"a").unwrap().is_some());
@@ -381,7 +365,7 @@ mod tests {
     fn a_batch_dropped_unended_is_dropped_whole() {
         let store = store();
         {
-            let _batch = store.begin_batch(false);
+            let _batch = store.begin_batch();
             let _l = store.lock(0, &[b"k"]).unwrap();
             put(&store, b"in-the-batch");
         }
@@ -400,12 +384,11 @@ mod tests {
     #[test]
     fn a_batch_holding_locks_does_not_wait_for_more() {
         let store = store();
-        let batch = store.begin_batch(false);
+        let batch = store.begin_batch();
         drop(store.lock(0, &[b"mine"]).unwrap());
         std::thread::scope(|s| {
             s.spawn(|| {
-                let other = store.begin_batch(false);
-                // Waits for nothing it can see taken: it holds no lock.
+                let other = store.begin_batch();
                 drop(store.lock(0, &[b"theirs"]).unwrap());
                 assert!(matches!(
                     store.lock(0, &[b"mine"]),
@@ -436,7 +419,7 @@ mod tests {
             .unwrap();
         std::thread::scope(|s| {
             s.spawn(|| {
-                let batch = store.begin_batch(true);
+                let batch = store.begin_batch();
                 store.batch_command_starts();
                 assert!(matches!(
                     store.lock(0, &[&mine, b"theirs"]),

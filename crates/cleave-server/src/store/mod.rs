@@ -608,7 +608,7 @@ impl Store {
     /// The value of `key`, read as `r` says, with a running transaction's
     /// writes over it.
     pub fn get(&self, r: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
-        match self.batch_knows(key, r.snapshot.is_some(), now_ms()) {
+        match self.batch_knows(key, r.snapshot.is_some()) {
             None => Ok(self.db.load().get(r, key)?),
             Some(batch::Known::Value(v)) => Ok(v),
             // Appended operands need the stored value under them.
