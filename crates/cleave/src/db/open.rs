@@ -532,9 +532,10 @@ impl DbInner {
                 }
                 mem_wal.get_or_insert(number);
                 let mut s = *seq;
+                let mut splice = mem.splice();
                 for e in batch.entries() {
                     let e = e?;
-                    mem.add(s, e.kind, e.key, e.value);
+                    mem.add_with(s, e.kind, e.key, e.value, &mut splice);
                     s += 1;
                 }
                 max_seq = max_seq.max(s.saturating_sub(1));

@@ -331,6 +331,11 @@ impl DbInner {
                 return Err(e);
             }
         }
+        // Groups are one at a time (the queue's front leads), so the
+        // memtable inserts need no WAL lock: `flush_wal` before a server's
+        // reply, which hands the OS what this group buffered, need not wait
+        // for them.
+        drop(wal);
         let mem = {
             let mut st = self.state.lock();
             if disable_wal {
@@ -346,10 +351,11 @@ impl DbInner {
             st.mem.clone()
         };
         let mut seq = first_seq;
+        let mut splice = mem.splice();
         for b in &batches {
             for e in b.entries() {
                 let e = e?;
-                mem.add(seq, e.kind, e.key, e.value);
+                mem.add_with(seq, e.kind, e.key, e.value, &mut splice);
                 seq += 1;
             }
         }
@@ -358,7 +364,6 @@ impl DbInner {
         let user_bytes: u64 = group.iter().map(|w| w.user_bytes).sum();
         debug_assert_eq!(seq - 1, last_seq);
         self.visible_seq.store(last_seq, Ordering::Release);
-        drop(wal);
         add(&self.counters.user_bytes_written, user_bytes);
         add(&self.counters.user_writes, last_seq + 1 - first_seq);
         Ok(())
