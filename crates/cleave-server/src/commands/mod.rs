@@ -45,6 +45,29 @@ pub struct Command {
     /// May run long (walks a range, or the whole database): run on a
     /// blocking thread, not on a thread serving connections.
     pub slow: bool,
+    /// `flags` has "write", "readonly", "blocking": asked of every request.
+    write: bool,
+    read: bool,
+    blocking: bool,
+}
+
+/// Whether `flags` has `flag`; at compile time, for the command table.
+const fn has_flag(flags: &[&str], flag: &str) -> bool {
+    let mut i = 0;
+    while i < flags.len() {
+        let (a, b) = (flags[i].as_bytes(), flag.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
 }
 
 const W: &[&str] = &["write", "denyoom"];
@@ -70,6 +93,9 @@ macro_rules! cmd {
             handler: $handler,
             exclusive: false,
             slow: false,
+            write: has_flag($flags, "write"),
+            read: has_flag($flags, "readonly"),
+            blocking: has_flag($flags, "blocking"),
         }
     };
 }
@@ -306,9 +332,9 @@ static COMMANDS: &[Command] = &[
     ),
 ];
 
-fn table() -> &'static FxHashMap<&'static str, &'static Command> {
-    static TABLE: OnceLock<FxHashMap<&'static str, &'static Command>> = OnceLock::new();
-    TABLE.get_or_init(|| COMMANDS.iter().map(|c| (c.name, c)).collect())
+fn table() -> &'static FxHashMap<&'static [u8], &'static Command> {
+    static TABLE: OnceLock<FxHashMap<&'static [u8], &'static Command>> = OnceLock::new();
+    TABLE.get_or_init(|| COMMANDS.iter().map(|c| (c.name.as_bytes(), c)).collect())
 }
 
 /// Longest command name, in bytes.
@@ -321,7 +347,7 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
     for (l, c) in lower.iter_mut().zip(name) {
         *l = c.to_ascii_lowercase();
     }
-    table().get(std::str::from_utf8(lower).ok()?).copied()
+    table().get(&*lower).copied()
 }
 
 pub fn all() -> &'static [Command] {
@@ -330,11 +356,11 @@ pub fn all() -> &'static [Command] {
 
 impl Command {
     pub fn is_write(&self) -> bool {
-        self.flags.contains(&"write")
+        self.write
     }
 
     pub fn is_read(&self) -> bool {
-        self.flags.contains(&"readonly")
+        self.read
     }
 
     /// Whether `args` (the name included) has as many arguments as the
@@ -385,10 +411,9 @@ impl Command {
 
 /// Whether one of `requests` may block (BLPOP and its kin).
 pub fn may_block(requests: &[Vec<Vec<u8>>]) -> bool {
-    requests.iter().any(|args| {
-        lookup(args.first().map_or(&[][..], Vec::as_slice))
-            .is_some_and(|c| c.flags.contains(&"blocking"))
-    })
+    requests
+        .iter()
+        .any(|args| lookup(args.first().map_or(&[][..], Vec::as_slice)).is_some_and(|c| c.blocking))
 }
 
 /// Whether `requests` should run on a blocking thread rather than on the
@@ -613,6 +638,20 @@ pub fn is(arg: &[u8], word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_command_is_found_by_its_name_and_says_its_flags() {
+        for c in all() {
+            let found = lookup(c.name.to_ascii_uppercase().as_bytes()).unwrap();
+            assert!(std::ptr::eq(found, c), "{}", c.name);
+            assert_eq!(c.is_write(), c.flags.contains(&"write"), "{}", c.name);
+            assert_eq!(c.is_read(), c.flags.contains(&"readonly"), "{}", c.name);
+            assert_eq!(c.blocking, c.flags.contains(&"blocking"), "{}", c.name);
+        }
+        assert!(lookup(b"blpop").is_some_and(|c| c.blocking && c.is_write()));
+        assert!(lookup(b"nosuchcommand").is_none());
+        assert!(lookup(&[b'x'; MAX_NAME_LEN + 1]).is_none());
+    }
 
     #[test]
     fn integers_are_read_as_redis_reads_them() {

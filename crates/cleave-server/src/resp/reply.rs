@@ -68,7 +68,7 @@ impl Reply {
                 out.extend_from_slice(b"\r\n");
             }
             Reply::Int(i) => {
-                let _ = write!(out, ":{i}\r\n");
+                put_line(out, b':', *i);
             }
             Reply::Bulk(b) => write_bulk(b, out),
             Reply::Nil if resp3 => out.extend_from_slice(b"_\r\n"),
@@ -76,22 +76,22 @@ impl Reply {
             Reply::NilArray if resp3 => out.extend_from_slice(b"_\r\n"),
             Reply::NilArray => out.extend_from_slice(b"*-1\r\n"),
             Reply::Array(items) => {
-                let _ = write!(out, "*{}\r\n", items.len());
+                put_line(out, b'*', items.len() as i64);
                 for r in items {
                     r.write_to(proto, out);
                 }
             }
             Reply::Set(items) => {
-                let _ = write!(out, "{}{}\r\n", if resp3 { '~' } else { '*' }, items.len());
+                put_line(out, if resp3 { b'~' } else { b'*' }, items.len() as i64);
                 for r in items {
                     r.write_to(proto, out);
                 }
             }
             Reply::Map(pairs) => {
                 if resp3 {
-                    let _ = write!(out, "%{}\r\n", pairs.len());
+                    put_line(out, b'%', pairs.len() as i64);
                 } else {
-                    let _ = write!(out, "*{}\r\n", pairs.len() * 2);
+                    put_line(out, b'*', pairs.len() as i64 * 2);
                 }
                 for (k, v) in pairs {
                     k.write_to(proto, out);
@@ -107,7 +107,7 @@ impl Reply {
                 }
             }
             Reply::Push(items) => {
-                let _ = write!(out, "{}{}\r\n", if resp3 { '>' } else { '*' }, items.len());
+                put_line(out, if resp3 { b'>' } else { b'*' }, items.len() as i64);
                 for r in items {
                     r.write_to(proto, out);
                 }
@@ -130,8 +130,32 @@ impl Reply {
     }
 }
 
+/// `prefix`, `n` in decimal and CRLF: the line of an integer and the
+/// header of every array and bulk string, so written without `fmt`.
+fn put_line(out: &mut Vec<u8>, prefix: u8, n: i64) {
+    // "-9223372036854775808" is 20 bytes.
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        digits[at] = b'-';
+    }
+    out.push(prefix);
+    out.extend_from_slice(&digits[at..]);
+    out.extend_from_slice(b"\r\n");
+}
+
 fn write_bulk(b: &[u8], out: &mut Vec<u8>) {
-    let _ = write!(out, "${}\r\n", b.len());
+    put_line(out, b'$', b.len() as i64);
     out.extend_from_slice(b);
     out.extend_from_slice(b"\r\n");
 }
@@ -155,6 +179,26 @@ mod tests {
         let mut out = Vec::new();
         r.write_to(proto, &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn integers_are_written_in_decimal() {
+        for i in [
+            0,
+            7,
+            -7,
+            10,
+            4_294_967_296,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ] {
+            assert_eq!(enc(&Reply::Int(i), 2), format!(":{i}\r\n"));
+        }
+        assert_eq!(
+            enc(&Reply::Bulk(vec![b'x'; 12]), 2),
+            format!("$12\r\n{}\r\n", "x".repeat(12))
+        );
     }
 
     #[test]
