@@ -353,8 +353,12 @@ impl DbInner {
         let mut seq = first_seq;
         let mut splice = mem.splice();
         for b in &batches {
-            for e in b.entries() {
+            let mut entries = b.entries().peekable();
+            while let Some(e) = entries.next() {
                 let e = e?;
+                if let Some(Ok(next)) = entries.peek() {
+                    mem.prefetch(next.key);
+                }
                 mem.add_with(seq, e.kind, e.key, e.value, &mut splice);
                 seq += 1;
             }

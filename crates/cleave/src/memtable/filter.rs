@@ -76,6 +76,22 @@ impl MemFilter {
         }
     }
 
+    /// Starts loading the line `add(key)` sets, so that an add a little
+    /// later does not stall on it: a large filter's lines are rarely in
+    /// the cache, and the skiplist insert in between hides the load.
+    pub(crate) fn prefetch(&self, key: &[u8]) {
+        let (first, _) = self.line(bloom_hash(key));
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch is a hint that never faults, of an address
+        // inside `words`.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(self.words.as_ptr().add(first).cast::<i8>());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = first;
+    }
+
     /// False only if `key` was never added.
     pub(crate) fn may_contain(&self, key: &[u8]) -> bool {
         let h = bloom_hash(key);

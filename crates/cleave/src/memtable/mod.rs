@@ -114,6 +114,14 @@ impl MemTable {
         self.list.splice()
     }
 
+    /// Readies the memtable for adding `user_key` soon: a write adds each
+    /// entry having prefetched the next.
+    pub(crate) fn prefetch(&self, user_key: &[u8]) {
+        if let Some(f) = &self.filter {
+            f.prefetch(user_key);
+        }
+    }
+
     /// `add`, after the entry `splice` last added. Safe to call from many
     /// threads at once, each with its own splice.
     pub(crate) fn add_with(
