@@ -40,7 +40,10 @@ pub fn run(args: Args) -> Result<(), String> {
             None,
         ),
     };
-    let threads = args.threads.max(1);
+    let threads = match args.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name("cleave-server")
