@@ -558,10 +558,10 @@ fn crash_while_jobs_run(budget: u64) {
     }
     drop(db);
     for (image, expected, n) in images {
-        let db = Db::open(DIR, opts(Arc::new(image))).unwrap();
+        let db = Db::open(DIR, opts(Arc::new(image.clone()))).unwrap();
         let ctx = format!("crash after write {n}");
         check(&db, &expected, &ctx);
         db.verify_checksums().unwrap();
-        assert_no_orphans(&db, &ctx);
+        assert_no_orphans_in(&db, &image, &ctx);
     }
 }
