@@ -47,14 +47,15 @@ pub struct Args {
     /// Most bytes of unprocessed requests one client may buffer (1 GiB).
     #[arg(long, default_value_t = 1 << 30)]
     pub client_query_buffer_limit: usize,
-    /// Threads serving connections; 0 (the default) is one per core. They
-    /// run most commands themselves, a few microseconds of memtable and
-    /// cache work, so threads beyond the cores only add switches between
-    /// them, and a thread descheduled while its batch holds a hot key's
-    /// lock stalls every client of that key (redis-benchmark's LPUSH ran
-    /// a quarter slower with 8 on 2 cores). A thread also waits when a
-    /// read must go to the disk: where most reads do, more threads (as
-    /// kvrocks's 8 workers) keep the cores busy meanwhile.
+    /// Threads serving connections; 0 (the default) is one per core, and
+    /// at least 2. They run most commands themselves, a few microseconds
+    /// of memtable and cache work, so threads beyond the cores only add
+    /// switches between them, and a thread descheduled while its batch
+    /// holds a hot key's lock stalls every client of that key
+    /// (redis-benchmark's pipelined LPUSH ran a fifth slower with 8 on 2
+    /// cores). A thread also waits when a read must go to the disk, or
+    /// when the engine stalls its write: where many do, more threads (as
+    /// kvrocks's 8 workers) keep the other clients served meanwhile.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
 

@@ -17,6 +17,8 @@ const SYNC_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How long shutdown waits for running commands before it closes.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Serving threads by default on a machine of fewer cores.
+const MIN_DEFAULT_THREADS: usize = 2;
 
 /// Opens the data directory, serves until SHUTDOWN, SIGTERM or SIGINT,
 /// then syncs and closes the database.
@@ -41,7 +43,11 @@ pub fn run(args: Args) -> Result<(), String> {
         ),
     };
     let threads = match args.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        // At least two: a write the engine stalls (L0 slowdown, full
+        // memtables, the space budget's pacing) holds its thread, and on
+        // one core it would hold every connection.
+        0 => std::thread::available_parallelism()
+            .map_or(MIN_DEFAULT_THREADS, |n| n.get().max(MIN_DEFAULT_THREADS)),
         n => n,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

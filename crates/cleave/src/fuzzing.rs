@@ -417,9 +417,10 @@ pub fn log_checkpoint(data: &[u8]) -> usize {
 /// read back in order.
 fn replay(seq: SeqNo, batch: &WriteBatch) {
     let mem = Arc::new(MemTable::new());
+    let mut splice = mem.splice();
     for (s, e) in (seq..).zip(batch.entries()) {
         let Ok(e) = e else { break };
-        mem.add(s, e.kind, e.key, e.value);
+        mem.add_with(s, e.kind, e.key, e.value, &mut splice);
     }
     let mut it = mem.iter();
     let mut r = it.seek_to_first();

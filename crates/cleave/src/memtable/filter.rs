@@ -20,9 +20,15 @@ const PROBES: u32 = 6;
 const LINE_BITS: u64 = 512;
 const WORDS_PER_LINE: usize = (LINE_BITS / 64) as usize;
 
+/// One cache line of bits, aligned as one, so that a key's probes touch
+/// one line and a prefetch loads all of them.
+#[repr(C, align(64))]
+struct Line([AtomicU64; WORDS_PER_LINE]);
+
+const _: () = assert!(std::mem::size_of::<Line>() as u64 * 8 == LINE_BITS);
+
 pub(crate) struct MemFilter {
-    words: Box<[AtomicU64]>,
-    lines: u64,
+    lines: Box<[Line]>,
 }
 
 impl MemFilter {
@@ -30,24 +36,23 @@ impl MemFilter {
     pub(crate) fn new(bytes: usize) -> MemFilter {
         let lines = (bytes / (LINE_BITS as usize / 8)).max(1);
         MemFilter {
-            words: (0..lines * WORDS_PER_LINE)
-                .map(|_| AtomicU64::new(0))
+            lines: (0..lines)
+                .map(|_| Line(std::array::from_fn(|_| AtomicU64::new(0))))
                 .collect(),
-            lines: lines as u64,
         }
     }
 
     #[cfg(test)]
     fn bytes(&self) -> usize {
-        self.words.len() * 8
+        self.lines.len() * std::mem::size_of::<Line>()
     }
 
-    /// The first word of `h`'s line, and the step between its probes.
-    fn line(&self, h: u32) -> (usize, u32) {
+    /// `h`'s line, and the step between its probes.
+    fn line(&self, h: u32) -> (&Line, u32) {
         // A second hash from the first for the line, so that the line and
         // the probes within it do not use the same bits.
-        let line = (u64::from(h.wrapping_mul(0x9e37_79b9)) * self.lines) >> 32;
-        (line as usize * WORDS_PER_LINE, h.rotate_right(17) | 1)
+        let line = (u64::from(h.wrapping_mul(0x9e37_79b9)) * self.lines.len() as u64) >> 32;
+        (&self.lines[line as usize], h.rotate_right(17) | 1)
     }
 
     fn bits(h: u32, delta: u32) -> impl Iterator<Item = (usize, u64)> {
@@ -59,13 +64,12 @@ impl MemFilter {
 
     pub(crate) fn add(&self, key: &[u8]) {
         let h = bloom_hash(key);
-        let (first, delta) = self.line(h);
+        let (line, delta) = self.line(h);
         let mut masks = [0u64; WORDS_PER_LINE];
         for (word, mask) in Self::bits(h, delta) {
             masks[word] |= mask;
         }
-        for (word, mask) in masks.into_iter().enumerate() {
-            let w = &self.words[first + word];
+        for (w, mask) in line.0.iter().zip(masks) {
             // A key added before (a list's prefix, pushed to again and
             // again) finds its bits set: a load, not a locked OR. Bits are
             // never cleared, and a reader that sees this entry sees what
@@ -80,24 +84,23 @@ impl MemFilter {
     /// later does not stall on it: a large filter's lines are rarely in
     /// the cache, and the skiplist insert in between hides the load.
     pub(crate) fn prefetch(&self, key: &[u8]) {
-        let (first, _) = self.line(bloom_hash(key));
+        let (line, _) = self.line(bloom_hash(key));
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint that never faults, of an address
-        // inside `words`.
+        // SAFETY: a prefetch is a hint that never faults, of a line of
+        // this filter.
         unsafe {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(self.words.as_ptr().add(first).cast::<i8>());
+            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(line).cast::<i8>());
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = first;
+        let _ = line;
     }
 
     /// False only if `key` was never added.
     pub(crate) fn may_contain(&self, key: &[u8]) -> bool {
         let h = bloom_hash(key);
-        let (first, delta) = self.line(h);
-        Self::bits(h, delta)
-            .all(|(word, mask)| self.words[first + word].load(Ordering::Relaxed) & mask != 0)
+        let (line, delta) = self.line(h);
+        Self::bits(h, delta).all(|(word, mask)| line.0[word].load(Ordering::Relaxed) & mask != 0)
     }
 }
 
@@ -117,6 +120,17 @@ mod tests {
             .count();
         // 26 bits a key: well under 1%.
         assert!(false_positives < 200, "{false_positives}");
+    }
+
+    #[test]
+    fn a_keys_probes_are_in_one_cache_line() {
+        let f = MemFilter::new(1 << 20);
+        assert_eq!(f.lines.as_ptr() as usize % 64, 0);
+        for i in 0..1000 {
+            let h = bloom_hash(format!("key{i}").as_bytes());
+            let (_, delta) = f.line(h);
+            assert!(MemFilter::bits(h, delta).all(|(word, _)| word < WORDS_PER_LINE));
+        }
     }
 
     #[test]

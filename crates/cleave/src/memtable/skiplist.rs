@@ -243,6 +243,25 @@ impl SkipList {
         std::iter::successors(self.first(), Entry::next).count()
     }
 
+    /// Whether every level, not only the bottom one, is in key order.
+    #[cfg(test)]
+    fn levels_in_order(&self) -> bool {
+        (0..MAX_HEIGHT).all(|level| {
+            let mut node = Self::next_at(self.head, level);
+            while let Some(n) = NonNull::new(node) {
+                let next = Self::next_at(n, level);
+                if let Some(m) = NonNull::new(next) {
+                    // SAFETY: linked nodes are live and initialized.
+                    if key::compare(unsafe { data(n).0 }, unsafe { data(m).0 }) != Ordering::Less {
+                        return false;
+                    }
+                }
+                node = next;
+            }
+            true
+        })
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.first().is_none()
     }
@@ -323,16 +342,25 @@ impl SkipList {
                 Err(now) => top = now,
             }
         }
-        // The lowest level whose neighbours still bracket the key; those
-        // above it bracket it too (a higher level's neighbours are never
-        // nearer). A list grown taller since is searched from the top.
+        // The lowest level whose neighbours are still adjacent and bracket
+        // the key; those above it bracket it too (a higher level's
+        // neighbours are never nearer). Adjacent, not only bracketing:
+        // another thread's insert after the splice's may have made a lower
+        // level's `next` stale while a higher level's, searched again
+        // after a failed link, is not; a stale level could then pass and
+        // the levels above it be linked out of order (RocksDB checks the
+        // same). A list grown taller since is searched from the top.
         let bracketed = if splice.height < top {
             None
         } else {
             // `next` first: in a sorted run, `prev` is the last insert,
             // before the key, and the level fails on `next`.
             (0..splice.height).find(|&l| {
-                !Self::before(splice.next[l], ikey)
+                // SAFETY: `prev[l]` is the head or a node reached at `l`.
+                let adjacent = unsafe { link(splice.prev[l], l) }.load(AtomicOrdering::Acquire)
+                    == splice.next[l];
+                adjacent
+                    && !Self::before(splice.next[l], ikey)
                     && (splice.prev[l] == self.head || Self::before(splice.prev[l].as_ptr(), ikey))
             })
         };
@@ -563,6 +591,7 @@ mod tests {
         let all = keys(&with);
         assert_eq!(all.len(), order.len());
         assert_eq!(all, keys(&without));
+        assert!(with.levels_in_order());
         assert!(all
             .windows(2)
             .all(|w| key::compare(&w[0], &w[1]) == Ordering::Less));
@@ -577,31 +606,32 @@ mod tests {
 
     #[test]
     fn a_sorted_run_costs_a_few_comparisons_an_insert() {
+        // Two blocks of keys four apart, with room between them.
         let list = SkipList::new();
-        for k in 0..20_000u32 {
+        for k in (0..10_000u32).chain(250_000..260_000) {
             list.insert(&ikey(k * 4, 1), b"");
         }
         // Comparisons an insert of `keys` takes, from one splice or each
         // from the top.
-        let cost = |keys: &mut dyn Iterator<Item = u32>, seq: u64, splice: bool| {
+        let cost = |keys: &mut dyn Iterator<Item = u32>, splice: bool| {
             let before = comparisons();
             let mut s = list.splice();
             let mut n = 0;
             for k in keys {
                 if splice {
-                    list.insert_with(&ikey(k, seq), b"", &mut s);
+                    list.insert_with(&ikey(k, 1), b"", &mut s);
                 } else {
-                    list.insert(&ikey(k, seq), b"");
+                    list.insert(&ikey(k, 1), b"");
                 }
                 n += 1;
             }
             (comparisons() - before) / n
         };
         // Keys next to each other, as a batch of a list's pushes is.
-        let adjacent = cost(&mut (0..1000).map(|k| 40_000 + k), 1, true);
+        let adjacent = cost(&mut (500_000..501_000), true);
         // A run through existing keys, as a sorted batch into a key space.
-        let through = cost(&mut (10_000..11_000).map(|k| k * 4 + 1), 1, true);
-        let searching = cost(&mut (10_000..11_000).map(|k| k * 4 + 2), 1, false);
+        let through = cost(&mut (5_000..6_000).map(|k| k * 4 + 1), true);
+        let searching = cost(&mut (5_000..6_000).map(|k| k * 4 + 2), false);
         assert!(adjacent <= 3, "{adjacent} comparisons an adjacent insert");
         assert!(
             through <= 10,
@@ -611,6 +641,8 @@ mod tests {
             searching >= 20,
             "{searching} comparisons an insert searching"
         );
+        assert_eq!(list.len(), 23_000);
+        assert!(list.levels_in_order());
     }
 
     #[test]
@@ -640,6 +672,7 @@ mod tests {
             t.join().unwrap();
         }
         assert_eq!(list.len(), 20_000);
+        assert!(list.levels_in_order());
         let all = keys(&list);
         assert_eq!(all.len(), 20_000);
         assert!(all
